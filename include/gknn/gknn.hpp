@@ -1,0 +1,11 @@
+// gknn/gknn.hpp: everything public.
+#pragma once
+
+#include "gknn/error.hpp"
+#include "gknn/generate.hpp"
+#include "gknn/index.hpp"
+#include "gknn/info.hpp"
+#include "gknn/io.hpp"
+#include "gknn/recall.hpp"
+#include "gknn/search.hpp"
+#include "gknn/types.hpp"

@@ -1,0 +1,42 @@
+// gknn/index.hpp: a FAISS-style flat (exact) index.
+#pragma once
+
+#include <memory>
+
+#include "gknn/types.hpp"
+
+namespace gknn {
+
+/// Holds a database of vectors of one dimension and answers exact kNN queries. With Backend::Cuda the
+/// database stays resident in device memory across searches. Not thread-safe for concurrent add/search.
+class Index {
+ public:
+  Index(int64_t dimension, Metric metric = Metric::SquaredL2, Backend backend = Backend::Auto);
+  ~Index();
+  Index(Index&&) noexcept;
+  Index& operator=(Index&&) noexcept;
+
+  /// Appends rows; their ids are their insertion positions (0, 1, ...), unless add_with_ids was used.
+  void add(FloatView vectors);
+  /// Appends rows with user ids (int64, one per row). An index uses ids for all rows or for none.
+  void add_with_ids(FloatView vectors, const int64_t* ids);
+  /// k nearest stored vectors of each query; indices are the ids. Other parameters come from `params`
+  /// (its metric must equal the index metric or be left at the default squared L2 for a squared-L2 index).
+  Result search(FloatView queries, int64_t k) const;
+  Result search(FloatView queries, const SearchParams& params) const;
+  void reset();
+
+  int64_t size() const noexcept;
+  int64_t dimension() const noexcept;
+  Metric metric() const noexcept;
+  Backend backend() const noexcept;
+  /// p of Metric::Lp (default 2).
+  void set_p(double p);
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gknn

@@ -1,0 +1,32 @@
+// gknn/search.hpp: one-shot exact k-nearest-neighbour search and k-selection.
+#pragma once
+
+#include "gknn/types.hpp"
+
+namespace gknn {
+
+/// Exact kNN of every query row among the base rows (see types.hpp for the total order and k > n padding).
+/// Throws gknn::Error naming the argument or row: k <= 0, empty base, dimension mismatch, NaN/Inf in a row,
+/// p <= 0 for Lp, an algorithm the chosen backend or metric does not support.
+Result search(FloatView base, FloatView queries, const SearchParams& params);
+/// uint8 input (bvecs): converted to float32 exactly.
+Result search(ByteView base, ByteView queries, const SearchParams& params);
+
+struct SelectParams {
+  Backend backend = Backend::Auto;
+  SelectAlgorithm algorithm = SelectAlgorithm::Auto;
+  SelectOptions options;
+  int threads = 0;
+  int device = 0;
+};
+
+/// The k smallest (Ascending) or largest (Descending) values of every row of a host matrix, sorted in the
+/// library's total order. labels (optional, same shape and stride as values) replace the column index in the
+/// output and in tie-breaking; when null the column index is used. k > cols pads like search. NaN is rejected.
+Result select_k(FloatView values, const int64_t* labels, int64_t k, Order order,
+                const SelectParams& params = {});
+
+/// Backends this build can run now (Cpu always; Cuda when compiled in and a device is visible).
+bool backend_available(Backend backend);
+
+}  // namespace gknn

@@ -1,0 +1,157 @@
+// gknn/types.hpp: the vocabulary of the public API (views, metrics, algorithm enums, parameters, results).
+//
+// THE TOTAL ORDER. Every algorithm and backend returns the same neighbours in the same order:
+//   * distance metrics (squared L2, L2, L1, Linf, Lp): ascending distance;
+//   * similarity metrics (inner product, cosine): descending similarity;
+//   * equal values are ordered by the smaller database index (the position in the base, or for an Index the
+//     insertion position; user ids from add_with_ids do not take part in ordering);
+//   * -0.0 and +0.0 are equal;
+//   * when k > n, the missing tail of every row is padded with index -1 and distance +inf (-inf for similarities).
+// Algorithms that compute in float32 with a different summation order (GEMM vs direct sums) can disagree
+// on neighbours whose exact distances differ by less than float rounding; on exactly representable data
+// (small integers) every algorithm returns identical indices.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gknn {
+
+/// Non-owning row-major matrix view. stride is in elements between row starts; 0 means "= cols".
+template <class T>
+struct MatrixView {
+  T* data = nullptr;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int64_t stride = 0;
+
+  int64_t row_stride() const noexcept { return stride == 0 ? cols : stride; }
+  T* row(int64_t i) const noexcept { return data + i * row_stride(); }
+  bool empty() const noexcept { return rows == 0 || cols == 0; }
+};
+
+using FloatView = MatrixView<const float>;
+using ByteView = MatrixView<const uint8_t>;
+
+enum class Metric {
+  SquaredL2,     ///< sum (x-y)^2                       (default; what FAISS IndexFlatL2 returns)
+  L2,            ///< sqrt(sum (x-y)^2)
+  InnerProduct,  ///< sum x*y, similarity: largest first
+  Cosine,        ///< x.y / (|x| |y|), similarity: largest first; a zero vector has similarity 0 to everything
+  L1,            ///< sum |x-y|
+  Linf,          ///< max |x-y|
+  Lp,            ///< (sum |x-y|^p)^(1/p), p > 0 given in SearchParams::p
+};
+
+/// True for metrics where larger means nearer (inner product, cosine).
+constexpr bool is_similarity(Metric m) noexcept { return m == Metric::InnerProduct || m == Metric::Cosine; }
+
+enum class Backend { Auto, Cpu, Cuda };
+
+/// How the distance matrix (or its tiles) is computed. Each backend accepts its own subset; Auto picks the
+/// fastest exact one for the configuration. See docs/algorithms.md for the table.
+enum class DistanceAlgorithm {
+  Auto,
+  Reference,      ///< cpu: float64 direct sums (the test oracle)
+  Direct,         ///< cpu: float32 vectorisable direct kernel, every metric
+  Gemm,           ///< cpu: norms + SGEMM (OpenBLAS), squared L2 / L2 / inner product / cosine
+  Naive,          ///< cuda: one thread per (query, point) pair (report's third variant)
+  SharedReduce,   ///< cuda: one thread per component, shared-memory reduction (report's first variant)
+  Atomic,         ///< cuda: atomicAdd accumulation (report's second variant; summation order not deterministic)
+  GarciaGlobal,   ///< cuda: tiled shared-memory kernel of knn_cuda_global
+  GarciaTexture,  ///< cuda: reference set read through texture objects (falls back to GarciaGlobal beyond limits)
+  Cublas,         ///< cuda: norms + cuBLAS SGEMM (knn_cublas), squared L2 / L2 / inner product / cosine
+};
+
+/// How the k best of each row are selected.
+enum class SelectAlgorithm {
+  Auto,
+  Sort,            ///< cpu: full sort of every row (report's sequential scan); cuda: CUB segmented sort
+  Heap,            ///< cpu: bounded binary heap per query (thesis'/Tang's CPU baseline)
+  Quickselect,     ///< cpu: nth_element on a candidate buffer
+  Insertion,       ///< cuda: Garcia's modified insertion sort, one thread per query
+  PartialBitonic,  ///< cuda: Kruliš et al.'s partial bitonic sort
+  WarpSelect,      ///< cuda: FAISS-style WarpSelect
+  BlockSelect,     ///< cuda: FAISS-style BlockSelect
+  Bits,            ///< cuda: buffered bitonic select in registers, k <= 2048
+  BitsGlobal,      ///< cuda: bits with the top-k kept in global memory
+  InsertionQueue,  ///< cuda: Tang et al., insertion queue per thread
+  HeapQueue,       ///< cuda: Tang et al., heap queue per thread
+  MergeQueue,      ///< cuda: Tang et al., merge queue per thread
+  SampleSelect,    ///< cuda: sample select for large k
+  RadixSelect,     ///< cuda: radix select for large k
+};
+
+/// Options of Tang et al.'s queues (SelectAlgorithm::InsertionQueue/HeapQueue/MergeQueue). A full name such
+/// as "merge_queue+aligned+buffered+hp" sets the algorithm and these flags at once (see parse_select).
+struct TangOptions {
+  bool aligned = false;       ///< whole warp merges together (per-warp flag)
+  bool buffered = false;      ///< per-thread candidate buffer with local sort and early stop
+  bool hierarchical = false;  ///< hierarchical partition ("hp")
+  int m = 8;                  ///< merge-queue level size
+  int group = 4;              ///< hierarchical partition group size G
+};
+
+/// Options shared by the selection algorithms.
+struct SelectOptions {
+  int thread_queue = 0;        ///< WarpSelect/BlockSelect thread-queue length; 0 = tuned default
+  bool sorted = true;          ///< large-k selectors may skip the final sort when false (select_k only)
+  bool two_stage = true;       ///< sample/radix select: two-stage (k-th value, then filter) or single-stage
+  bool prefetch = false;       ///< bits: L2 prefetch option
+  TangOptions tang;
+};
+
+/// Progress report: fraction of the work done in [0, 1].
+using ProgressCallback = std::function<void(double fraction)>;
+
+struct SearchParams {
+  int64_t k = 10;
+  Metric metric = Metric::SquaredL2;
+  double p = 2.0;  ///< exponent of Metric::Lp, p > 0
+  Backend backend = Backend::Auto;
+  DistanceAlgorithm distance = DistanceAlgorithm::Auto;
+  SelectAlgorithm select = SelectAlgorithm::Auto;
+  SelectOptions select_options;
+  size_t memory_budget = 0;  ///< bytes of working memory (device memory for cuda); 0 = automatic
+  int threads = 0;           ///< cpu threads; 0 = all hardware threads
+  int device = 0;            ///< cuda device ordinal
+  ProgressCallback progress;
+};
+
+/// q x k row-major result: distances (or similarities) and int64 indices (or user ids).
+struct Result {
+  int64_t rows = 0;
+  int64_t k = 0;
+  std::vector<float> distances;
+  std::vector<int64_t> indices;
+
+  float distance(int64_t row, int64_t j) const { return distances[static_cast<size_t>(row * k + j)]; }
+  int64_t index(int64_t row, int64_t j) const { return indices[static_cast<size_t>(row * k + j)]; }
+};
+
+/// Order of select_k: Ascending keeps the smallest values, Descending the largest.
+enum class Order { Ascending, Descending };
+
+// Names used by the CLI, the benchmarks and error messages ("squared_l2", "cublas", "merge_queue", ...).
+std::string to_string(Metric m);
+std::string to_string(Backend b);
+std::string to_string(DistanceAlgorithm a);
+std::string to_string(SelectAlgorithm a);
+/// Full name of a selection with its Tang flags, e.g. "merge_queue+aligned+hp".
+std::string select_name(SelectAlgorithm a, const TangOptions& tang);
+
+/// Parsers throw gknn::Error(InvalidArgument) naming the accepted values.
+Metric parse_metric(std::string_view name);
+Backend parse_backend(std::string_view name);
+DistanceAlgorithm parse_distance(std::string_view name);
+/// Accepts "name" or "name+flag+flag" with flags aligned, buffered, hp (Tang queues only).
+SelectAlgorithm parse_select(std::string_view name, TangOptions* tang = nullptr);
+
+std::vector<DistanceAlgorithm> all_distance_algorithms();
+std::vector<SelectAlgorithm> all_select_algorithms();
+
+}  // namespace gknn

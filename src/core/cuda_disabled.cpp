@@ -1,0 +1,17 @@
+// cuda_disabled.cpp: the CUDA backend's entry points in a build without CUDA (GKNN_CUDA=OFF or no nvcc).
+#include "core/backend.hpp"
+#include "gknn/error.hpp"
+
+namespace gknn::detail::cuda {
+namespace {
+[[noreturn]] void no_cuda() {
+  fail(ErrorCode::Unsupported, "this gknn build has no CUDA backend (configure with -DGKNN_CUDA=ON and nvcc present)");
+}
+}  // namespace
+
+bool available() { return false; }
+KeyResult search(FloatView, FloatView, const SearchParams&) { no_cuda(); }
+Result select_k(FloatView, const int64_t*, int64_t, const SelectParams&) { no_cuda(); }
+std::unique_ptr<ResidentStore> make_store(int64_t, int) { no_cuda(); }
+
+}  // namespace gknn::detail::cuda

@@ -1,0 +1,139 @@
+// names.cpp: the one table of user-facing names of every enum (CLI, benchmarks, errors).
+#include <array>
+#include <string>
+#include <utility>
+
+#include "gknn/error.hpp"
+#include "gknn/types.hpp"
+
+namespace gknn {
+namespace {
+
+template <class E, size_t N>
+using NameTable = std::array<std::pair<E, const char*>, N>;
+
+constexpr NameTable<Metric, 7> kMetrics{{{Metric::SquaredL2, "squared_l2"},
+                                         {Metric::L2, "l2"},
+                                         {Metric::InnerProduct, "inner_product"},
+                                         {Metric::Cosine, "cosine"},
+                                         {Metric::L1, "l1"},
+                                         {Metric::Linf, "linf"},
+                                         {Metric::Lp, "lp"}}};
+
+constexpr NameTable<Backend, 3> kBackends{{{Backend::Auto, "auto"}, {Backend::Cpu, "cpu"}, {Backend::Cuda, "cuda"}}};
+
+constexpr NameTable<DistanceAlgorithm, 10> kDistances{{{DistanceAlgorithm::Auto, "auto"},
+                                                       {DistanceAlgorithm::Reference, "reference"},
+                                                       {DistanceAlgorithm::Direct, "direct"},
+                                                       {DistanceAlgorithm::Gemm, "gemm"},
+                                                       {DistanceAlgorithm::Naive, "naive"},
+                                                       {DistanceAlgorithm::SharedReduce, "shared_reduce"},
+                                                       {DistanceAlgorithm::Atomic, "atomic"},
+                                                       {DistanceAlgorithm::GarciaGlobal, "garcia_global"},
+                                                       {DistanceAlgorithm::GarciaTexture, "garcia_texture"},
+                                                       {DistanceAlgorithm::Cublas, "cublas"}}};
+
+constexpr NameTable<SelectAlgorithm, 15> kSelects{{{SelectAlgorithm::Auto, "auto"},
+                                                   {SelectAlgorithm::Sort, "sort"},
+                                                   {SelectAlgorithm::Heap, "heap"},
+                                                   {SelectAlgorithm::Quickselect, "quickselect"},
+                                                   {SelectAlgorithm::Insertion, "insertion"},
+                                                   {SelectAlgorithm::PartialBitonic, "partial_bitonic"},
+                                                   {SelectAlgorithm::WarpSelect, "warp_select"},
+                                                   {SelectAlgorithm::BlockSelect, "block_select"},
+                                                   {SelectAlgorithm::Bits, "bits"},
+                                                   {SelectAlgorithm::BitsGlobal, "bits_global"},
+                                                   {SelectAlgorithm::InsertionQueue, "insertion_queue"},
+                                                   {SelectAlgorithm::HeapQueue, "heap_queue"},
+                                                   {SelectAlgorithm::MergeQueue, "merge_queue"},
+                                                   {SelectAlgorithm::SampleSelect, "sample_select"},
+                                                   {SelectAlgorithm::RadixSelect, "radix_select"}}};
+
+template <class E, size_t N>
+std::string name_of(const NameTable<E, N>& table, E value) {
+  for (const auto& [e, name] : table)
+    if (e == value) return name;
+  return "unknown";
+}
+
+template <class E, size_t N>
+E parse_name(const NameTable<E, N>& table, std::string_view name, const char* what) {
+  std::string accepted;
+  for (const auto& [e, n] : table) {
+    if (name == n) return e;
+    accepted += accepted.empty() ? "" : ", ";
+    accepted += n;
+  }
+  detail::fail(ErrorCode::InvalidArgument, "unknown ", what, " '", name, "' (accepted: ", accepted, ")");
+}
+
+template <class E, size_t N>
+std::vector<E> all_of(const NameTable<E, N>& table) {
+  std::vector<E> out;
+  for (const auto& [e, n] : table)
+    if (e != E::Auto) out.push_back(e);
+  return out;
+}
+
+bool is_tang_queue(SelectAlgorithm a) {
+  return a == SelectAlgorithm::InsertionQueue || a == SelectAlgorithm::HeapQueue || a == SelectAlgorithm::MergeQueue;
+}
+
+}  // namespace
+
+const char* to_string(ErrorCode code) noexcept {
+  switch (code) {
+    case ErrorCode::InvalidArgument: return "invalid_argument";
+    case ErrorCode::Io: return "io";
+    case ErrorCode::Format: return "format";
+    case ErrorCode::OutOfMemory: return "out_of_memory";
+    case ErrorCode::Cuda: return "cuda";
+    case ErrorCode::Unsupported: return "unsupported";
+    case ErrorCode::Internal: return "internal";
+  }
+  return "unknown";
+}
+
+std::string to_string(Metric m) { return name_of(kMetrics, m); }
+std::string to_string(Backend b) { return name_of(kBackends, b); }
+std::string to_string(DistanceAlgorithm a) { return name_of(kDistances, a); }
+std::string to_string(SelectAlgorithm a) { return name_of(kSelects, a); }
+
+std::string select_name(SelectAlgorithm a, const TangOptions& tang) {
+  std::string name = to_string(a);
+  if (!is_tang_queue(a)) return name;
+  if (tang.aligned) name += "+aligned";
+  if (tang.buffered) name += "+buffered";
+  if (tang.hierarchical) name += "+hp";
+  return name;
+}
+
+Metric parse_metric(std::string_view name) { return parse_name(kMetrics, name, "metric"); }
+Backend parse_backend(std::string_view name) { return parse_name(kBackends, name, "backend"); }
+DistanceAlgorithm parse_distance(std::string_view name) { return parse_name(kDistances, name, "distance algorithm"); }
+
+SelectAlgorithm parse_select(std::string_view name, TangOptions* tang) {
+  const size_t plus = name.find('+');
+  const SelectAlgorithm algo = parse_name(kSelects, name.substr(0, plus), "selection algorithm");
+  TangOptions flags = tang ? *tang : TangOptions{};
+  flags.aligned = flags.buffered = flags.hierarchical = false;
+  for (size_t at = plus; at != std::string_view::npos;) {
+    const size_t next = name.find('+', at + 1);
+    const std::string_view flag = name.substr(at + 1, next == std::string_view::npos ? next : next - at - 1);
+    GKNN_EXPECT(is_tang_queue(algo), ErrorCode::InvalidArgument, "selection '", name,
+                "': flags (+", flag, ") apply only to insertion_queue, heap_queue and merge_queue");
+    if (flag == "aligned") flags.aligned = true;
+    else if (flag == "buffered") flags.buffered = true;
+    else if (flag == "hp") flags.hierarchical = true;
+    else detail::fail(ErrorCode::InvalidArgument, "selection '", name, "': unknown flag '", flag,
+                      "' (accepted: aligned, buffered, hp)");
+    at = next;
+  }
+  if (tang) *tang = flags;
+  return algo;
+}
+
+std::vector<DistanceAlgorithm> all_distance_algorithms() { return all_of(kDistances); }
+std::vector<SelectAlgorithm> all_select_algorithms() { return all_of(kSelects); }
+
+}  // namespace gknn

@@ -1,0 +1,20 @@
+// validate.hpp: the checks every entry point makes before a backend sees the data.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "gknn/types.hpp"
+
+namespace gknn::detail {
+
+/// Shape, stride and finiteness of one matrix argument; `what` names it in messages ("base", "queries").
+void validate_matrix(FloatView m, std::string_view what, bool allow_empty_rows);
+void validate_search(FloatView base, FloatView queries, const SearchParams& params);
+/// Backend::Auto -> Cuda when available, else Cpu; an unavailable explicit Cuda throws Unsupported.
+Backend resolve_backend(Backend requested);
+
+/// Row-normalised copy for cosine (a zero row stays zero). Norms are accumulated in double.
+std::vector<float> normalized_rows(FloatView m);
+
+}  // namespace gknn::detail

@@ -1,0 +1,129 @@
+// buffer.cuh: RAII owners of device memory, pinned host memory, streams and events (no managed memory).
+#pragma once
+
+#include <cstddef>
+#include <utility>
+
+#include "cuda/common/error.cuh"
+
+namespace gknn::cuda_detail {
+
+/// cudaMalloc'd array of T; move-only.
+template <class T>
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t count) { resize(count); }
+  ~DeviceBuffer() { release(); }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    if (this != &o) {
+      release();
+      ptr_ = std::exchange(o.ptr_, nullptr);
+      size_ = std::exchange(o.size_, 0);
+    }
+    return *this;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  /// Discards the content; allocates only when growing.
+  void resize(size_t count) {
+    if (count <= capacity_) {
+      size_ = count;
+      return;
+    }
+    release();
+    if (count > 0) GKNN_CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&ptr_), count * sizeof(T)));
+    size_ = capacity_ = count;
+  }
+  T* data() const noexcept { return ptr_; }
+  size_t size() const noexcept { return size_; }
+  size_t bytes() const noexcept { return size_ * sizeof(T); }
+
+ private:
+  void release() noexcept {
+    if (ptr_) GKNN_CUDA_TRY_NOTHROW(cudaFree(ptr_));
+    ptr_ = nullptr;
+    size_ = capacity_ = 0;
+  }
+  T* ptr_ = nullptr;
+  size_t size_ = 0;
+  size_t capacity_ = 0;
+};
+
+/// cudaMallocHost'd array of T (page-locked, for asynchronous copies); move-only.
+template <class T>
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  explicit PinnedBuffer(size_t count) : size_(count) {
+    if (count > 0) GKNN_CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&ptr_), count * sizeof(T)));
+  }
+  ~PinnedBuffer() {
+    if (ptr_) GKNN_CUDA_TRY_NOTHROW(cudaFreeHost(ptr_));
+  }
+  PinnedBuffer(PinnedBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept {
+    std::swap(ptr_, o.ptr_);
+    std::swap(size_, o.size_);
+    return *this;
+  }
+  T* data() const noexcept { return ptr_; }
+  size_t size() const noexcept { return size_; }
+
+ private:
+  T* ptr_ = nullptr;
+  size_t size_ = 0;
+};
+
+class Stream {
+ public:
+  Stream() { GKNN_CUDA_TRY(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
+  ~Stream() {
+    if (s_) GKNN_CUDA_TRY_NOTHROW(cudaStreamDestroy(s_));
+  }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  cudaStream_t get() const noexcept { return s_; }
+  void sync() const { GKNN_CUDA_TRY(cudaStreamSynchronize(s_)); }
+
+ private:
+  cudaStream_t s_ = nullptr;
+};
+
+class Event {
+ public:
+  explicit Event(unsigned flags = cudaEventDefault) { GKNN_CUDA_TRY(cudaEventCreateWithFlags(&e_, flags)); }
+  ~Event() {
+    if (e_) GKNN_CUDA_TRY_NOTHROW(cudaEventDestroy(e_));
+  }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  cudaEvent_t get() const noexcept { return e_; }
+  void record(cudaStream_t s) { GKNN_CUDA_TRY(cudaEventRecord(e_, s)); }
+  /// Milliseconds from `start` to this event (both recorded and complete).
+  float since(const Event& start) const {
+    float ms = 0;
+    GKNN_CUDA_TRY(cudaEventElapsedTime(&ms, start.e_, e_));
+    return ms;
+  }
+
+ private:
+  cudaEvent_t e_ = nullptr;
+};
+
+/// Scratch memory that kernels borrow for one launch sequence on one stream; grows, never shrinks.
+class Workspace {
+ public:
+  /// Pointer to at least `bytes` bytes, 256-byte aligned; valid until the next get() on this workspace.
+  void* get(size_t bytes) {
+    buffer_.resize((bytes + 255) / 256 * 256);
+    return buffer_.data();
+  }
+
+ private:
+  DeviceBuffer<unsigned char> buffer_;
+};
+
+}  // namespace gknn::cuda_detail

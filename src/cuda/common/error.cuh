@@ -1,0 +1,37 @@
+// error.cuh: every CUDA / cuBLAS call and every launch is checked; failures throw gknn::Error with file:line.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include "gknn/error.hpp"
+
+namespace gknn::cuda_detail {
+
+[[noreturn]] void throw_cuda(cudaError_t err, const char* expr, const char* file, int line);
+[[noreturn]] void throw_cublas(cublasStatus_t st, const char* expr, const char* file, int line);
+/// For destructors: reports to stderr instead of throwing.
+void warn_cuda(cudaError_t err, const char* expr, const char* file, int line) noexcept;
+
+}  // namespace gknn::cuda_detail
+
+#define GKNN_CUDA_TRY(expr)                                                                     \
+  do {                                                                                          \
+    cudaError_t gknn_err_ = (expr);                                                             \
+    if (gknn_err_ != cudaSuccess) ::gknn::cuda_detail::throw_cuda(gknn_err_, #expr, __FILE__, __LINE__); \
+  } while (0)
+
+#define GKNN_CUDA_TRY_NOTHROW(expr)                                                             \
+  do {                                                                                          \
+    cudaError_t gknn_err_ = (expr);                                                             \
+    if (gknn_err_ != cudaSuccess) ::gknn::cuda_detail::warn_cuda(gknn_err_, #expr, __FILE__, __LINE__); \
+  } while (0)
+
+/// After every kernel launch: catches bad configurations at once (asynchronous faults surface at the next sync).
+#define GKNN_CUDA_CHECK_LAUNCH() GKNN_CUDA_TRY(cudaGetLastError())
+
+#define GKNN_CUBLAS_TRY(expr)                                                                   \
+  do {                                                                                          \
+    cublasStatus_t gknn_st_ = (expr);                                                           \
+    if (gknn_st_ != CUBLAS_STATUS_SUCCESS) ::gknn::cuda_detail::throw_cublas(gknn_st_, #expr, __FILE__, __LINE__); \
+  } while (0)

@@ -1,0 +1,61 @@
+// distance.cuh: the contract of every GPU distance kernel, and the table that maps the enum to them.
+//
+// A distance kernel writes the nq x nb matrix of *keys* (core/keys.hpp): squared L2, -(x.y), L1, Linf or
+// sum |x-y|^p, for queries and base rows already on the device. Adding a kernel: a folder under distance/,
+// a DistanceEntry line in registry.cu.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+#include "cuda/common/buffer.cuh"
+#include "gknn/types.hpp"
+
+namespace gknn::cuda_detail {
+
+struct DistanceInput {
+  const float* queries = nullptr;
+  int64_t query_stride = 0;
+  int64_t nq = 0;
+  const float* base = nullptr;
+  int64_t base_stride = 0;
+  int64_t nb = 0;
+  int64_t dim = 0;
+  Metric metric = Metric::SquaredL2;  ///< a key metric: SquaredL2, InnerProduct, L1, Linf, Lp
+  float p = 2.f;
+  const float* query_norms = nullptr;  ///< squared norms (SquaredL2 only; filled by the pipeline when needs_norms)
+  const float* base_norms = nullptr;
+};
+
+struct DistanceOutput {
+  float* keys = nullptr;
+  int64_t stride = 0;  ///< >= nb
+};
+
+struct DistanceContext {
+  Workspace& workspace;
+  cudaStream_t stream;
+  int device;
+};
+
+using DistanceFn = void (*)(const DistanceInput& in, const DistanceOutput& out, const DistanceContext& ctx);
+
+struct DistanceEntry {
+  DistanceAlgorithm algorithm;
+  bool (*supports)(Metric key_metric);
+  bool needs_norms;  ///< the pipeline provides squared row norms for SquaredL2
+  DistanceFn run;
+};
+
+const DistanceEntry* find_distance(DistanceAlgorithm algorithm);
+/// Auto's choice for a shape and key metric.
+DistanceAlgorithm choose_distance(Metric key_metric, int64_t nq, int64_t nb, int64_t dim);
+/// Resolves Auto, checks support; throws Unsupported naming the algorithm and metric otherwise.
+const DistanceEntry& resolve_distance(DistanceAlgorithm requested, Metric key_metric, int64_t nq, int64_t nb,
+                                      int64_t dim);
+
+/// Squared L2 norm of each row (one pass; used by GEMM-based kernels).
+void row_squared_norms(const float* rows, int64_t count, int64_t stride, int64_t dim, float* out, cudaStream_t s);
+
+}  // namespace gknn::cuda_detail
