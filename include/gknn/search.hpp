@@ -1,6 +1,8 @@
 // gknn/search.hpp: one-shot exact k-nearest-neighbour search and k-selection.
 #pragma once
 
+#include <vector>
+
 #include "gknn/types.hpp"
 
 namespace gknn {
@@ -25,6 +27,15 @@ struct SelectParams {
 /// output and in tie-breaking; when null the column index is used. k > cols pads like search. NaN is rejected.
 Result select_k(FloatView values, const int64_t* labels, int64_t k, Order order,
                 const SelectParams& params = {});
+
+/// Distance algorithms `backend` implements for `metric` (Auto excluded); empty for an unavailable backend.
+std::vector<DistanceAlgorithm> distance_algorithms(Backend backend, Metric metric);
+/// Selection algorithms `backend` implements (Auto excluded), with the largest k each serves.
+struct SelectCapability {
+  SelectAlgorithm algorithm;
+  int64_t max_k;
+};
+std::vector<SelectCapability> select_algorithms(Backend backend);
 
 /// Backends this build can run now (Cpu always; Cuda when compiled in and a device is visible).
 bool backend_available(Backend backend);

@@ -31,6 +31,8 @@ KeyResult search(FloatView base, FloatView queries, const SearchParams& key_para
 /// Ascending select over rows; labels may be null (column index is the label).
 Result select_k(FloatView keys, const int64_t* labels, int64_t k, const SelectParams& params);
 std::unique_ptr<ResidentStore> make_store(int64_t dim);
+std::vector<DistanceAlgorithm> distance_algorithms(Metric user_metric);
+std::vector<SelectCapability> select_algorithms();
 }  // namespace cpu
 
 namespace cuda {
@@ -39,6 +41,8 @@ bool available();
 KeyResult search(FloatView base, FloatView queries, const SearchParams& key_params);
 Result select_k(FloatView keys, const int64_t* labels, int64_t k, const SelectParams& params);
 std::unique_ptr<ResidentStore> make_store(int64_t dim, int device);
+std::vector<DistanceAlgorithm> distance_algorithms(Metric user_metric);
+std::vector<SelectCapability> select_algorithms();
 }  // namespace cuda
 
 }  // namespace gknn::detail

@@ -13,5 +13,7 @@ bool available() { return false; }
 KeyResult search(FloatView, FloatView, const SearchParams&) { no_cuda(); }
 Result select_k(FloatView, const int64_t*, int64_t, const SelectParams&) { no_cuda(); }
 std::unique_ptr<ResidentStore> make_store(int64_t, int) { no_cuda(); }
+std::vector<DistanceAlgorithm> distance_algorithms(Metric) { return {}; }
+std::vector<SelectCapability> select_algorithms() { return {}; }
 
 }  // namespace gknn::detail::cuda

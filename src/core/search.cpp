@@ -82,6 +82,18 @@ Result select_k(FloatView values, const int64_t* labels, int64_t k, Order order,
                           k);
 }
 
+std::vector<DistanceAlgorithm> distance_algorithms(Backend backend, Metric metric) {
+  if (backend == Backend::Cpu) return detail::cpu::distance_algorithms(metric);
+  if (backend == Backend::Cuda && detail::cuda::available()) return detail::cuda::distance_algorithms(metric);
+  return {};
+}
+
+std::vector<SelectCapability> select_algorithms(Backend backend) {
+  if (backend == Backend::Cpu) return detail::cpu::select_algorithms();
+  if (backend == Backend::Cuda && detail::cuda::available()) return detail::cuda::select_algorithms();
+  return {};
+}
+
 bool backend_available(Backend backend) {
   if (backend == Backend::Cuda) return detail::cuda::available();
   return true;

@@ -49,6 +49,9 @@ struct SelectEntry {
   SelectWorkspaceFn workspace_bytes;
 };
 
+/// The registered entries (registry.cu), in table order.
+const SelectEntry* select_entries_begin();
+const SelectEntry* select_entries_end();
 /// nullptr when the algorithm has no GPU implementation in this build.
 const SelectEntry* find_select(SelectAlgorithm algorithm);
 /// Auto's choice for a problem shape (every k).

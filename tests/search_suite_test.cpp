@@ -1,0 +1,121 @@
+// search_suite_test.cpp: ONE parameterised suite that runs every (algorithm pair, metric) of a backend
+// against the float64 oracle on every case of testing/data.cpp. Built twice: GKNN_SUITE_BACKEND = Cpu
+// (label cpu) and Cuda (label gpu). A new algorithm joins the suite by being listed by its backend.
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "gknn/search.hpp"
+#include "testing/data.hpp"
+#include "testing/oracle.hpp"
+
+namespace gknn::testing {
+namespace {
+
+constexpr Backend kBackend = Backend::GKNN_SUITE_BACKEND;
+
+struct Combo {
+  DistanceAlgorithm distance;
+  SelectAlgorithm select;
+  TangOptions tang;
+  Metric metric;
+};
+
+std::string combo_name(const Combo& c) {
+  std::string s = to_string(c.metric) + "__" + to_string(c.distance) + "__" + select_name(c.select, c.tang);
+  for (char& ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return s;
+}
+
+const std::vector<Metric> kMetrics{Metric::SquaredL2, Metric::L2,   Metric::InnerProduct, Metric::Cosine,
+                                   Metric::L1,        Metric::Linf, Metric::Lp};
+
+/// Tang queue variants to cover (every flag combination the name grammar allows).
+std::vector<TangOptions> tang_variants(SelectAlgorithm a) {
+  if (a != SelectAlgorithm::InsertionQueue && a != SelectAlgorithm::HeapQueue && a != SelectAlgorithm::MergeQueue)
+    return {TangOptions{}};
+  std::vector<TangOptions> v;
+  for (int bits = 0; bits < 8; ++bits) {
+    TangOptions t;
+    t.aligned = bits & 1;
+    t.buffered = bits & 2;
+    t.hierarchical = bits & 4;
+    v.push_back(t);
+  }
+  return v;
+}
+
+/// Every distance algorithm with the default selection, and every selection with the default distance,
+/// for every metric: each algorithm meets every case and metric without a full cross product.
+std::vector<Combo> combos() {
+  std::vector<Combo> out;
+  for (Metric m : kMetrics) {
+    for (DistanceAlgorithm d : distance_algorithms(kBackend, m)) out.push_back({d, SelectAlgorithm::Auto, {}, m});
+    for (const SelectCapability& s : select_algorithms(kBackend))
+      for (const TangOptions& t : tang_variants(s.algorithm)) out.push_back({DistanceAlgorithm::Auto, s.algorithm, t, m});
+  }
+  return out;
+}
+
+/// Cases and their oracles, computed once per (case, metric).
+struct Fixture {
+  std::vector<Case> cases = search_cases(true);
+  std::map<std::pair<size_t, Metric>, std::vector<OracleRow>> truth;
+  const std::vector<OracleRow>& oracle_for(size_t ci, Metric m, double p) {
+    auto key = std::make_pair(ci, m);
+    auto it = truth.find(key);
+    if (it == truth.end())
+      it = truth.emplace(key, oracle(cases[ci].base.view(), cases[ci].queries.view(), m, p)).first;
+    return it->second;
+  }
+};
+Fixture& fixture() {
+  static Fixture f;
+  return f;
+}
+
+class SearchSuite : public ::testing::TestWithParam<Combo> {};
+
+TEST_P(SearchSuite, MatchesOracleOnEveryCase) {
+  const Combo& c = GetParam();
+  Fixture& f = fixture();
+  for (size_t ci = 0; ci < f.cases.size(); ++ci) {
+    const Case& tc = f.cases[ci];
+    SearchParams params;
+    params.k = tc.k;
+    params.metric = c.metric;
+    params.p = 3.0;
+    params.backend = kBackend;
+    params.distance = c.distance;
+    params.select = c.select;
+    params.select_options.tang = c.tang;
+    const bool fits = [&] {
+      for (const SelectCapability& s : select_algorithms(kBackend))
+        if (s.algorithm == c.select) return std::min(tc.k, tc.base.rows) <= s.max_k;
+      return true;
+    }();
+    if (!fits) continue;
+    SCOPED_TRACE("case " + tc.name);
+    Result got;
+    ASSERT_NO_THROW(got = search(tc.base.view(), tc.queries.view(), params));
+    CheckOptions opt;
+    // Exact integer data gives exact ties for every metric whose float arithmetic is exact on integers.
+    opt.exact_indices = tc.exact && c.metric != Metric::Cosine && c.metric != Metric::L2 && c.metric != Metric::Lp;
+    EXPECT_EQ("", check_search(got, tc.base.view(), tc.queries.view(), params, opt, &f.oracle_for(ci, c.metric, 3.0)));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(GKNN_SUITE_BACKEND, SearchSuite, ::testing::ValuesIn(combos()),
+                         [](const ::testing::TestParamInfo<Combo>& info) { return combo_name(info.param); });
+
+TEST(SearchSuiteCoverage, BackendListsAlgorithms) {
+  EXPECT_FALSE(select_algorithms(kBackend).empty());
+  EXPECT_FALSE(distance_algorithms(kBackend, Metric::SquaredL2).empty());
+}
+
+}  // namespace
+}  // namespace gknn::testing

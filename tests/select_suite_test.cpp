@@ -1,0 +1,142 @@
+// select_suite_test.cpp: ONE parameterised suite for gknn::select_k over every selection algorithm of a
+// backend, on the rows that break selectors: uniform, ascending, descending (the buffer's worst case),
+// all-equal, +-inf and -0.0, integer ties, with labels, k = 1, k = n, k > n, n a multiple of no tile.
+// Built twice like the search suite (GKNN_SUITE_BACKEND = Cpu / Cuda).
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "gknn/search.hpp"
+#include "testing/oracle.hpp"
+
+namespace gknn::testing {
+namespace {
+
+constexpr Backend kBackend = Backend::GKNN_SUITE_BACKEND;
+
+struct RowsCase {
+  std::string name;
+  int64_t rows, cols;
+  std::vector<float> values;
+};
+
+RowsCase make_rows(const std::string& kind, int64_t rows, int64_t cols, uint64_t seed) {
+  RowsCase c{kind + "_" + std::to_string(rows) + "x" + std::to_string(cols), rows, cols,
+             std::vector<float>(static_cast<size_t>(rows * cols))};
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::uniform_int_distribution<int> small(0, 7);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j) {
+      float& v = c.values[size_t(r * cols + j)];
+      if (kind == "uniform") v = u(rng);
+      else if (kind == "ascending") v = float(j) + 0.5f * float(r);
+      else if (kind == "descending") v = float(cols - j) - 0.25f * float(r);
+      else if (kind == "all_equal") v = 3.0f;
+      else if (kind == "ties") v = float(small(rng));
+      else if (kind == "special") {
+        const int s = small(rng);
+        v = s == 0 ? INFINITY : s == 1 ? -INFINITY : s == 2 ? -0.0f : s == 3 ? 0.0f : u(rng);
+      } else if (kind == "tiny") v = std::ldexp(1.f + float(small(rng)), -120);
+      else if (kind == "powers") v = std::ldexp(1.f, small(rng) - 3) * (small(rng) < 3 ? -1.f : 1.f);
+    }
+  return c;
+}
+
+std::vector<RowsCase> select_cases() {
+  std::vector<RowsCase> c;
+  uint64_t seed = 100;
+  for (const char* kind : {"uniform", "ascending", "descending", "all_equal", "ties", "special", "tiny", "powers"}) {
+    c.push_back(make_rows(kind, 7, 3001, seed++));
+    c.push_back(make_rows(kind, 3, 20011, seed++));
+  }
+  c.push_back(make_rows("uniform", 129, 257, seed++));
+  c.push_back(make_rows("uniform", 2, 1, seed++));
+  c.push_back(make_rows("uniform", 1, 100003, seed++));  // a single long row (single-query path)
+  return c;
+}
+
+struct SelectCombo {
+  SelectAlgorithm algorithm;
+  int64_t max_k;
+  TangOptions tang;
+};
+
+std::vector<SelectCombo> select_combos() {
+  std::vector<SelectCombo> out;
+  for (const SelectCapability& s : select_algorithms(kBackend)) {
+    const bool tang = s.algorithm == SelectAlgorithm::InsertionQueue || s.algorithm == SelectAlgorithm::HeapQueue ||
+                      s.algorithm == SelectAlgorithm::MergeQueue;
+    for (int bits = 0; bits < (tang ? 8 : 1); ++bits) {
+      TangOptions t;
+      t.aligned = bits & 1;
+      t.buffered = bits & 2;
+      t.hierarchical = bits & 4;
+      out.push_back({s.algorithm, s.max_k, t});
+    }
+  }
+  return out;
+}
+
+/// k values worth checking for a row length: 1, a few bucket edges, n-1, n, n+5 (padding).
+std::vector<int64_t> k_values(int64_t n, int64_t max_k) {
+  std::vector<int64_t> ks;
+  for (int64_t k : {int64_t(1), int64_t(2), int64_t(7), int64_t(32), int64_t(33), int64_t(100), int64_t(128),
+                    int64_t(129), int64_t(513), int64_t(1024), int64_t(2048), int64_t(4096), n / 10, n / 2, n - 1, n,
+                    n + 5})
+    if (k >= 1 && std::min(k, n) <= max_k) ks.push_back(k);
+  return ks;
+}
+
+class SelectSuite : public ::testing::TestWithParam<SelectCombo> {};
+
+TEST_P(SelectSuite, MatchesSortedOrder) {
+  const SelectCombo& c = GetParam();
+  SelectParams params;
+  params.backend = kBackend;
+  params.algorithm = c.algorithm;
+  params.options.tang = c.tang;
+  for (const RowsCase& rc : select_cases()) {
+    const FloatView view{rc.values.data(), rc.rows, rc.cols, 0};
+    for (int64_t k : k_values(rc.cols, c.max_k)) {
+      for (Order order : {Order::Ascending, Order::Descending}) {
+        SCOPED_TRACE(rc.name + " k=" + std::to_string(k) + (order == Order::Ascending ? " asc" : " desc"));
+        Result got;
+        ASSERT_NO_THROW(got = select_k(view, nullptr, k, order, params));
+        ASSERT_EQ("", check_select(got, view, nullptr, k, order));
+      }
+    }
+  }
+}
+
+TEST_P(SelectSuite, UsesLabelsForOutputAndTies) {
+  const SelectCombo& c = GetParam();
+  SelectParams params;
+  params.backend = kBackend;
+  params.algorithm = c.algorithm;
+  params.options.tang = c.tang;
+  RowsCase rc = make_rows("ties", 5, 1500, 7);
+  std::vector<int64_t> labels(rc.values.size());
+  for (size_t i = 0; i < labels.size(); ++i) labels[i] = int64_t(1000000 - 3 * i);  // reversed: ties flip order
+  const FloatView view{rc.values.data(), rc.rows, rc.cols, 0};
+  for (int64_t k : k_values(rc.cols, c.max_k)) {
+    SCOPED_TRACE("k=" + std::to_string(k));
+    Result got;
+    ASSERT_NO_THROW(got = select_k(view, labels.data(), k, Order::Ascending, params));
+    ASSERT_EQ("", check_select(got, view, labels.data(), k, Order::Ascending));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(GKNN_SUITE_BACKEND, SelectSuite, ::testing::ValuesIn(select_combos()),
+                         [](const ::testing::TestParamInfo<SelectCombo>& info) {
+                           std::string s = select_name(info.param.algorithm, info.param.tang);
+                           for (char& ch : s)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return s;
+                         });
+
+}  // namespace
+}  // namespace gknn::testing

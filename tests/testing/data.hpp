@@ -1,0 +1,29 @@
+// data.hpp: the named datasets of the parameterised suites (fixed seeds plus adversarial shapes).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gknn/io.hpp"
+
+namespace gknn::testing {
+
+struct Case {
+  std::string name;
+  HostMatrix<float> base;
+  HostMatrix<float> queries;
+  int64_t k = 0;
+  bool exact = false;  ///< integer-valued data: every algorithm must return identical indices
+};
+
+/// Uniform [0,1) floats, fixed seed.
+HostMatrix<float> random_matrix(int64_t rows, int64_t cols, uint64_t seed);
+/// Small integers in [lo, hi]: float arithmetic on them is exact, so ties are real ties.
+HostMatrix<float> integer_matrix(int64_t rows, int64_t cols, int lo, int hi, uint64_t seed);
+
+/// The search cases of the suite: random, ties, all-equal, duplicates, k=1, k=n, k>n, n=1, d=1, d=1000,
+/// sizes that are multiples of no tile. `scale` < 1 shrinks the large cases for slow algorithms.
+std::vector<Case> search_cases(bool large = true);
+
+}  // namespace gknn::testing

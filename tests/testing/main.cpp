@@ -1,0 +1,28 @@
+// main.cpp: GoogleTest main for every test binary. With --require-gpu the binary exits 77 (CTest: skipped)
+// and says why when no CUDA device can run the tests, so a GPU test never passes silently without a GPU.
+#include <cstdio>
+#include <cstring>
+
+#include <gtest/gtest.h>
+
+#include "gknn/search.hpp"
+
+int main(int argc, char** argv) {
+  bool require_gpu = false;
+  int out = 1;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--require-gpu") == 0) require_gpu = true;
+    else argv[out++] = argv[i];
+  }
+  argc = out;
+  if (require_gpu && !gknn::backend_available(gknn::Backend::Cuda)) {
+#ifdef GKNN_HAS_CUDA
+    std::printf("GPU tests SKIPPED: this build has CUDA but no CUDA device is visible\n");
+#else
+    std::printf("GPU tests SKIPPED: this build has no CUDA backend (GKNN_CUDA=OFF or nvcc not found)\n");
+#endif
+    return 77;
+  }
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}

@@ -1,0 +1,39 @@
+// oracle.hpp: the float64 oracle and the checks every search/selection test applies to a result.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gknn/io.hpp"
+#include "gknn/search.hpp"
+
+namespace gknn::testing {
+
+/// Exact value of query q to base row i in the user's metric (double; cosine on the original rows).
+double exact_value(Metric metric, double p, const float* q, const float* x, int64_t dim);
+
+/// All n exact values of each query sorted in the total order: entries (value, index).
+struct OracleRow {
+  std::vector<double> values;
+  std::vector<int64_t> indices;
+};
+std::vector<OracleRow> oracle(FloatView base, FloatView queries, Metric metric, double p);
+
+struct CheckOptions {
+  /// Require identical indices (use for exactly representable data: small integers).
+  bool exact_indices = false;
+  /// Relative tolerance on values, scaled by the query's magnitude (see oracle.cpp).
+  double tolerance = 2e-4;
+};
+
+/// Checks `got` (q x k) against the oracle: shape, padding for k > n, valid unique indices, reported values
+/// equal to the exact values of the reported indices, the j-th value equal to the oracle's j-th, sorted in the
+/// total order. Returns "" on success, else a message naming the first failing query and rank.
+std::string check_search(const Result& got, FloatView base, FloatView queries, const SearchParams& params,
+                         const CheckOptions& options = {}, const std::vector<OracleRow>* truth = nullptr);
+
+/// Same for select_k: `values` rows, labels optional.
+std::string check_select(const Result& got, FloatView values, const int64_t* labels, int64_t k, Order order);
+
+}  // namespace gknn::testing
