@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -69,7 +70,7 @@ struct Fixture {
     auto key = std::make_pair(ci, m);
     auto it = truth.find(key);
     if (it == truth.end())
-      it = truth.emplace(key, oracle(cases[ci].base.view(), cases[ci].queries.view(), m, p)).first;
+      it = truth.emplace(key, oracle(std::as_const(cases[ci]).base.view(), std::as_const(cases[ci]).queries.view(), m, p)).first;
     return it->second;
   }
 };

@@ -8,6 +8,7 @@
 
 #include <memory>
 
+#include "gknn/info.hpp"
 #include "gknn/search.hpp"
 #include "gknn/types.hpp"
 
@@ -43,6 +44,8 @@ Result select_k(FloatView keys, const int64_t* labels, int64_t k, const SelectPa
 std::unique_ptr<ResidentStore> make_store(int64_t dim, int device);
 std::vector<DistanceAlgorithm> distance_algorithms(Metric user_metric);
 std::vector<SelectCapability> select_algorithms();
+/// Visible devices; empty without CUDA, without a device, or when the driver reports an error.
+std::vector<DeviceInfo> devices();
 }  // namespace cuda
 
 }  // namespace gknn::detail

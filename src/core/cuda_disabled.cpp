@@ -15,5 +15,6 @@ Result select_k(FloatView, const int64_t*, int64_t, const SelectParams&) { no_cu
 std::unique_ptr<ResidentStore> make_store(int64_t, int) { no_cuda(); }
 std::vector<DistanceAlgorithm> distance_algorithms(Metric) { return {}; }
 std::vector<SelectCapability> select_algorithms() { return {}; }
+std::vector<DeviceInfo> devices() { return {}; }
 
 }  // namespace gknn::detail::cuda

@@ -23,6 +23,7 @@ const DeviceProps& device_props(int ordinal) {
   d.shared_per_block_optin = p.sharedMemPerBlockOptin;
   d.l2_bytes = static_cast<size_t>(p.l2CacheSize);
   d.max_texture_1d_linear = p.maxTexture1DLinear;
+  d.texture_alignment = p.textureAlignment;
   return cache.emplace(ordinal, d).first->second;
 }
 

@@ -13,6 +13,7 @@ struct DeviceProps {
   size_t shared_per_block_optin = 0;  ///< limit after cudaFuncSetAttribute
   size_t l2_bytes = 0;
   int max_texture_1d_linear = 0;      ///< elements a linear texture may address
+  size_t texture_alignment = 0;       ///< bytes a linear texture's base pointer must be aligned to
 };
 
 /// Cached per device ordinal; sets the current device.

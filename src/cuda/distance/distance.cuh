@@ -49,6 +49,9 @@ struct DistanceEntry {
 };
 
 const DistanceEntry* find_distance(DistanceAlgorithm algorithm);
+/// The registered entries (registry.cu), in table order.
+const DistanceEntry* distance_entries_begin();
+const DistanceEntry* distance_entries_end();
 /// Auto's choice for a shape and key metric.
 DistanceAlgorithm choose_distance(Metric key_metric, int64_t nq, int64_t nb, int64_t dim);
 /// Resolves Auto, checks support; throws Unsupported naming the algorithm and metric otherwise.

@@ -1,0 +1,44 @@
+// store.cpp: the CPU backend's ResidentStore: rows copied into one contiguous host vector, with their
+// squared norms kept alongside so that GEMM searches on an Index do not recompute them each time.
+#include <vector>
+
+#include "core/backend.hpp"
+#include "cpu/distance/tile_kernel.hpp"
+#include "cpu/search.hpp"
+
+namespace gknn::detail::cpu {
+namespace {
+
+class HostStore final : public ResidentStore {
+ public:
+  explicit HostStore(int64_t dim) : dim_(dim) {}
+
+  void append(FloatView rows) override {
+    rows_.reserve(rows_.size() + size_t(rows.rows * dim_));
+    for (int64_t i = 0; i < rows.rows; ++i) rows_.insert(rows_.end(), rows.row(i), rows.row(i) + dim_);
+    const std::vector<float> norms = squared_norms(rows);
+    norms_.insert(norms_.end(), norms.begin(), norms.end());
+  }
+
+  void clear() override {
+    rows_.clear();
+    norms_.clear();
+  }
+
+  int64_t size() const override { return static_cast<int64_t>(norms_.size()); }
+
+  KeyResult search(FloatView queries, const SearchParams& key_params) const override {
+    return search_with_norms(FloatView{rows_.data(), size(), dim_, dim_}, norms_.data(), queries, key_params);
+  }
+
+ private:
+  int64_t dim_;
+  std::vector<float> rows_;
+  std::vector<float> norms_;
+};
+
+}  // namespace
+
+std::unique_ptr<ResidentStore> make_store(int64_t dim) { return std::make_unique<HostStore>(dim); }
+
+}  // namespace gknn::detail::cpu

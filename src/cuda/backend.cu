@@ -1,0 +1,58 @@
+// backend.cu: the CUDA backend's entry points (core/backend.hpp), on top of the pipeline and the registries.
+#include "core/backend.hpp"
+#include "core/keys.hpp"
+#include "cuda/distance/distance.cuh"
+#include "cuda/pipeline/resident.cuh"
+#include "cuda/pipeline/search.cuh"
+#include "cuda/pipeline/select_rows.cuh"
+#include "cuda/select/select.cuh"
+
+namespace gknn::detail::cuda {
+
+using namespace gknn::cuda_detail;
+
+bool available() {
+  try {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+      cudaGetLastError();  // no driver or no device: not an error of later calls
+      return false;
+    }
+    return count > 0;
+  } catch (...) {
+    return false;
+  }
+}
+
+KeyResult search(FloatView base, FloatView queries, const SearchParams& key_params) {
+  use_device(key_params.device);
+  Pipeline pipeline(key_params.device);
+  size_t budget = memory_budget(key_params.memory_budget);
+  const std::unique_ptr<BaseSource> source = make_base_source(pipeline, base, &budget);
+  return run_search(pipeline, *source, queries, key_params, budget);
+}
+
+Result select_k(FloatView keys, const int64_t* labels, int64_t k, const SelectParams& params) {
+  use_device(params.device);
+  Pipeline pipeline(params.device);
+  return run_select(pipeline, keys, labels, k, params, memory_budget(0));
+}
+
+std::unique_ptr<ResidentStore> make_store(int64_t dim, int device) { return make_resident_store(dim, device); }
+
+std::vector<DistanceAlgorithm> distance_algorithms(Metric user_metric) {
+  std::vector<DistanceAlgorithm> out;
+  const Metric km = key_metric(user_metric);
+  for (const DistanceEntry* e = distance_entries_begin(); e != distance_entries_end(); ++e)
+    if (e->supports(km)) out.push_back(e->algorithm);
+  return out;
+}
+
+std::vector<SelectCapability> select_algorithms() {
+  std::vector<SelectCapability> out;
+  for (const SelectEntry* e = select_entries_begin(); e != select_entries_end(); ++e)
+    if (e->run) out.push_back({e->algorithm, e->max_k});
+  return out;
+}
+
+}  // namespace gknn::detail::cuda

@@ -1,0 +1,37 @@
+// hooks.hpp: test and benchmark hooks into the CUDA backend (plain C++; no CUDA headers needed).
+// They change process-wide behaviour, so tests that set one reset it before they end (HookGuard below).
+#pragma once
+
+#include <cstdint>
+
+namespace gknn::cuda_detail {
+
+/// Forces the pipeline's tile sizes (rows of queries / base rows per tile); 0 = the planner's choice.
+/// With a forced base tile, a one-shot search also streams the base from the host instead of uploading it whole.
+struct TileOverride {
+  int64_t query_rows = 0;
+  int64_t base_rows = 0;
+};
+void set_tile_override(TileOverride tiles);
+
+/// Pretends the device's linear-texture limit is `elements` (0 = the real limit), to exercise garcia_texture's
+/// fallback to garcia_global.
+void set_texture_limit_override(int64_t elements);
+/// How many garcia_texture calls fell back to garcia_global since the process started.
+int64_t texture_fallback_count();
+
+/// Per-stage device time of the last search (CUDA events; only while stage timing is on).
+struct StageTimes {
+  double upload_ms = 0;    ///< host -> device copies of query and base tiles (upload stream)
+  double distance_ms = 0;  ///< distance kernels (plus norms)
+  double select_ms = 0;    ///< per-tile k-selection
+  double merge_ms = 0;     ///< merging tile top-k lists into the running top-k
+  double download_ms = 0;  ///< device -> host copies of the results
+  int64_t query_tiles = 0;
+  int64_t base_tiles = 0;  ///< per query tile
+};
+/// Records CUDA events around every stage (adds a little overhead); off by default.
+void set_stage_timing(bool on);
+StageTimes last_stage_times();
+
+}  // namespace gknn::cuda_detail

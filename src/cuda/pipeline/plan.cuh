@@ -1,0 +1,57 @@
+// plan.cuh: how many query rows and base rows one tile holds, under a device-memory budget.
+//
+// Memory of one search (bytes), for query tile tq, base tile tb, dimension d, k (kt = min(k, tb)):
+//   query tiles       2 * tq * d * 4          double-buffered: the next tile uploads while this one computes
+//   base tiles        2 * tb * d * 4          only when the base is streamed from the host
+//   norms             (tq + tb) * 4
+//   distance tile     tq * tb * 4
+//   top-k lists       5 * tq * k * 12         running + merged list per in-flight query tile (2), tile list (1)
+//   selector scratch  SelectEntry::workspace_bytes(tq, tb, kt)
+// The planner starts from the whole problem (capped, see below) and halves the larger side until it fits:
+// base tiles first while they are longer than kPreferredBaseRows (long rows amortise a selection's fixed
+// cost), then query tiles, down to 1 x 1 (a budget below that is still served, as the smallest tiling).
+// Base tiles shorter than the base stay multiples of 128 rows while > 128, which keeps tile pointers of a
+// resident base 512-byte aligned (texture objects need it).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "cuda/select/select.cuh"
+
+namespace gknn::cuda_detail {
+
+/// Query rows per tile at most (kernels put query rows on grid.y in chunks; this keeps lists small).
+constexpr int64_t kMaxQueryTile = 16384;
+/// Base rows per tile at most (cuBLAS and CUB take 32-bit sizes).
+constexpr int64_t kMaxBaseTile = int64_t(1) << 30;
+constexpr int64_t kPreferredBaseRows = 1 << 16;
+
+struct PlanInput {
+  int64_t nq = 0, nb = 0, dim = 0, k = 0;
+  size_t budget = 0;
+  bool stream_base = false;
+  SelectWorkspaceFn select_workspace = nullptr;
+};
+
+struct TilePlan {
+  int64_t query_rows = 0;
+  int64_t base_rows = 0;
+};
+
+/// Bytes of device memory a search with these tiles uses (formula above).
+size_t search_bytes(const PlanInput& in, int64_t query_rows, int64_t base_rows);
+/// The tiling of a search (honours set_tile_override).
+TilePlan plan_search(const PlanInput& in);
+
+/// Rows per tile of select_k on rows of `cols` keys (labels: 8 more bytes per key).
+int64_t plan_select_rows(int64_t rows, int64_t cols, int64_t k, bool labels, size_t budget,
+                         SelectWorkspaceFn select_workspace);
+
+/// SearchParams::memory_budget when set, else a share of the device's free memory now.
+size_t memory_budget(size_t requested);
+
+/// True when a tile override forces streaming the base (hooks.hpp).
+bool base_tile_forced();
+
+}  // namespace gknn::cuda_detail

@@ -1,0 +1,134 @@
+// staging.cuh: host rows -> device through two pinned slots, overlapping the copies with compute.
+//
+// The user's host memory is pageable, so an asynchronous copy from it would not overlap anything. Each tile is
+// first packed (rows made contiguous) into a pinned slot by the host, then copied on the copy stream; the
+// consumer stream waits on the copy's `ready` event. Slots alternate: while the consumer computes on tile i,
+// the host packs tile i+1 into the other slot. Before a slot is packed again the host waits on its `free`
+// event, recorded on the consumer after the last work that reads the tile (release()), which also implies the
+// slot's earlier copy has finished.
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+
+#include "cuda/common/buffer.cuh"
+#include "cuda/pipeline/stage_timer.cuh"
+#include "gknn/types.hpp"
+
+namespace gknn::cuda_detail {
+
+template <class T>
+class Stager {
+ public:
+  /// Source: rows of `cols` elements, `host_stride` apart; tiles of at most `max_rows` rows.
+  Stager(const T* host, int64_t host_stride, int64_t cols, int64_t max_rows, cudaStream_t copy_stream,
+         StageTimer* timer)
+      : host_(host), host_stride_(host_stride), cols_(cols), max_rows_(max_rows), copy_(copy_stream), timer_(timer) {}
+
+  /// Uploads rows [begin, begin + count) into the slot's own device buffer (row stride = cols).
+  const T* upload(int64_t begin, int64_t count, cudaStream_t consumer) {
+    Slot& slot = pack(begin, count);
+    slot.device.resize(static_cast<size_t>(max_rows_ * cols_));
+    send(slot, slot.device.data(), count, consumer);
+    return slot.device.data();
+  }
+  /// Uploads rows [begin, begin + count) to `dst` (device, row stride = cols).
+  void upload_into(T* dst, int64_t begin, int64_t count, cudaStream_t consumer) {
+    send(pack(begin, count), dst, count, consumer);
+  }
+  /// Work enqueued so far on `consumer` is the last to read the latest upload.
+  void release(cudaStream_t consumer) { slots_[last_].free.record(consumer); }
+
+ private:
+  struct Slot {
+    PinnedBuffer<T> pinned;
+    DeviceBuffer<T> device;
+    Event ready{cudaEventDisableTiming};
+    Event free{cudaEventDisableTiming};
+    bool used = false;
+  };
+
+  Slot& pack(int64_t begin, int64_t count) {
+    GKNN_EXPECT(count <= max_rows_, ErrorCode::Internal, "staging: tile of ", count, " rows exceeds ", max_rows_);
+    last_ = next_;
+    next_ = 1 - next_;
+    Slot& slot = slots_[last_];
+    if (slot.used) GKNN_CUDA_TRY(cudaEventSynchronize(slot.free.get()));
+    slot.used = true;
+    const size_t need = static_cast<size_t>(max_rows_ * cols_);
+    if (slot.pinned.size() < need) slot.pinned = PinnedBuffer<T>(need);
+    for (int64_t r = 0; r < count; ++r)
+      std::memcpy(slot.pinned.data() + r * cols_, host_ + (begin + r) * host_stride_,
+                  static_cast<size_t>(cols_) * sizeof(T));
+    return slot;
+  }
+
+  void send(Slot& slot, T* dst, int64_t count, cudaStream_t consumer) {
+    stage_begin(timer_, Stage::Upload, copy_);
+    GKNN_CUDA_TRY(cudaMemcpyAsync(dst, slot.pinned.data(), static_cast<size_t>(count * cols_) * sizeof(T),
+                                  cudaMemcpyHostToDevice, copy_));
+    stage_end(timer_, Stage::Upload, copy_);
+    slot.ready.record(copy_);
+    GKNN_CUDA_TRY(cudaStreamWaitEvent(consumer, slot.ready.get(), 0));
+  }
+
+  const T* host_;
+  int64_t host_stride_, cols_, max_rows_;
+  cudaStream_t copy_;
+  StageTimer* timer_;
+  Slot slots_[2];
+  int next_ = 0, last_ = 0;
+};
+
+/// Result tiles device -> host through two pinned slots: a tile's copy is enqueued behind its compute, and the
+/// host unpacks it only when the slot is needed again (or at the end), so the host never waits for the tile
+/// that is still computing.
+class ResultSlots {
+ public:
+  ResultSlots(int64_t max_rows, int64_t k, StageTimer* timer) : max_rows_(max_rows), k_(k), timer_(timer) {}
+
+  /// Enqueues on `stream` the copy of `rows` lists (device stride k) meant for result rows [row0, row0 + rows).
+  void download(int slot_index, const float* keys, const int64_t* labels, int64_t row0, int64_t rows,
+                cudaStream_t stream) {
+    Slot& slot = slots_[slot_index];
+    const size_t need = static_cast<size_t>(max_rows_ * k_);
+    if (slot.keys.size() < need) slot.keys = PinnedBuffer<float>(need);
+    if (slot.labels.size() < need) slot.labels = PinnedBuffer<int64_t>(need);
+    const size_t n = static_cast<size_t>(rows * k_);
+    stage_begin(timer_, Stage::Download, stream);
+    GKNN_CUDA_TRY(cudaMemcpyAsync(slot.keys.data(), keys, n * sizeof(float), cudaMemcpyDeviceToHost, stream));
+    GKNN_CUDA_TRY(cudaMemcpyAsync(slot.labels.data(), labels, n * sizeof(int64_t), cudaMemcpyDeviceToHost, stream));
+    stage_end(timer_, Stage::Download, stream);
+    slot.done.record(stream);
+    slot.row0 = row0;
+    slot.rows = rows;
+    slot.pending = true;
+  }
+
+  /// Waits for the slot's copy (if one is pending) and writes it into `out` (rows x k, row-major); returns the
+  /// number of rows written.
+  int64_t finish(int slot_index, Result& out) {
+    Slot& slot = slots_[slot_index];
+    if (!slot.pending) return 0;
+    GKNN_CUDA_TRY(cudaEventSynchronize(slot.done.get()));
+    const size_t n = static_cast<size_t>(slot.rows * k_), at = static_cast<size_t>(slot.row0 * k_);
+    std::copy_n(slot.keys.data(), n, out.distances.begin() + static_cast<std::ptrdiff_t>(at));
+    std::copy_n(slot.labels.data(), n, out.indices.begin() + static_cast<std::ptrdiff_t>(at));
+    slot.pending = false;
+    return slot.rows;
+  }
+
+ private:
+  struct Slot {
+    PinnedBuffer<float> keys;
+    PinnedBuffer<int64_t> labels;
+    Event done{cudaEventDisableTiming};
+    int64_t row0 = 0, rows = 0;
+    bool pending = false;
+  };
+  int64_t max_rows_, k_;
+  StageTimer* timer_;
+  Slot slots_[2];
+};
+
+}  // namespace gknn::cuda_detail

@@ -1,0 +1,45 @@
+// choose.cu: Auto's selection choice and the checks of an explicit one.
+//
+// Auto walks a preference list, fastest family first, and takes the first one this build registers
+// (find_select) that serves k. Families written later join Auto simply by registering their entries.
+// Insertion is preferred over Sort only for small k: it costs O(cols * k) per row in the worst case.
+#include "cuda/select/select.cuh"
+#include "gknn/error.hpp"
+
+namespace gknn::cuda_detail {
+namespace {
+
+struct Preference {
+  SelectAlgorithm algorithm;
+  int64_t max_k;  ///< Auto uses it only up to this k (on top of the entry's own max_k)
+};
+
+constexpr int64_t kAnyK = INT64_MAX;
+constexpr Preference kPreferences[] = {
+    {SelectAlgorithm::Bits, kAnyK},         {SelectAlgorithm::BlockSelect, kAnyK},
+    {SelectAlgorithm::WarpSelect, kAnyK},   {SelectAlgorithm::RadixSelect, kAnyK},
+    {SelectAlgorithm::SampleSelect, kAnyK}, {SelectAlgorithm::Insertion, 32},
+    {SelectAlgorithm::Sort, kAnyK},
+};
+
+}  // namespace
+
+SelectAlgorithm choose_select(int64_t /*rows*/, int64_t /*cols*/, int64_t k) {
+  for (const Preference& p : kPreferences) {
+    const SelectEntry* e = find_select(p.algorithm);
+    if (e && k <= e->max_k && k <= p.max_k) return p.algorithm;
+  }
+  detail::fail(ErrorCode::Unsupported, "no CUDA selection algorithm in this build serves k = ", k);
+}
+
+const SelectEntry& resolve_select(SelectAlgorithm requested, int64_t rows, int64_t cols, int64_t k) {
+  const SelectAlgorithm a = requested == SelectAlgorithm::Auto ? choose_select(rows, cols, k) : requested;
+  const SelectEntry* e = find_select(a);
+  GKNN_EXPECT(e != nullptr, ErrorCode::Unsupported, "selection algorithm ", to_string(a),
+              " has no CUDA implementation in this build");
+  GKNN_EXPECT(k <= e->max_k, ErrorCode::Unsupported, "selection algorithm ", to_string(a), " serves k <= ", e->max_k,
+              " on the cuda backend (got k = ", k, ")");
+  return *e;
+}
+
+}  // namespace gknn::cuda_detail

@@ -1,0 +1,17 @@
+// sample_select.cu: sample select for any k (thesis 3.7.1, 4.3): buckets are cut by 255 splitters taken from
+// a sorted random sample of the candidates; see large_k/ for the search, the variants and the output sort.
+#include "cuda/select/families.cuh"
+#include "cuda/select/large_k/plan.cuh"
+#include "cuda/select/large_k/run.cuh"
+
+namespace gknn::cuda_detail {
+
+void sample_select_run(const SelectInput& in, int64_t k, const SelectOutput& out, const SelectContext& ctx) {
+  large_k::run<large_k::SampleBucketer>(in, k, out, ctx);
+}
+
+size_t sample_select_workspace(int64_t rows, int64_t cols, int64_t k) {
+  return large_k::workspace_bytes(rows, cols, k);
+}
+
+}  // namespace gknn::cuda_detail

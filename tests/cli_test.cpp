@@ -1,0 +1,379 @@
+// cli_test.cpp: runs the `gknn` executable end to end: gen -> search -> recall round trips, every bad-input case
+// (non-zero exit, message naming the file or argument, no crash), info, bench --json.
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#ifdef GKNN_HAVE_NLOHMANN_JSON
+#include <nlohmann/json.hpp>
+#endif
+
+#include "gknn/gknn.hpp"
+#include "testing/data.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Run {
+  int code = -1;  // exit status; 128 + signal when the process was killed (a crash)
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+/// One test directory per test, so that tests never see each other's files.
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::absolute(fs::path("cli_test_files") / info->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  /// Runs `gknn <args>` in the test directory with stdout and stderr captured (stderr is not a terminal, so the
+  /// progress bar must stay silent).
+  Run gknn(const std::string& args) const {
+    const std::string command = "cd '" + dir_.string() + "' && '" GKNN_CLI_PATH "' " + args + " > stdout.txt 2> stderr.txt";
+    const int status = std::system(command.c_str());
+    Run r;
+    if (WIFEXITED(status)) r.code = WEXITSTATUS(status);
+    else if (WIFSIGNALED(status)) r.code = 128 + WTERMSIG(status);
+    r.out = slurp(dir_ / "stdout.txt");
+    r.err = slurp(dir_ / "stderr.txt");
+    return r;
+  }
+
+  /// Expects a clean failure: the given exit code, one "gknn: error:" message that contains `needle`.
+  void expect_error(const std::string& args, int code, const std::string& needle) const {
+    const Run r = gknn(args);
+    EXPECT_EQ(r.code, code) << "gknn " << args << "\nstderr: " << r.err;
+    EXPECT_EQ(r.err.rfind("gknn: error: ", 0), 0u) << "gknn " << args << "\nstderr: " << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << "gknn " << args << "\nmessage should name '" << needle
+                                                     << "'; stderr: " << r.err;
+  }
+
+  /// A small SIFT-like data set (integers 0..255) with its exact ground truth, written by `gknn gen`.
+  void generate_uint8(const std::string& metric = "squared_l2", int k = 10) const {
+    const Run r = gknn("gen --rows 700 --dim 12 --distribution clusters --clusters 5 --seed 7 --uint8 -o base.bvecs "
+                       "--queries 40 --queries-out queries.bvecs --groundtruth-out truth.ivecs -k " +
+                       std::to_string(k) + " --metric " + metric);
+    ASSERT_EQ(r.code, 0) << r.err;
+  }
+
+  void write_bytes(const std::string& name, const std::string& bytes) const {
+    std::ofstream(path(name), std::ios::binary) << bytes;
+  }
+
+  /// fvecs rows written byte by byte (so that NaN, Inf and inconsistent dimensions can be produced).
+  void write_raw_fvecs(const std::string& name, const std::vector<std::vector<float>>& rows) const {
+    std::string bytes;
+    for (const auto& row : rows) {
+      const int32_t dim = static_cast<int32_t>(row.size());
+      bytes.append(reinterpret_cast<const char*>(&dim), 4);
+      bytes.append(reinterpret_cast<const char*>(row.data()), row.size() * 4);
+    }
+    write_bytes(name, bytes);
+  }
+
+  /// A .npy file with an arbitrary header dictionary and `payload` bytes of data.
+  void write_npy_with_header(const std::string& name, const std::string& dict, size_t payload) const {
+    std::string header = dict;
+    while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+    header += '\n';
+    std::string bytes = "\x93NUMPY";
+    bytes += '\x01';
+    bytes += '\x00';
+    bytes += static_cast<char>(header.size() & 0xff);
+    bytes += static_cast<char>(header.size() >> 8);
+    write_bytes(name, bytes + header + std::string(payload, '\0'));
+  }
+
+  fs::path dir_;
+};
+
+std::vector<std::vector<float>> rows_of(int64_t rows, int64_t dim, float value) {
+  return std::vector<std::vector<float>>(static_cast<size_t>(rows), std::vector<float>(static_cast<size_t>(dim), value));
+}
+
+// ---- round trips -----------------------------------------------------------------------------------------
+
+TEST_F(Cli, GenSearchRecallRoundTripIsExact) {
+  generate_uint8();
+  const Run s = gknn("search --base base.bvecs --query queries.bvecs -k 10 -o result.ivecs --distances-out dist.fvecs "
+                     "--groundtruth truth.ivecs");
+  ASSERT_EQ(s.code, 0) << s.err;
+  EXPECT_EQ(s.err, "") << "nothing on stderr when it is not a terminal (no progress bar)";
+  EXPECT_NE(s.out.find("recall@10 (ids)      1.000000"), std::string::npos) << s.out;
+  EXPECT_NE(s.out.find("recall@10 (distance) 1.000000"), std::string::npos) << s.out;
+  EXPECT_NE(s.out.find("backend      cpu"), std::string::npos) << s.out;
+
+  // Integer data: every distance is exact in float32, so the result equals the float64 oracle id for id.
+  const auto result = gknn::read_ivecs(path("result.ivecs"));
+  const auto truth = gknn::read_ivecs(path("truth.ivecs"));
+  ASSERT_EQ(result.rows, 40);
+  ASSERT_EQ(result.cols, 10);
+  EXPECT_EQ(result.data, truth.data);
+  const auto dist = gknn::read_fvecs(path("dist.fvecs"));
+  ASSERT_EQ(dist.rows, 40);
+  for (int64_t i = 0; i < dist.rows; ++i)
+    for (int64_t j = 1; j < dist.cols; ++j) EXPECT_LE(dist.row(i)[j - 1], dist.row(i)[j]) << "row " << i;
+
+  const Run r = gknn("recall --result result.ivecs --groundtruth truth.ivecs --result-distances dist.fvecs "
+                     "--groundtruth-distances dist.fvecs");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("recall@10 (ids)      1.000000"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("recall@10 (distance) 1.000000"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, NpyOutputsMatchIvecsOutputs) {
+  generate_uint8();
+  ASSERT_EQ(gknn("search --base base.bvecs --query queries.bvecs -k 10 -o a.ivecs").code, 0);
+  const Run r = gknn("search --base base.bvecs --query queries.bvecs -k 10 --select heap -o b.npy --distances-out d.npy");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto ivecs = gknn::load_indices(path("a.ivecs"));
+  const auto npy = gknn::read_npy_int64(path("b.npy"));
+  EXPECT_EQ(gknn::read_npy(path("b.npy")).dtype, gknn::DType::Int64);
+  EXPECT_EQ(ivecs.data, npy.data);
+  EXPECT_EQ(gknn::read_npy_float(path("d.npy")).rows, 40);
+}
+
+TEST_F(Cli, RecallMeasuresAPartlyWrongResult) {
+  generate_uint8();
+  // Keep the first 5 true neighbours of each query and replace the last 5 by ids that are not among the 10.
+  auto truth = gknn::read_ivecs(path("truth.ivecs"));
+  auto wrong = truth;
+  for (int64_t i = 0; i < wrong.rows; ++i) {
+    int32_t candidate = 0;
+    for (int64_t j = 5; j < 10; ++j) {
+      while (std::find(truth.row(i), truth.row(i) + 10, candidate) != truth.row(i) + 10) ++candidate;
+      wrong.row(i)[j] = candidate++;
+    }
+  }
+  gknn::write_ivecs(path("wrong.ivecs"), wrong.view());
+  const Run r = gknn("recall --result wrong.ivecs --groundtruth truth.ivecs");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("recall@10 (ids)      0.500000"), std::string::npos) << r.out;
+  const Run r5 = gknn("recall --result wrong.ivecs --groundtruth truth.ivecs -k 5");
+  EXPECT_NE(r5.out.find("recall@5 (ids)      1.000000"), std::string::npos) << r5.out;
+}
+
+TEST_F(Cli, EveryMetricMatchesItsGroundTruth) {
+  // Float data for the metrics whose float32 and float64 results differ in rounding; ids must still agree here
+  // (random data has no near-ties at this size), and the ann-benchmarks recall is tolerant anyway.
+  ASSERT_EQ(gknn("gen --rows 600 --dim 9 --seed 3 -o base.fvecs --queries 30 --queries-out queries.fvecs").code, 0);
+  for (const std::string metric : {"squared_l2", "l2", "inner_product", "cosine", "l1", "linf", "lp"}) {
+    SCOPED_TRACE(metric);
+    const std::string m = "--metric " + metric + (metric == "lp" ? " -p 3" : "");
+    // Ground truth by the float64 reference: gen writes it only together with new data, so compute it here.
+    const Run t = gknn("search --base base.fvecs --query queries.fvecs -k 7 --backend cpu --distance reference " + m +
+                       " -o truth.ivecs");
+    ASSERT_EQ(t.code, 0) << t.err;
+    const Run s = gknn("search --base base.fvecs --query queries.fvecs -k 7 " + m + " --groundtruth truth.ivecs");
+    ASSERT_EQ(s.code, 0) << s.err;
+    EXPECT_NE(s.out.find("recall@7 (ids)      1.000000"), std::string::npos) << s.out;
+    EXPECT_NE(s.out.find("recall@7 (distance) 1.000000"), std::string::npos) << s.out;
+  }
+}
+
+TEST_F(Cli, KLargerThanBaseIsPadded) {
+  write_raw_fvecs("base.fvecs", {{0.f, 0.f}, {1.f, 0.f}, {3.f, 0.f}});
+  write_raw_fvecs("queries.fvecs", {{0.9f, 0.f}});
+  const Run r = gknn("search --base base.fvecs --query queries.fvecs -k 5 -o r.npy --distances-out d.fvecs");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto ids = gknn::read_npy_int64(path("r.npy"));
+  EXPECT_EQ(ids.data, (std::vector<int64_t>{1, 0, 2, -1, -1}));
+  const auto d = gknn::read_fvecs(path("d.fvecs"));
+  EXPECT_TRUE(std::isinf(d.row(0)[3]) && d.row(0)[3] > 0);
+}
+
+TEST_F(Cli, GenIsReproducible) {
+  ASSERT_EQ(gknn("gen --rows 50 --dim 4 --distribution exponential --seed 11 -o a.npy").code, 0);
+  ASSERT_EQ(gknn("gen --rows 50 --dim 4 --distribution exponential --seed 11 -o b.npy").code, 0);
+  ASSERT_EQ(gknn("gen --rows 50 --dim 4 --distribution exponential --seed 12 -o c.npy").code, 0);
+  EXPECT_EQ(slurp(dir_ / "a.npy"), slurp(dir_ / "b.npy"));
+  EXPECT_NE(slurp(dir_ / "a.npy"), slurp(dir_ / "c.npy"));
+  const auto m = gknn::read_npy_float(path("a.npy"));
+  EXPECT_EQ(m.rows, 50);
+  EXPECT_EQ(m.cols, 4);
+}
+
+TEST_F(Cli, Hdf5GroundTruthDistancesAreUsed) {
+  if (!gknn::hdf5_supported()) GTEST_SKIP() << "this build has no HDF5";
+  gknn::AnnDataset data;
+  data.train = gknn::testing::random_matrix(300, 6, 1);
+  data.test = gknn::testing::random_matrix(20, 6, 2);
+  gknn::SearchParams params;
+  params.k = 10;
+  params.metric = gknn::Metric::L2;  // ann-benchmarks "euclidean" stores L2, not squared
+  params.distance = gknn::DistanceAlgorithm::Reference;
+  const gknn::Result truth = gknn::search(data.train.view(), data.test.view(), params);
+  data.neighbors = gknn::HostMatrix<int32_t>(truth.rows, truth.k);
+  data.distances = gknn::HostMatrix<float>(truth.rows, truth.k);
+  for (size_t i = 0; i < truth.indices.size(); ++i) {
+    data.neighbors.data[i] = static_cast<int32_t>(truth.indices[i]);
+    data.distances.data[i] = truth.distances[i];
+  }
+  data.distance = "euclidean";
+  gknn::write_ann_hdf5(path("set.hdf5"), data);
+  // squared_l2 exercises the unit conversion: the stored L2 distances must be squared before comparing.
+  const Run r = gknn("search --base set.hdf5:train --query set.hdf5:test -k 10 --groundtruth set.hdf5");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("recall@10 (ids)      1.000000"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("recall@10 (distance) 1.000000"), std::string::npos) << r.out;
+}
+
+// ---- bad input: a clear message and a non-zero exit, never a crash -----------------------------------------
+
+TEST_F(Cli, MissingFilesAreNamed) {
+  generate_uint8();
+  expect_error("search --base nothere.fvecs --query queries.bvecs", 1, "nothere.fvecs");
+  expect_error("search --base base.bvecs --query nothere.fvecs", 1, "--query");
+  expect_error("search --base base.bvecs --query queries.bvecs --groundtruth nothere.ivecs", 1, "nothere.ivecs");
+  expect_error("recall --result nothere.ivecs --groundtruth truth.ivecs", 1, "nothere.ivecs");
+}
+
+TEST_F(Cli, CorruptVecsFilesAreRejected) {
+  generate_uint8();
+  std::string good = slurp(dir_ / "base.bvecs");
+  write_bytes("truncated.bvecs", good.substr(0, good.size() - 3));
+  expect_error("search --base truncated.bvecs --query queries.bvecs", 1, "truncated.bvecs");
+  write_raw_fvecs("ragged.fvecs", {{1.f, 2.f, 3.f}, {1.f, 2.f}, {1.f, 2.f, 3.f}});
+  expect_error("search --base ragged.fvecs --query ragged.fvecs", 1, "ragged.fvecs");
+  write_bytes("empty.fvecs", "");
+  write_raw_fvecs("q.fvecs", {{1.f, 2.f}});
+  const Run r = gknn("search --base empty.fvecs --query q.fvecs");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("empty.fvecs"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, UnsupportedNpyIsRejected) {
+  write_raw_fvecs("q.fvecs", {{1.f, 2.f, 3.f}});
+  write_npy_with_header("complex.npy", "{'descr': '<c8', 'fortran_order': False, 'shape': (2, 3), }", 48);
+  expect_error("search --base complex.npy --query q.fvecs", 1, "complex.npy");
+  write_npy_with_header("fortran.npy", "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }", 24);
+  expect_error("search --base fortran.npy --query q.fvecs", 1, "fortran.npy");
+  write_npy_with_header("cube.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3, 1), }", 24);
+  expect_error("search --base cube.npy --query q.fvecs", 1, "cube.npy");
+}
+
+TEST_F(Cli, DimensionMismatchNamesBothFiles) {
+  write_raw_fvecs("base.fvecs", rows_of(4, 3, 1.f));
+  write_raw_fvecs("queries.fvecs", rows_of(2, 5, 1.f));
+  expect_error("search --base base.fvecs --query queries.fvecs", 1, "base.fvecs");
+  expect_error("search --base base.fvecs --query queries.fvecs", 1, "queries.fvecs");
+}
+
+TEST_F(Cli, NonFiniteValuesAreRejectedNamingTheRow) {
+  auto rows = rows_of(5, 3, 0.5f);
+  rows[3][1] = std::numeric_limits<float>::quiet_NaN();
+  write_raw_fvecs("nan.fvecs", rows);
+  rows[3][1] = std::numeric_limits<float>::infinity();
+  write_raw_fvecs("inf.fvecs", rows);
+  write_raw_fvecs("ok.fvecs", rows_of(2, 3, 0.25f));
+  expect_error("search --base nan.fvecs --query ok.fvecs", 1, "row 3");
+  expect_error("search --base ok.fvecs --query inf.fvecs", 1, "row 3");
+  expect_error("search --base ok.fvecs --query inf.fvecs", 1, "inf.fvecs");
+}
+
+TEST_F(Cli, BadArgumentsAreUsageErrors) {
+  write_raw_fvecs("x.fvecs", rows_of(4, 3, 1.f));
+  expect_error("search --base x.fvecs --query x.fvecs -k 0", 2, "--k");
+  expect_error("search --base x.fvecs --query x.fvecs -k -4", 2, "--k");
+  expect_error("search --base x.fvecs --query x.fvecs --metric manhattan", 2, "manhattan");
+  expect_error("search --base x.fvecs --query x.fvecs --metric lp -p 0", 2, "--p");
+  expect_error("search --base x.fvecs --query x.fvecs --metric lp -p -2", 2, "--p");
+  expect_error("search --base x.fvecs --query x.fvecs --select bogosort", 2, "bogosort");
+  expect_error("search --base x.fvecs --query x.fvecs --select heap+aligned", 2, "heap+aligned");
+  expect_error("search --base x.fvecs --query x.fvecs --backend tpu", 2, "tpu");
+  expect_error("search --base x.fvecs --query x.fvecs --memory-budget 3parsecs", 2, "--memory-budget");
+  expect_error("search --base x.fvecs --query x.fvecs --frobnicate", 2, "--frobnicate");
+  expect_error("search --base x.fvecs", 2, "--query");
+  expect_error("", 2, "subcommand");
+  expect_error("gen --rows 0 --dim 3 -o g.fvecs", 2, "--rows");
+  expect_error("gen --rows 5 --dim 3 --distribution zipf -o g.fvecs", 2, "zipf");
+  EXPECT_EQ(gknn("search --help").code, 0);
+}
+
+TEST_F(Cli, UnavailableAlgorithmsAreReported) {
+  write_raw_fvecs("x.fvecs", rows_of(4, 3, 1.f));
+  expect_error("search --base x.fvecs --query x.fvecs --distance gemm --metric l1", 1, "gemm");
+  if (!gknn::backend_available(gknn::Backend::Cuda))
+    expect_error("search --base x.fvecs --query x.fvecs --backend cuda", 1, "cuda");
+}
+
+TEST_F(Cli, UnwritableOutputFailsBeforeSearching) {
+  write_raw_fvecs("x.fvecs", rows_of(4, 3, 1.f));
+  expect_error("search --base x.fvecs --query x.fvecs -o no/such/dir/r.ivecs", 1, "no/such/dir/r.ivecs");
+  expect_error("search --base x.fvecs --query x.fvecs --distances-out no/such/d.fvecs", 1, "no/such/d.fvecs");
+  expect_error("search --base x.fvecs --query x.fvecs -o result.txt", 1, "result.txt");
+  fs::create_directories(dir_ / "adir");
+  expect_error("search --base x.fvecs --query x.fvecs -o adir", 1, "adir");
+  // Checked before loading: even with a missing input, the output path is what gets reported.
+  expect_error("search --base missing.fvecs --query x.fvecs -o no/dir/r.ivecs", 1, "no/dir/r.ivecs");
+  expect_error("gen --rows 5 --dim 3 -o no/dir/g.fvecs", 1, "no/dir/g.fvecs");
+}
+
+TEST_F(Cli, GroundTruthShapeMismatchIsReported) {
+  generate_uint8("squared_l2", 5);
+  expect_error("search --base base.bvecs --query queries.bvecs -k 10 --groundtruth truth.ivecs", 1, "truth.ivecs");
+  expect_error("recall --result truth.ivecs --groundtruth truth.ivecs -k 6", 1, "-k");
+}
+
+// ---- info and bench ----------------------------------------------------------------------------------------
+
+TEST_F(Cli, InfoListsBuildAndAlgorithms) {
+  const Run r = gknn("info");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("gknn " + gknn::build_info().version), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("algorithms of backend cpu"), std::string::npos) << r.out;
+  for (const auto& s : gknn::select_algorithms(gknn::Backend::Cpu))
+    EXPECT_NE(r.out.find(gknn::to_string(s.algorithm)), std::string::npos) << r.out;
+  for (auto a : gknn::distance_algorithms(gknn::Backend::Cpu, gknn::Metric::SquaredL2))
+    EXPECT_NE(r.out.find(gknn::to_string(a)), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, BenchJsonIsValid) {
+  generate_uint8();
+  const Run r = gknn("bench --base base.bvecs --query queries.bvecs -k 10 --repeat 3 --warmup 0 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+#ifdef GKNN_HAVE_NLOHMANN_JSON
+  const auto json = nlohmann::json::parse(r.out);  // throws (test fails) on invalid JSON
+  EXPECT_EQ(json.at("k"), 10);
+  EXPECT_EQ(json.at("backend"), gknn::backend_available(gknn::Backend::Cuda) ? "cuda" : "cpu");
+  EXPECT_EQ(json.at("queries").at("rows"), 40);
+  EXPECT_EQ(json.at("search_runs_s").size(), 3u);
+  const auto& stages = json.at("stages_s");
+  EXPECT_GT(stages.at("search").get<double>(), 0.0);
+  EXPECT_GE(stages.at("selection_estimate").get<double>(), 0.0);
+  EXPECT_NEAR(stages.at("total").get<double>(), stages.at("load").get<double>() + stages.at("search").get<double>(),
+              1e-6);
+  EXPECT_GT(json.at("queries_per_s").get<double>(), 0.0);
+#else
+  GTEST_SKIP() << "nlohmann-json not found at configure time: JSON not parsed back";
+#endif
+  const Run table = gknn("bench --base base.bvecs --query queries.bvecs -k 10 --repeat 1 --warmup 0");
+  ASSERT_EQ(table.code, 0) << table.err;
+  EXPECT_NE(table.out.find("queries/s"), std::string::npos) << table.out;
+}
+
+}  // namespace

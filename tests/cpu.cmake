@@ -1,0 +1,5 @@
+# CPU backend: tiling, threads, progress, errors, Index storage, strided and uint8 input, the tile planner.
+gknn_test(cpu_search_test LABEL cpu SOURCES cpu_search_test.cpp)
+gknn_test(cpu_errors_test LABEL cpu SOURCES cpu_errors_test.cpp)
+gknn_test(cpu_index_test LABEL cpu SOURCES cpu_index_test.cpp)
+gknn_test(cpu_plan_test LABEL cpu SOURCES cpu_plan_test.cpp)

@@ -1,0 +1,343 @@
+// gpu_backend_test.cpp: the CUDA backend beyond the parameterised suites — tiling and exact tile merges at
+// every tile edge, the device-resident Index, garcia_texture's fallback, cuBLAS exactness (no TF32), stage
+// timing, and errors that must be gknn::Error rather than crashes. Label gpu: skipped without a device.
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cuda/hooks.hpp"
+#include "cuda/pipeline/plan.cuh"
+#include "gknn/error.hpp"
+#include "gknn/index.hpp"
+#include "gknn/search.hpp"
+#include "testing/data.hpp"
+#include "testing/oracle.hpp"
+
+namespace gknn::testing {
+namespace {
+
+using cuda_detail::TileOverride;
+
+/// Resets every process-wide hook when a test ends, even when it fails.
+struct HookGuard {
+  ~HookGuard() {
+    cuda_detail::set_tile_override({});
+    cuda_detail::set_texture_limit_override(0);
+    cuda_detail::set_stage_timing(false);
+  }
+};
+
+SearchParams cuda_params(int64_t k, Metric metric = Metric::SquaredL2) {
+  SearchParams p;
+  p.k = k;
+  p.metric = metric;
+  p.backend = Backend::Cuda;
+  return p;
+}
+
+/// Integer data: every algorithm must return the oracle's indices exactly.
+CheckOptions exact() {
+  CheckOptions o;
+  o.exact_indices = true;
+  return o;
+}
+
+// ---- tiling: every tile edge ----------------------------------------------------------------------------
+
+struct TileCase {
+  int64_t query_rows, base_rows;
+};
+
+// Query and base counts are multiples of no tile size; 301 = 3*100 + 1 and 301 = 300 + 1 leave a 1-row last
+// base tile; tiles of 1 row make every merge a merge with a 1-element list; k > base tile forces short lists.
+const std::vector<TileCase> kTiles{{1, 1}, {5, 7}, {16, 100}, {37, 300}, {4, 1}, {36, 128}, {37, 301}};
+
+TEST(GpuTiling, StreamedBaseMatchesOracleAtEveryTileEdge) {
+  HookGuard guard;
+  const HostMatrix<float> base = integer_matrix(301, 9, -3, 3, 1), queries = integer_matrix(37, 9, -3, 3, 2);
+  for (Metric m : {Metric::SquaredL2, Metric::InnerProduct, Metric::L1}) {
+    const auto truth = oracle(base.view(), queries.view(), m, 2.0);
+    for (const TileCase& t : kTiles)
+      for (int64_t k : {int64_t(1), int64_t(10), int64_t(50), int64_t(301)}) {
+        SCOPED_TRACE(to_string(m) + " tiles " + std::to_string(t.query_rows) + "x" + std::to_string(t.base_rows) +
+                     " k=" + std::to_string(k));
+        cuda_detail::set_tile_override({t.query_rows, t.base_rows});  // forced base tile => streamed base
+        const SearchParams p = cuda_params(k, m);
+        Result got;
+        ASSERT_NO_THROW(got = search(base.view(), queries.view(), p));
+        ASSERT_EQ("", check_search(got, base.view(), queries.view(), p, exact(), &truth));
+      }
+  }
+}
+
+TEST(GpuTiling, EverySelectorMergesTilesExactly) {
+  HookGuard guard;
+  const HostMatrix<float> base = integer_matrix(301, 5, 0, 2, 3), queries = integer_matrix(23, 5, 0, 2, 4);
+  const auto truth = oracle(base.view(), queries.view(), Metric::SquaredL2, 2.0);
+  for (const SelectCapability& s : select_algorithms(Backend::Cuda))
+    for (const TileCase& t : {TileCase{7, 13}, TileCase{23, 300}}) {
+      const int64_t k = std::min<int64_t>(40, s.max_k);
+      SCOPED_TRACE(to_string(s.algorithm) + " tiles " + std::to_string(t.query_rows) + "x" +
+                   std::to_string(t.base_rows));
+      cuda_detail::set_tile_override({t.query_rows, t.base_rows});
+      SearchParams p = cuda_params(k);
+      p.select = s.algorithm;
+      Result got;
+      ASSERT_NO_THROW(got = search(base.view(), queries.view(), p));
+      ASSERT_EQ("", check_search(got, base.view(), queries.view(), p, exact(), &truth));
+    }
+}
+
+TEST(GpuTiling, TinyBudgetStillAnswers) {
+  // A budget below one tile's needs yields the smallest tiling (1 query x 1 base row), not an error.
+  const HostMatrix<float> base = random_matrix(40, 6, 5), queries = random_matrix(3, 6, 6);
+  SearchParams p = cuda_params(7);
+  p.memory_budget = 1;
+  Result got;
+  ASSERT_NO_THROW(got = search(base.view(), queries.view(), p));
+  EXPECT_EQ("", check_search(got, base.view(), queries.view(), p));
+}
+
+TEST(GpuTiling, PlannerRespectsBudgetAndAlignment) {
+  auto workspace = [](int64_t rows, int64_t cols, int64_t) { return size_t(rows * cols) * 8; };
+  cuda_detail::PlanInput in;
+  in.nq = 10000;
+  in.nb = 1000000;
+  in.dim = 128;
+  in.k = 100;
+  in.select_workspace = workspace;
+  for (size_t budget : {size_t(1) << 34, size_t(1) << 30, size_t(1) << 26}) {
+    in.budget = budget;
+    const cuda_detail::TilePlan plan = cuda_detail::plan_search(in);
+    SCOPED_TRACE("budget " + std::to_string(budget));
+    EXPECT_LE(cuda_detail::search_bytes(in, plan.query_rows, plan.base_rows), budget);
+    EXPECT_GE(plan.query_rows, 1);
+    EXPECT_LE(plan.query_rows, in.nq);
+    EXPECT_LE(plan.base_rows, in.nb);
+    if (plan.base_rows < in.nb) EXPECT_EQ(0, plan.base_rows % 128) << plan.base_rows;
+  }
+}
+
+TEST(GpuTiling, SelectKRowTilesWithLabels) {
+  HookGuard guard;
+  const int64_t rows = 11, cols = 257;
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> small(0, 5);
+  std::vector<float> values(size_t(rows * cols));
+  std::vector<int64_t> labels(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    values[i] = float(small(rng));
+    labels[i] = int64_t(5000000) - int64_t(7 * i);  // descending: ties must follow labels, not columns
+  }
+  const FloatView view{values.data(), rows, cols, 0};
+  for (const SelectCapability& s : select_algorithms(Backend::Cuda))
+    for (int64_t tile_rows : {int64_t(1), int64_t(3), int64_t(11)}) {
+      SCOPED_TRACE(to_string(s.algorithm) + " rows per tile " + std::to_string(tile_rows));
+      cuda_detail::set_tile_override({tile_rows, 0});
+      SelectParams sp;
+      sp.backend = Backend::Cuda;
+      sp.algorithm = s.algorithm;
+      const int64_t k = std::min<int64_t>(33, s.max_k);
+      Result got;
+      ASSERT_NO_THROW(got = select_k(view, labels.data(), k, Order::Ascending, sp));
+      ASSERT_EQ("", check_select(got, view, labels.data(), k, Order::Ascending));
+    }
+}
+
+TEST(GpuTiling, ProgressIsMonotoneAndEndsAtOne) {
+  HookGuard guard;
+  cuda_detail::set_tile_override({4, 0});
+  const HostMatrix<float> base = random_matrix(100, 8, 8), queries = random_matrix(19, 8, 9);
+  SearchParams p = cuda_params(5);
+  std::vector<double> seen;
+  p.progress = [&](double f) { seen.push_back(f); };
+  search(base.view(), queries.view(), p);
+  ASSERT_EQ(5u, seen.size());  // ceil(19 / 4) query tiles
+  EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
+  EXPECT_DOUBLE_EQ(1.0, seen.back());
+}
+
+// ---- Index: the device-resident database ----------------------------------------------------------------
+
+TEST(GpuIndex, AddInBatchesMatchesOracleAfterEachBatch) {
+  HookGuard guard;
+  const HostMatrix<float> all = integer_matrix(2600, 12, -4, 4, 10), queries = integer_matrix(21, 12, -4, 4, 11);
+  Index index(12, Metric::SquaredL2, Backend::Cuda);
+  ASSERT_EQ(Backend::Cuda, index.backend());
+  int64_t added = 0;
+  for (int64_t batch : {int64_t(1), int64_t(100), int64_t(1500), int64_t(999)}) {  // grows past the capacity
+    index.add(FloatView{all.row(added), batch, 12, 0});
+    added += batch;
+    ASSERT_EQ(added, index.size());
+    const FloatView stored{all.data.data(), added, 12, 0};
+    for (TileCase t : {TileCase{0, 0}, TileCase{6, 256}}) {
+      cuda_detail::set_tile_override({t.query_rows, t.base_rows});
+      const SearchParams p = cuda_params(30);
+      SCOPED_TRACE("size " + std::to_string(added) + " base tile " + std::to_string(t.base_rows));
+      ASSERT_EQ("", check_search(index.search(queries.view(), 30), stored, queries.view(), p, exact()));
+    }
+  }
+}
+
+TEST(GpuIndex, AddWithIdsReportsIdsAndResetEmpties) {
+  const HostMatrix<float> base = integer_matrix(300, 4, 0, 9, 12), queries = integer_matrix(5, 4, 0, 9, 13);
+  std::vector<int64_t> ids(300);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = 1000 + 3 * int64_t(i);
+  Index index(4, Metric::L1, Backend::Cuda);
+  index.add_with_ids(FloatView{base.row(0), 120, 4, 0}, ids.data());
+  index.add_with_ids(FloatView{base.row(120), 180, 4, 0}, ids.data() + 120);
+  const Result got = index.search(queries.view(), 8);
+  SearchParams p = cuda_params(8, Metric::L1);
+  const Result plain = search(base.view(), queries.view(), p);
+  ASSERT_EQ(plain.indices.size(), got.indices.size());
+  for (size_t i = 0; i < got.indices.size(); ++i) {
+    EXPECT_EQ(ids[size_t(plain.indices[i])], got.indices[i]);
+    EXPECT_EQ(plain.distances[i], got.distances[i]);
+  }
+  index.reset();
+  EXPECT_EQ(0, index.size());
+  EXPECT_THROW(index.search(queries.view(), 3), Error);
+  index.add(FloatView{base.row(0), 50, 4, 0});
+  ASSERT_EQ("", check_search(index.search(queries.view(), 3), FloatView{base.row(0), 50, 4, 0}, queries.view(),
+                             cuda_params(3, Metric::L1), exact()));
+}
+
+// ---- garcia_texture fallback ----------------------------------------------------------------------------
+
+TEST(GpuTexture, FallsBackToGlobalBeyondTheTextureLimit) {
+  HookGuard guard;
+  const HostMatrix<float> base = integer_matrix(500, 16, -5, 5, 14), queries = integer_matrix(9, 16, -5, 5, 15);
+  SearchParams p = cuda_params(12);
+  p.distance = DistanceAlgorithm::GarciaTexture;
+  const Result native = search(base.view(), queries.view(), p);
+  ASSERT_EQ("", check_search(native, base.view(), queries.view(), p, exact()));
+
+  cuda_detail::set_texture_limit_override(100);  // 100 elements: every tile of 500 x 16 exceeds it
+  const int64_t before = cuda_detail::texture_fallback_count();
+  const Result fallback = search(base.view(), queries.view(), p);
+  EXPECT_GT(cuda_detail::texture_fallback_count(), before);
+  ASSERT_EQ("", check_search(fallback, base.view(), queries.view(), p, exact()));
+  EXPECT_EQ(native.indices, fallback.indices);
+  EXPECT_EQ(native.distances, fallback.distances);
+}
+
+// ---- cuBLAS runs in true float32 (no TF32) --------------------------------------------------------------
+
+// Integers in [2049, 2300] need 12 significant bits: TF32 keeps 11, so a TF32 GEMM would round the inputs and
+// miss these exact values. All partial sums stay below 2^24, so float32 is exact.
+HostMatrix<float> wide_integers(int64_t rows, int64_t cols, uint64_t seed) {
+  return integer_matrix(rows, cols, 2049, 2300, seed);
+}
+
+TEST(GpuCublas, InnerProductIsExactOnTwelveBitIntegers) {
+  const HostMatrix<float> base = wide_integers(200, 3, 16), queries = wide_integers(7, 3, 17);
+  SearchParams p = cuda_params(10, Metric::InnerProduct);
+  p.distance = DistanceAlgorithm::Cublas;
+  const Result got = search(base.view(), queries.view(), p);
+  CheckOptions o = exact();
+  o.tolerance = 0;
+  ASSERT_EQ("", check_search(got, base.view(), queries.view(), p, o));
+}
+
+TEST(GpuCublas, SquaredL2IsExactOnTwelveBitIntegers) {
+  const HostMatrix<float> base = wide_integers(200, 1, 18), queries = wide_integers(7, 1, 19);
+  SearchParams p = cuda_params(10, Metric::SquaredL2);
+  p.distance = DistanceAlgorithm::Cublas;
+  const Result got = search(base.view(), queries.view(), p);
+  CheckOptions o = exact();
+  o.tolerance = 0;
+  ASSERT_EQ("", check_search(got, base.view(), queries.view(), p, o));
+}
+
+// ---- stage timing hook ----------------------------------------------------------------------------------
+
+TEST(GpuStages, TimingCountsTilesAndStages) {
+  HookGuard guard;
+  cuda_detail::set_stage_timing(true);
+  cuda_detail::set_tile_override({10, 64});
+  const HostMatrix<float> base = random_matrix(300, 32, 20), queries = random_matrix(25, 32, 21);
+  search(base.view(), queries.view(), cuda_params(5));
+  const cuda_detail::StageTimes t = cuda_detail::last_stage_times();
+  EXPECT_EQ(3, t.query_tiles);
+  EXPECT_EQ(5, t.base_tiles);
+  EXPECT_GT(t.distance_ms, 0.0);
+  EXPECT_GT(t.select_ms, 0.0);
+  EXPECT_GT(t.merge_ms, 0.0);
+  EXPECT_GT(t.upload_ms, 0.0);
+  EXPECT_GT(t.download_ms, 0.0);
+}
+
+// ---- errors are gknn::Error, never crashes --------------------------------------------------------------
+
+ErrorCode code_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.code();
+  }
+  ADD_FAILURE() << "no gknn::Error thrown";
+  return ErrorCode::Internal;
+}
+
+TEST(GpuErrors, KBeyondTheSelectorsMaxKIsUnsupported) {
+  const HostMatrix<float> base = random_matrix(3000, 4, 22), queries = random_matrix(2, 4, 23);
+  for (const SelectCapability& s : select_algorithms(Backend::Cuda)) {
+    if (s.max_k >= 2999) continue;
+    SCOPED_TRACE(to_string(s.algorithm));
+    SearchParams p = cuda_params(s.max_k + 1);
+    p.select = s.algorithm;
+    EXPECT_EQ(ErrorCode::Unsupported, code_of([&] { search(base.view(), queries.view(), p); }));
+    SelectParams sp;
+    sp.backend = Backend::Cuda;
+    sp.algorithm = s.algorithm;
+    const HostMatrix<float> rows = random_matrix(2, s.max_k + 10, 30);
+    EXPECT_EQ(ErrorCode::Unsupported,
+              code_of([&] { select_k(rows.view(), nullptr, s.max_k + 1, Order::Ascending, sp); }));
+  }
+}
+
+TEST(GpuErrors, CublasRejectsNonDotMetrics) {
+  const HostMatrix<float> base = random_matrix(30, 4, 24), queries = random_matrix(2, 4, 25);
+  for (Metric m : {Metric::L1, Metric::Linf, Metric::Lp}) {
+    SearchParams p = cuda_params(3, m);
+    p.p = 3;
+    p.distance = DistanceAlgorithm::Cublas;
+    EXPECT_EQ(ErrorCode::Unsupported, code_of([&] { search(base.view(), queries.view(), p); })) << to_string(m);
+  }
+}
+
+TEST(GpuErrors, CpuOnlyAlgorithmsAreUnsupportedOnCuda) {
+  const HostMatrix<float> base = random_matrix(30, 4, 26), queries = random_matrix(2, 4, 27);
+  SearchParams p = cuda_params(3);
+  p.distance = DistanceAlgorithm::Gemm;
+  EXPECT_EQ(ErrorCode::Unsupported, code_of([&] { search(base.view(), queries.view(), p); }));
+  p.distance = DistanceAlgorithm::Auto;
+  p.select = SelectAlgorithm::Heap;
+  EXPECT_EQ(ErrorCode::Unsupported, code_of([&] { search(base.view(), queries.view(), p); }));
+}
+
+TEST(GpuErrors, MissingDeviceIsInvalidArgument) {
+  const HostMatrix<float> base = random_matrix(30, 4, 28), queries = random_matrix(2, 4, 29);
+  SearchParams p = cuda_params(3);
+  p.device = 999;
+  EXPECT_EQ(ErrorCode::InvalidArgument, code_of([&] { search(base.view(), queries.view(), p); }));
+}
+
+TEST(GpuBackend, ListsEveryDistanceKernelPerMetric) {
+  const std::vector<DistanceAlgorithm> l2 = distance_algorithms(Backend::Cuda, Metric::L2);
+  for (DistanceAlgorithm a : {DistanceAlgorithm::Naive, DistanceAlgorithm::SharedReduce, DistanceAlgorithm::Atomic,
+                              DistanceAlgorithm::GarciaGlobal, DistanceAlgorithm::GarciaTexture,
+                              DistanceAlgorithm::Cublas})
+    EXPECT_NE(l2.end(), std::find(l2.begin(), l2.end(), a)) << to_string(a);
+  const std::vector<DistanceAlgorithm> l1 = distance_algorithms(Backend::Cuda, Metric::L1);
+  EXPECT_EQ(l1.end(), std::find(l1.begin(), l1.end(), DistanceAlgorithm::Cublas));
+}
+
+}  // namespace
+}  // namespace gknn::testing

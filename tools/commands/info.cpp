@@ -1,0 +1,77 @@
+// gknn info: version, build options, CPU, CUDA devices and the algorithms each available backend offers.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "commands/commands.hpp"
+#include "gknn/info.hpp"
+#include "gknn/search.hpp"
+
+namespace gknn::cli {
+namespace {
+
+const char* yes_no(bool b) { return b ? "yes" : "no"; }
+
+double gib(size_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0); }
+
+void print_build() {
+  const BuildInfo b = build_info();
+  std::printf("gknn %s (%s build, %s)\n", b.version.c_str(), b.build_type.c_str(), b.compiler.c_str());
+  std::printf("build        cuda %s%s%s, openmp %s, blas %s, hdf5 %s\n", yes_no(b.cuda), b.cuda ? " (archs " : "",
+              b.cuda ? (b.cuda_archs + ")").c_str() : "", yes_no(b.openmp), yes_no(b.blas), yes_no(b.hdf5));
+  std::printf("cpu          %s\n", cpu_description().c_str());
+}
+
+void print_devices() {
+  const std::vector<DeviceInfo> devices = cuda_devices();
+  if (devices.empty()) std::printf("cuda devices none\n");
+  for (const DeviceInfo& d : devices)
+    std::printf("cuda device  %d: %s, sm_%d%d, %d SMs, %.1f GiB (%.1f free), L2 %.0f MiB, %zu KiB shared/block\n",
+                d.ordinal, d.name.c_str(), d.major, d.minor, d.multiprocessors, gib(d.global_memory),
+                gib(d.free_memory), static_cast<double>(d.l2_bytes) / (1024.0 * 1024.0),
+                d.shared_per_block_optin / 1024);
+}
+
+std::string join_distances(const std::vector<DistanceAlgorithm>& algorithms) {
+  std::string out;
+  for (DistanceAlgorithm a : algorithms) out += (out.empty() ? "" : ", ") + to_string(a);
+  return out.empty() ? "-" : out;
+}
+
+void print_algorithms(Backend backend) {
+  std::printf("\nalgorithms of backend %s\n", to_string(backend).c_str());
+  std::printf("  distance, per metric:\n");
+  for (Metric m : {Metric::SquaredL2, Metric::L2, Metric::InnerProduct, Metric::Cosine, Metric::L1, Metric::Linf,
+                   Metric::Lp})
+    std::printf("    %-14s %s\n", to_string(m).c_str(), join_distances(distance_algorithms(backend, m)).c_str());
+  std::printf("  select (largest k):\n");
+  for (const SelectCapability& s : select_algorithms(backend)) {
+    const bool unbounded = s.max_k >= (int64_t{1} << 40);
+    std::printf("    %-14s %s%s\n", to_string(s.algorithm).c_str(),
+                unbounded ? "any k" : ("k <= " + std::to_string(s.max_k)).c_str(),
+                s.algorithm == SelectAlgorithm::InsertionQueue || s.algorithm == SelectAlgorithm::HeapQueue ||
+                        s.algorithm == SelectAlgorithm::MergeQueue
+                    ? "  (flags: +aligned +buffered +hp)"
+                    : "");
+  }
+}
+
+int run_info() {
+  print_build();
+  print_devices();
+  const bool cuda = backend_available(Backend::Cuda);
+  std::printf("backends     cpu, %s\n", cuda ? "cuda" : build_info().cuda ? "cuda (no device visible)"
+                                                                          : "cuda (not compiled in)");
+  print_algorithms(Backend::Cpu);
+  if (cuda) print_algorithms(Backend::Cuda);
+  return 0;
+}
+
+}  // namespace
+
+Command add_info_command(CLI::App& root) {
+  CLI::App* app = root.add_subcommand("info", "build options, CPU, CUDA devices and the available algorithms");
+  return {app, [] { return run_info(); }};
+}
+
+}  // namespace gknn::cli

@@ -1,0 +1,70 @@
+#include "search_setup.hpp"
+
+#include "cli_common.hpp"
+#include "gknn/error.hpp"
+#include "gknn/search.hpp"
+
+namespace gknn::cli {
+
+void SearchOptions::add_to(CLI::App& app) {
+  app.add_option("--base", base, "database vectors: .fvecs, .bvecs, .npy or file.hdf5[:train|:test]")->required();
+  app.add_option("--query", query, "query vectors (same formats; file.hdf5:test for ann-benchmarks)")->required();
+  app.add_option("-k,--k", k, "number of neighbours per query")->check(positive())->capture_default_str();
+  app.add_option("--metric", metric, "squared_l2, l2, inner_product, cosine, l1, linf or lp")
+      ->check(name_check([](const std::string& s) { parse_metric(s); }, "METRIC"))
+      ->capture_default_str();
+  app.add_option("-p,--p", p, "exponent of --metric lp (> 0)")->check(positive())->capture_default_str();
+  app.add_option("--backend", backend, "auto, cpu or cuda")
+      ->check(name_check([](const std::string& s) { parse_backend(s); }, "BACKEND"))
+      ->capture_default_str();
+  app.add_option("--distance", distance, "distance algorithm (see `gknn info`)")
+      ->check(name_check([](const std::string& s) { parse_distance(s); }, "ALGORITHM"))
+      ->capture_default_str();
+  app.add_option("--select", select, "selection algorithm, e.g. heap or merge_queue+aligned+buffered+hp")
+      ->check(name_check([](const std::string& s) { parse_select(s); }, "ALGORITHM"))
+      ->capture_default_str();
+  app.add_option("--threads", threads, "CPU threads (0: all)")->check(non_negative())->capture_default_str();
+  app.add_option("--memory-budget", memory_budget, "working memory in bytes, e.g. 512M or 2G (default: automatic)")
+      ->check(name_check([](const std::string& s) { parse_bytes(s); }, "SIZE"));
+}
+
+SearchParams SearchOptions::params() const {
+  SearchParams params;
+  params.k = k;
+  params.metric = parse_metric(metric);
+  params.p = p;
+  params.backend = parse_backend(backend);
+  params.distance = parse_distance(distance);
+  params.select = parse_select(select, &params.select_options.tang);
+  params.threads = threads;
+  params.memory_budget = memory_budget.empty() ? 0 : parse_bytes(memory_budget);
+  return params;
+}
+
+Dataset load_dataset(const SearchOptions& options) {
+  Stopwatch clock;
+  Dataset data;
+  data.base = with_option("--base", [&] { return load_matrix(options.base); });
+  data.queries = with_option("--query", [&] { return load_matrix(options.query); });
+  data.load_seconds = clock.seconds();
+  GKNN_EXPECT(data.base.rows > 0, ErrorCode::InvalidArgument, "--base: '", options.base, "' has no vectors");
+  GKNN_EXPECT(data.base.cols == data.queries.cols, ErrorCode::InvalidArgument, "dimension mismatch: --base '",
+              options.base, "' has dimension ", data.base.cols, " but --query '", options.query, "' has dimension ",
+              data.queries.cols);
+  return data;
+}
+
+Result run_search(const Dataset& data, const SearchOptions& options, const SearchParams& params) {
+  try {
+    return search(data.base.view(), data.queries.view(), params);
+  } catch (const Error& e) {
+    throw Error(e.code(), std::string(e.what()) + " (base: '" + options.base + "', queries: '" + options.query + "')");
+  }
+}
+
+std::string effective_backend(Backend requested) {
+  if (requested != Backend::Auto) return to_string(requested);
+  return to_string(backend_available(Backend::Cuda) ? Backend::Cuda : Backend::Cpu);
+}
+
+}  // namespace gknn::cli
