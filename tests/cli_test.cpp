@@ -12,6 +12,7 @@
 #include <limits>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -27,7 +28,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Run {
+struct CliRun {
   int code = -1;  // exit status; 128 + signal when the process was killed (a crash)
   std::string out;
   std::string err;
@@ -52,10 +53,10 @@ class Cli : public ::testing::Test {
 
   /// Runs `gknn <args>` in the test directory with stdout and stderr captured (stderr is not a terminal, so the
   /// progress bar must stay silent).
-  Run gknn(const std::string& args) const {
+  CliRun gknn(const std::string& args) const {
     const std::string command = "cd '" + dir_.string() + "' && '" GKNN_CLI_PATH "' " + args + " > stdout.txt 2> stderr.txt";
     const int status = std::system(command.c_str());
-    Run r;
+    CliRun r;
     if (WIFEXITED(status)) r.code = WEXITSTATUS(status);
     else if (WIFSIGNALED(status)) r.code = 128 + WTERMSIG(status);
     r.out = slurp(dir_ / "stdout.txt");
@@ -65,7 +66,7 @@ class Cli : public ::testing::Test {
 
   /// Expects a clean failure: the given exit code, one "gknn: error:" message that contains `needle`.
   void expect_error(const std::string& args, int code, const std::string& needle) const {
-    const Run r = gknn(args);
+    const CliRun r = gknn(args);
     EXPECT_EQ(r.code, code) << "gknn " << args << "\nstderr: " << r.err;
     EXPECT_EQ(r.err.rfind("gknn: error: ", 0), 0u) << "gknn " << args << "\nstderr: " << r.err;
     EXPECT_NE(r.err.find(needle), std::string::npos) << "gknn " << args << "\nmessage should name '" << needle
@@ -74,7 +75,7 @@ class Cli : public ::testing::Test {
 
   /// A small SIFT-like data set (integers 0..255) with its exact ground truth, written by `gknn gen`.
   void generate_uint8(const std::string& metric = "squared_l2", int k = 10) const {
-    const Run r = gknn("gen --rows 700 --dim 12 --distribution clusters --clusters 5 --seed 7 --uint8 -o base.bvecs "
+    const CliRun r = gknn("gen --rows 700 --dim 12 --distribution clusters --clusters 5 --seed 7 --uint8 -o base.bvecs "
                        "--queries 40 --queries-out queries.bvecs --groundtruth-out truth.ivecs -k " +
                        std::to_string(k) + " --metric " + metric);
     ASSERT_EQ(r.code, 0) << r.err;
@@ -119,7 +120,7 @@ std::vector<std::vector<float>> rows_of(int64_t rows, int64_t dim, float value) 
 
 TEST_F(Cli, GenSearchRecallRoundTripIsExact) {
   generate_uint8();
-  const Run s = gknn("search --base base.bvecs --query queries.bvecs -k 10 -o result.ivecs --distances-out dist.fvecs "
+  const CliRun s = gknn("search --base base.bvecs --query queries.bvecs -k 10 -o result.ivecs --distances-out dist.fvecs "
                      "--groundtruth truth.ivecs");
   ASSERT_EQ(s.code, 0) << s.err;
   EXPECT_EQ(s.err, "") << "nothing on stderr when it is not a terminal (no progress bar)";
@@ -138,7 +139,7 @@ TEST_F(Cli, GenSearchRecallRoundTripIsExact) {
   for (int64_t i = 0; i < dist.rows; ++i)
     for (int64_t j = 1; j < dist.cols; ++j) EXPECT_LE(dist.row(i)[j - 1], dist.row(i)[j]) << "row " << i;
 
-  const Run r = gknn("recall --result result.ivecs --groundtruth truth.ivecs --result-distances dist.fvecs "
+  const CliRun r = gknn("recall --result result.ivecs --groundtruth truth.ivecs --result-distances dist.fvecs "
                      "--groundtruth-distances dist.fvecs");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("recall@10 (ids)      1.000000"), std::string::npos) << r.out;
@@ -148,7 +149,7 @@ TEST_F(Cli, GenSearchRecallRoundTripIsExact) {
 TEST_F(Cli, NpyOutputsMatchIvecsOutputs) {
   generate_uint8();
   ASSERT_EQ(gknn("search --base base.bvecs --query queries.bvecs -k 10 -o a.ivecs").code, 0);
-  const Run r = gknn("search --base base.bvecs --query queries.bvecs -k 10 --select heap -o b.npy --distances-out d.npy");
+  const CliRun r = gknn("search --base base.bvecs --query queries.bvecs -k 10 --select heap -o b.npy --distances-out d.npy");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto ivecs = gknn::load_indices(path("a.ivecs"));
   const auto npy = gknn::read_npy_int64(path("b.npy"));
@@ -169,11 +170,11 @@ TEST_F(Cli, RecallMeasuresAPartlyWrongResult) {
       wrong.row(i)[j] = candidate++;
     }
   }
-  gknn::write_ivecs(path("wrong.ivecs"), wrong.view());
-  const Run r = gknn("recall --result wrong.ivecs --groundtruth truth.ivecs");
+  gknn::write_ivecs(path("wrong.ivecs"), std::as_const(wrong).view());
+  const CliRun r = gknn("recall --result wrong.ivecs --groundtruth truth.ivecs");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("recall@10 (ids)      0.500000"), std::string::npos) << r.out;
-  const Run r5 = gknn("recall --result wrong.ivecs --groundtruth truth.ivecs -k 5");
+  const CliRun r5 = gknn("recall --result wrong.ivecs --groundtruth truth.ivecs -k 5");
   EXPECT_NE(r5.out.find("recall@5 (ids)      1.000000"), std::string::npos) << r5.out;
 }
 
@@ -185,10 +186,10 @@ TEST_F(Cli, EveryMetricMatchesItsGroundTruth) {
     SCOPED_TRACE(metric);
     const std::string m = "--metric " + metric + (metric == "lp" ? " -p 3" : "");
     // Ground truth by the float64 reference: gen writes it only together with new data, so compute it here.
-    const Run t = gknn("search --base base.fvecs --query queries.fvecs -k 7 --backend cpu --distance reference " + m +
+    const CliRun t = gknn("search --base base.fvecs --query queries.fvecs -k 7 --backend cpu --distance reference " + m +
                        " -o truth.ivecs");
     ASSERT_EQ(t.code, 0) << t.err;
-    const Run s = gknn("search --base base.fvecs --query queries.fvecs -k 7 " + m + " --groundtruth truth.ivecs");
+    const CliRun s = gknn("search --base base.fvecs --query queries.fvecs -k 7 " + m + " --groundtruth truth.ivecs");
     ASSERT_EQ(s.code, 0) << s.err;
     EXPECT_NE(s.out.find("recall@7 (ids)      1.000000"), std::string::npos) << s.out;
     EXPECT_NE(s.out.find("recall@7 (distance) 1.000000"), std::string::npos) << s.out;
@@ -198,7 +199,7 @@ TEST_F(Cli, EveryMetricMatchesItsGroundTruth) {
 TEST_F(Cli, KLargerThanBaseIsPadded) {
   write_raw_fvecs("base.fvecs", {{0.f, 0.f}, {1.f, 0.f}, {3.f, 0.f}});
   write_raw_fvecs("queries.fvecs", {{0.9f, 0.f}});
-  const Run r = gknn("search --base base.fvecs --query queries.fvecs -k 5 -o r.npy --distances-out d.fvecs");
+  const CliRun r = gknn("search --base base.fvecs --query queries.fvecs -k 5 -o r.npy --distances-out d.fvecs");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto ids = gknn::read_npy_int64(path("r.npy"));
   EXPECT_EQ(ids.data, (std::vector<int64_t>{1, 0, 2, -1, -1}));
@@ -226,7 +227,7 @@ TEST_F(Cli, Hdf5GroundTruthDistancesAreUsed) {
   params.k = 10;
   params.metric = gknn::Metric::L2;  // ann-benchmarks "euclidean" stores L2, not squared
   params.distance = gknn::DistanceAlgorithm::Reference;
-  const gknn::Result truth = gknn::search(data.train.view(), data.test.view(), params);
+  const gknn::Result truth = gknn::search(std::as_const(data.train).view(), std::as_const(data.test).view(), params);
   data.neighbors = gknn::HostMatrix<int32_t>(truth.rows, truth.k);
   data.distances = gknn::HostMatrix<float>(truth.rows, truth.k);
   for (size_t i = 0; i < truth.indices.size(); ++i) {
@@ -236,7 +237,7 @@ TEST_F(Cli, Hdf5GroundTruthDistancesAreUsed) {
   data.distance = "euclidean";
   gknn::write_ann_hdf5(path("set.hdf5"), data);
   // squared_l2 exercises the unit conversion: the stored L2 distances must be squared before comparing.
-  const Run r = gknn("search --base set.hdf5:train --query set.hdf5:test -k 10 --groundtruth set.hdf5");
+  const CliRun r = gknn("search --base set.hdf5:train --query set.hdf5:test -k 10 --groundtruth set.hdf5");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("recall@10 (ids)      1.000000"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("recall@10 (distance) 1.000000"), std::string::npos) << r.out;
@@ -261,7 +262,7 @@ TEST_F(Cli, CorruptVecsFilesAreRejected) {
   expect_error("search --base ragged.fvecs --query ragged.fvecs", 1, "ragged.fvecs");
   write_bytes("empty.fvecs", "");
   write_raw_fvecs("q.fvecs", {{1.f, 2.f}});
-  const Run r = gknn("search --base empty.fvecs --query q.fvecs");
+  const CliRun r = gknn("search --base empty.fvecs --query q.fvecs");
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_NE(r.err.find("empty.fvecs"), std::string::npos) << r.err;
 }
@@ -342,7 +343,7 @@ TEST_F(Cli, GroundTruthShapeMismatchIsReported) {
 // ---- info and bench ----------------------------------------------------------------------------------------
 
 TEST_F(Cli, InfoListsBuildAndAlgorithms) {
-  const Run r = gknn("info");
+  const CliRun r = gknn("info");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("gknn " + gknn::build_info().version), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("algorithms of backend cpu"), std::string::npos) << r.out;
@@ -354,7 +355,7 @@ TEST_F(Cli, InfoListsBuildAndAlgorithms) {
 
 TEST_F(Cli, BenchJsonIsValid) {
   generate_uint8();
-  const Run r = gknn("bench --base base.bvecs --query queries.bvecs -k 10 --repeat 3 --warmup 0 --json");
+  const CliRun r = gknn("bench --base base.bvecs --query queries.bvecs -k 10 --repeat 3 --warmup 0 --json");
   ASSERT_EQ(r.code, 0) << r.err;
 #ifdef GKNN_HAVE_NLOHMANN_JSON
   const auto json = nlohmann::json::parse(r.out);  // throws (test fails) on invalid JSON
@@ -371,7 +372,7 @@ TEST_F(Cli, BenchJsonIsValid) {
 #else
   GTEST_SKIP() << "nlohmann-json not found at configure time: JSON not parsed back";
 #endif
-  const Run table = gknn("bench --base base.bvecs --query queries.bvecs -k 10 --repeat 1 --warmup 0");
+  const CliRun table = gknn("bench --base base.bvecs --query queries.bvecs -k 10 --repeat 1 --warmup 0");
   ASSERT_EQ(table.code, 0) << table.err;
   EXPECT_NE(table.out.find("queries/s"), std::string::npos) << table.out;
 }

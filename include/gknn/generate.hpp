@@ -22,7 +22,11 @@ struct GenerateParams {
   double lambda = 40.0;
 };
 
+/// rows x cols values. A seed fixes the bytes on every machine, compiler and thread count, and asking for
+/// fewer rows gives a prefix of the larger dataset. InvalidArgument for negative sizes, clusters < 1, or a
+/// lambda that is not positive and finite.
 HostMatrix<float> generate(int64_t rows, int64_t cols, const GenerateParams& params = {});
+/// "uniform", "gaussian", "clusters", "exponential" (InvalidArgument naming them otherwise).
 Distribution parse_distribution(std::string_view name);
 std::string to_string(Distribution d);
 

@@ -17,6 +17,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace gknn {
@@ -32,6 +33,12 @@ struct MatrixView {
   int64_t row_stride() const noexcept { return stride == 0 ? cols : stride; }
   T* row(int64_t i) const noexcept { return data + i * row_stride(); }
   bool empty() const noexcept { return rows == 0 || cols == 0; }
+  /// A mutable view converts to a read-only one.
+  operator MatrixView<const T>() const noexcept
+    requires(!std::is_const_v<T>)
+  {
+    return {data, rows, cols, stride};
+  }
 };
 
 using FloatView = MatrixView<const float>;

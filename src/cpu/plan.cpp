@@ -10,6 +10,8 @@
 
 #include <algorithm>
 
+#include <omp.h>
+
 #include "cpu/distance/tile_kernel.hpp"
 #include "cpu/select/selectors.hpp"
 
@@ -37,6 +39,8 @@ int64_t thread_bytes(const SearchShape& s, const TilePlan& plan) {
 TilePlan make_plan(const SearchShape& s, size_t memory_budget, int threads) {
   TilePlan plan;
   plan.threads = std::max(1, threads);
+  // Work is cut for the machine, not for `threads`, so that results do not depend on SearchParams::threads.
+  const int64_t slots = std::max(1, omp_get_num_procs());
   const bool direct = s.distance == DistanceAlgorithm::Direct;
   const int64_t target_rows =
       direct ? std::max(kPanelRows, kDirectPanelBytes / (s.dim * int64_t(sizeof(float))) / kPanelRows * kPanelRows)
@@ -45,9 +49,10 @@ TilePlan make_plan(const SearchShape& s, size_t memory_budget, int threads) {
   plan.query_block = direct ? kDirectQueryBlock : kGemmQueryBlock;
 
   // Too few queries for the threads: split the base instead, each part at least one tile.
-  if (s.q < plan.threads) plan.base_parts = std::clamp<int64_t>(ceil_div(s.n, plan.tile_rows), 1, plan.threads);
+  if (s.q < slots) plan.base_parts = std::clamp<int64_t>(ceil_div(s.n, plan.tile_rows), 1, slots);
 
-  const int64_t budget = static_cast<int64_t>(memory_budget ? memory_budget : kDefaultMemoryBudget) / plan.threads;
+  const int64_t budget = static_cast<int64_t>(memory_budget ? memory_budget : kDefaultMemoryBudget) /
+                         std::max<int64_t>(slots, plan.threads);
   while (thread_bytes(s, plan) > budget) {
     const int64_t states = plan.query_block * selector_bytes(s.select, s.k, plan.part_rows(s.n));
     if (plan.tile_rows > kPanelRows && states < thread_bytes(s, plan) / 2)
@@ -60,9 +65,9 @@ TilePlan make_plan(const SearchShape& s, size_t memory_budget, int threads) {
       break;
   }
 
-  // Balance: a multiple of `threads` blocks of equal size, none larger than what fits.
-  const int64_t rounds = std::max<int64_t>(1, ceil_div(s.q, plan.query_block * plan.threads));
-  plan.query_block = std::max<int64_t>(1, ceil_div(s.q, rounds * plan.threads));
+  // Balance: a multiple of `slots` blocks of equal size, none larger than what fits.
+  const int64_t rounds = std::max<int64_t>(1, ceil_div(s.q, plan.query_block * slots));
+  plan.query_block = std::max<int64_t>(1, ceil_div(s.q, rounds * slots));
   return plan;
 }
 

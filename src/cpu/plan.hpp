@@ -24,12 +24,17 @@ struct TilePlan {
   int64_t base_parts = 1;   ///< > 1 when there are too few queries to occupy the threads: the base is split
                             ///< into this many ranges searched in parallel and the per-range top-k merged
   int64_t query_blocks(int64_t q) const { return (q + query_block - 1) / query_block; }
-  int64_t part_rows(int64_t n) const { return (n + base_parts - 1) / base_parts; }
+  /// Base rows per part: whole tiles, so that splitting never changes a tile's shape.
+  int64_t part_rows(int64_t n) const { return ((n + base_parts - 1) / base_parts + tile_rows - 1) / tile_rows * tile_rows; }
 };
 
 /// Tile sizes from cache targets, shrunk until one thread's working set (key tile, kernel scratch, selection
-/// states) fits memory_budget / threads. Below the smallest plan (one query, one 16-row tile) the budget is
-/// exceeded rather than failing: Sort needs the n keys of at least one query.
+/// states) fits memory_budget / max(threads, hardware threads). Below the smallest plan (one query, one
+/// 16-row tile) the budget is exceeded rather than failing: Sort needs the n keys of at least one query.
+///
+/// The cuts are made for the machine's hardware threads, not for `threads`: SGEMM's rounding depends on
+/// the shape of each call, and results must not change with SearchParams::threads. (GEMM keys may change
+/// by float rounding with memory_budget, or when threads > hardware threads makes a binding budget tighter.)
 TilePlan make_plan(const SearchShape& shape, size_t memory_budget, int threads);
 
 /// Bytes one thread uses with this plan (what make_plan fits into the budget).

@@ -17,11 +17,12 @@ double worst(Metric m) { return is_similarity(m) ? -INFINITY : INFINITY; }
 /// Magnitude of the values a query can produce: float rounding errors scale with it (GEMM cancellation).
 double query_scale(FloatView base, const float* q, Metric metric, double p) {
   const std::vector<float> zero(static_cast<size_t>(base.cols), 0.f);
-  double qn = std::fabs(exact_value(metric == Metric::Cosine ? Metric::L2 : metric, p, q, zero.data(), base.cols));
+  // Similarities are scaled by the norms (the value against the zero row would be 0): |q.x| <= |q| |x|.
+  const Metric norm_metric = is_similarity(metric) ? Metric::SquaredL2 : metric;
+  double qn = std::fabs(exact_value(norm_metric, p, q, zero.data(), base.cols));
   double xn = 0;
   for (int64_t i = 0; i < base.rows; ++i)
-    xn = std::max(xn, std::fabs(exact_value(metric == Metric::Cosine ? Metric::L2 : metric, p, base.row(i),
-                                            zero.data(), base.cols)));
+    xn = std::max(xn, std::fabs(exact_value(norm_metric, p, base.row(i), zero.data(), base.cols)));
   if (metric == Metric::InnerProduct) return 1.0 + std::sqrt(qn * xn) * 4;  // |-x.x| = |x|^2 for the zero row
   if (metric == Metric::Cosine) return 1.0;
   return 1.0 + 2 * (qn + xn);

@@ -17,13 +17,24 @@ namespace {
 constexpr int kPanel = 16;   // base rows per panel: one 512-bit (or two 256-bit) vectors of keys
 constexpr int kQueries = 4;  // queries per register block: 4 x 16 accumulators fit the vector registers
 
+// a * b + c, rounded the same way in every instantiation: GCC contracts a*b+c into an FMA wherever it
+// likes in C++ (-ffp-contract=fast), which made the 4-query and 1-query blocks round differently. With FMA
+// hardware the fused form is requested explicitly; without it there is nothing to contract.
+inline float multiply_add(float a, float b, float c) {
+#if defined(__FMA__)
+  return std::fma(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
+
 // Per-metric accumulation; finish() turns the accumulator into the key (keys.hpp).
 struct SquaredL2Op {
-  float operator()(float acc, float q, float x) const { const float d = q - x; return acc + d * d; }
+  float operator()(float acc, float q, float x) const { const float d = q - x; return multiply_add(d, d, acc); }
   float finish(float acc) const { return acc; }
 };
 struct InnerProductOp {
-  float operator()(float acc, float q, float x) const { return acc + q * x; }
+  float operator()(float acc, float q, float x) const { return multiply_add(q, x, acc); }
   float finish(float acc) const { return -acc; }
 };
 struct L1Op {

@@ -22,7 +22,8 @@ const DeviceProps& device_props(int ordinal) {
   d.shared_per_block = p.sharedMemPerBlock;
   d.shared_per_block_optin = p.sharedMemPerBlockOptin;
   d.l2_bytes = static_cast<size_t>(p.l2CacheSize);
-  d.max_texture_1d_linear = p.maxTexture1DLinear;
+  // CUDA 13 dropped cudaDeviceProp::maxTexture1DLinear; the attribute query works on every version.
+  GKNN_CUDA_TRY(cudaDeviceGetAttribute(&d.max_texture_1d_linear, cudaDevAttrMaxTexture1DLinearWidth, ordinal));
   d.texture_alignment = p.textureAlignment;
   return cache.emplace(ordinal, d).first->second;
 }

@@ -29,7 +29,11 @@ using namespace bitonic;
 
 /// Threads per block for a bucket (one place to tune). 16-byte loads in flight per thread: kLoads.
 constexpr int block_threads(int K, bool global) { return global && K >= 4096 ? 512 : 256; }
-constexpr int kLoads = 4;
+#ifndef BITS_LOADS
+#define BITS_LOADS 4
+#define BITS_MINB 2
+#endif
+constexpr int kLoads = BITS_LOADS;
 
 template <class Idx>
 struct Params {
@@ -67,7 +71,7 @@ constexpr size_t shared_bytes() {
 }
 
 template <int K, int THREADS, bool kGlobal, class Idx>
-__global__ void __launch_bounds__(THREADS, 2) bits_kernel(const Params<Idx> p) {
+__global__ void __launch_bounds__(THREADS, BITS_MINB) bits_kernel(const Params<Idx> p) {
   using S = Shape<K, THREADS, kGlobal>;
   constexpr int T = S::T, MT = S::MT, HALF = S::HALF;
   extern __shared__ __align__(16) unsigned char smem[];

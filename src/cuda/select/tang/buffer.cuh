@@ -57,13 +57,17 @@ struct CandidateBuffer {
     for (int i = 0; i < B; ++i)
       if (i >= count) slot[i] = E::worst();
     sort();
+    // Not unrolled: each step inlines a whole queue insertion. The best entry is always slot[0], the slots
+    // shifting down after each step, so every index stays a compile-time constant (registers).
     bool going = true;
-    GKNN_TANG_UNROLL
+    GKNN_TANG_NO_UNROLL
     for (int i = 0; i < B; ++i) {
-      const bool want = going && i < count && ranks_before(slot[i], q.head);
+      const bool want = going && i < count && ranks_before(slot[0], q.head);
       going = want;
       if (!W::any(want)) break;
-      q.template push<W>(want, slot[i], s);
+      q.template push<W>(want, slot[0], s);
+      GKNN_TANG_UNROLL
+      for (int j = 0; j + 1 < B; ++j) slot[j] = slot[j + 1];
     }
     count = 0;
   }

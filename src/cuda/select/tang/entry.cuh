@@ -16,8 +16,10 @@
 
 #if defined(__CUDACC__)
 #define GKNN_TANG_UNROLL _Pragma("unroll")
+#define GKNN_TANG_NO_UNROLL _Pragma("unroll 1")
 #else
 #define GKNN_TANG_UNROLL
+#define GKNN_TANG_NO_UNROLL
 #endif
 
 namespace gknn::cuda_detail::tang {

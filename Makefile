@@ -1,0 +1,38 @@
+# The two commands (each installs missing Debian packages first, then configures and builds with CMake):
+#   make run       Release build in build/, then the main job (see scripts/run-default.sh)
+#   make test      build everything in build/ and run the whole CTest suite
+# and for developers:
+#   make sanitize  ASan+UBSan build of the CPU code in build-asan/, CPU tests only
+#   make clean     remove the build directories
+# CUDA is used when nvcc is found (PATH or /usr/local/cuda/bin); GPU tests report "skipped" without a GPU.
+
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_ARGS ?=
+
+.PHONY: run test sanitize deps configure build clean
+
+deps:
+	scripts/install-deps.sh
+
+configure: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: configure
+	cmake --build $(BUILD) -j $(JOBS) --target gknn_cli
+	scripts/run-default.sh $(BUILD)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+sanitize: deps
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGKNN_SANITIZE=ON -DGKNN_CUDA=OFF -DGKNN_BUILD_BENCH=OFF $(CMAKE_ARGS)
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -L cpu $(CTEST_ARGS)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,239 @@
+// gpu_large_k_test.cpp: sample select and radix select (large k) called through the selection table, on
+// long and skewed rows, both variants (single- and two-stage), sorted and unsorted output (compared as sets),
+// one block per row (>= 128 rows) and cooperating blocks (few long rows, one row of 2^22), user labels with
+// ties, row strides. The expectation is the exact total order (ascending key, ties by smaller label,
+// -0.0 == +0.0): selection copies values, so results must match exactly.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/order.hpp"
+#include "cuda/common/buffer.cuh"
+#include "cuda/select/select.cuh"
+
+namespace gknn::testing {
+namespace {
+
+using cuda_detail::DeviceBuffer;
+
+/// Rows of keys (row stride `stride` >= cols) with optional user labels (same stride).
+struct Rows {
+  std::string name;
+  int64_t rows = 0, cols = 0, stride = 0;
+  std::vector<float> keys;
+  std::vector<int64_t> labels;  ///< empty: label = label_offset + column
+  int64_t label_offset = 0;
+};
+
+/// Kinds: uniform, tiny (all keys ~2^-120: equal leading digits), many_equal (4 values), all_equal, powers
+/// (+-2^e), negatives (negated similarities in [-1, 0]), special (+-inf, -0.0, +0.0, a few values).
+Rows make_rows(const std::string& kind, int64_t rows, int64_t cols, uint64_t seed, int64_t pad = 0) {
+  Rows r{kind + "_" + std::to_string(rows) + "x" + std::to_string(cols), rows, cols, cols + pad, {}, {}, 0};
+  r.keys.assign(static_cast<size_t>(rows * r.stride), NAN);  // the padding must never be read
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(0.f, 1.f);
+  std::uniform_int_distribution<int> small(0, 7);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
+      float& v = r.keys[static_cast<size_t>(i * r.stride + j)];
+      if (kind == "uniform") v = u(rng);
+      else if (kind == "tiny") v = std::ldexp(1.f + u(rng), -120);
+      else if (kind == "many_equal") v = float(small(rng) / 2);
+      else if (kind == "all_equal") v = 0.25f;
+      else if (kind == "powers") v = std::ldexp(1.f, small(rng) * 3 - 10) * (small(rng) < 3 ? -1.f : 1.f);
+      else if (kind == "negatives") v = -u(rng);
+      else if (kind == "special") {
+        const int s = small(rng);
+        v = s == 0 ? INFINITY : s == 1 ? -INFINITY : s == 2 ? -0.0f : s == 3 ? 0.0f : float(s);
+      } else ADD_FAILURE() << "unknown kind " << kind;
+    }
+  return r;
+}
+
+/// Scrambled labels with repeats avoided, negative ones included: ties must follow them, not the columns.
+void add_user_labels(Rows& r, uint64_t seed) {
+  r.labels.assign(r.keys.size(), 0);
+  std::mt19937_64 rng(seed);
+  for (int64_t i = 0; i < r.rows; ++i) {
+    std::vector<int64_t> perm(static_cast<size_t>(r.cols));
+    for (int64_t j = 0; j < r.cols; ++j) perm[size_t(j)] = 7 * j - 3 * r.cols;
+    std::shuffle(perm.begin(), perm.end(), rng);
+    std::copy(perm.begin(), perm.end(), r.labels.begin() + i * r.stride);
+  }
+}
+
+struct Entry {
+  float key;
+  int64_t label;
+};
+bool before(const Entry& a, const Entry& b) { return detail::ranks_before(a.key, a.label, b.key, b.label); }
+
+/// Every row fully sorted in the total order (the expected output is a prefix).
+std::vector<std::vector<Entry>> sorted_rows(const Rows& r) {
+  std::vector<std::vector<Entry>> out(static_cast<size_t>(r.rows));
+  for (int64_t i = 0; i < r.rows; ++i) {
+    auto& row = out[size_t(i)];
+    for (int64_t j = 0; j < r.cols; ++j) {
+      const size_t at = static_cast<size_t>(i * r.stride + j);
+      row.push_back({r.keys[at], r.labels.empty() ? r.label_offset + j : r.labels[at]});
+    }
+    std::sort(row.begin(), row.end(), before);
+  }
+  return out;
+}
+
+/// Input copied to the device once per data set.
+struct DeviceRows {
+  DeviceBuffer<float> keys;
+  DeviceBuffer<int64_t> labels;
+  explicit DeviceRows(const Rows& r) : keys(r.keys.size()) {
+    GKNN_CUDA_TRY(cudaMemcpy(keys.data(), r.keys.data(), keys.bytes(), cudaMemcpyHostToDevice));
+    if (!r.labels.empty()) {
+      labels.resize(r.labels.size());
+      GKNN_CUDA_TRY(cudaMemcpy(labels.data(), r.labels.data(), labels.bytes(), cudaMemcpyHostToDevice));
+    }
+  }
+};
+
+struct Variant {
+  SelectAlgorithm algorithm;
+  bool two_stage;
+};
+
+std::string variant_name(const Variant& v) {
+  return to_string(v.algorithm) + (v.two_stage ? "_two_stage" : "_single_stage");
+}
+
+/// Runs the variant on the device and compares with the expectation; "" when equal.
+std::string run_and_check(const Variant& v, const Rows& r, const DeviceRows& dev,
+                          const std::vector<std::vector<Entry>>& expected, int64_t k, bool sorted) {
+  const cuda_detail::SelectEntry* entry = cuda_detail::find_select(v.algorithm);
+  if (!entry) return "algorithm not registered";
+  if (entry->max_k < k) return "max_k below k";
+  const int64_t out_stride = k + 3;  // the output stride differs from k
+  DeviceBuffer<float> out_keys(static_cast<size_t>(r.rows * out_stride));
+  DeviceBuffer<int64_t> out_labels(static_cast<size_t>(r.rows * out_stride));
+  SelectOptions options;
+  options.sorted = sorted;
+  options.two_stage = v.two_stage;
+  cuda_detail::Workspace workspace;
+  cuda_detail::Stream stream;
+  const cuda_detail::SelectContext ctx{options, workspace, stream.get(), 0};
+  cuda_detail::SelectInput in;
+  in.keys = dev.keys.data();
+  in.labels = r.labels.empty() ? nullptr : dev.labels.data();
+  in.stride = r.stride;
+  in.rows = r.rows;
+  in.cols = r.cols;
+  in.label_offset = r.label_offset;
+  const cuda_detail::SelectOutput out{out_keys.data(), out_labels.data(), out_stride};
+  entry->run(in, k, out, ctx);
+  stream.sync();
+  std::vector<float> keys(out_keys.size());
+  std::vector<int64_t> labels(out_labels.size());
+  GKNN_CUDA_TRY(cudaMemcpy(keys.data(), out_keys.data(), out_keys.bytes(), cudaMemcpyDeviceToHost));
+  GKNN_CUDA_TRY(cudaMemcpy(labels.data(), out_labels.data(), out_labels.bytes(), cudaMemcpyDeviceToHost));
+  for (int64_t i = 0; i < r.rows; ++i) {
+    std::vector<Entry> got;
+    for (int64_t j = 0; j < k; ++j) got.push_back({keys[size_t(i * out_stride + j)], labels[size_t(i * out_stride + j)]});
+    if (!sorted) std::sort(got.begin(), got.end(), before);  // unsorted output: the same set in any order
+    for (int64_t j = 0; j < k; ++j) {
+      const Entry& want = expected[size_t(i)][size_t(j)];
+      if (!(got[size_t(j)].key == want.key) || got[size_t(j)].label != want.label)
+        return "row " + std::to_string(i) + " rank " + std::to_string(j) + ": got (" + std::to_string(got[size_t(j)].key) +
+               ", " + std::to_string(got[size_t(j)].label) + "), expected (" + std::to_string(want.key) + ", " +
+               std::to_string(want.label) + ")";
+    }
+  }
+  return "";
+}
+
+/// k = 1, 2048, 4096, n/10, n/2, n-1, n (those within [1, n]).
+std::vector<int64_t> k_values(int64_t n) {
+  std::vector<int64_t> ks;
+  for (int64_t k : {int64_t{1}, int64_t{2048}, int64_t{4096}, n / 10, n / 2, n - 1, n})
+    if (k >= 1 && k <= n && std::find(ks.begin(), ks.end(), k) == ks.end()) ks.push_back(k);
+  return ks;
+}
+
+void check_all_k(const Variant& v, const Rows& r, const std::vector<int64_t>& ks, bool both_orders = true) {
+  const DeviceRows dev(r);
+  const auto expected = sorted_rows(r);
+  for (int64_t k : ks)
+    for (bool sorted : {true, false}) {
+      if (!sorted && !both_orders) continue;
+      SCOPED_TRACE(r.name + " k=" + std::to_string(k) + (sorted ? " sorted" : " unsorted"));
+      std::string failure;
+      ASSERT_NO_THROW(failure = run_and_check(v, r, dev, expected, k, sorted));
+      ASSERT_EQ("", failure);
+    }
+}
+
+class LargeK : public ::testing::TestWithParam<Variant> {};
+
+// Few long rows: cooperating blocks.
+TEST_P(LargeK, LongRowsAllK) {
+  const Rows r = make_rows("uniform", 4, 300000, 11);
+  check_all_k(GetParam(), r, k_values(r.cols));
+}
+
+// Skewed rows on both paths: 4 rows (cooperating blocks) and 160 rows (one block per row).
+TEST_P(LargeK, SkewedRows) {
+  uint64_t seed = 20;
+  for (const char* kind : {"tiny", "many_equal", "all_equal", "powers", "negatives", "special"}) {
+    for (int64_t rows : {int64_t{4}, int64_t{160}}) {
+      const Rows r = make_rows(kind, rows, rows == 4 ? 100000 : 30000, seed++);
+      check_all_k(GetParam(), r, k_values(r.cols), rows == 4);
+    }
+  }
+}
+
+// Many uniform rows: one block per row, several passes, unsorted output too.
+TEST_P(LargeK, ManyRows) {
+  const Rows r = make_rows("uniform", 300, 50000, 31, /*pad=*/5);
+  check_all_k(GetParam(), r, k_values(r.cols));
+}
+
+// Short rows: no pass at all (the row fits one block) or exactly one.
+TEST_P(LargeK, ShortRows) {
+  for (int64_t cols : {int64_t{1}, int64_t{2}, int64_t{100}, int64_t{2048}, int64_t{2049}, int64_t{5000}}) {
+    const Rows r = make_rows("many_equal", 130, cols, 40 + cols);
+    check_all_k(GetParam(), r, k_values(cols));
+  }
+}
+
+// User labels decide ties (scrambled, negative too); column labels with an offset.
+TEST_P(LargeK, LabelsDecideTies) {
+  for (int64_t rows : {int64_t{3}, int64_t{150}}) {
+    Rows r = make_rows("many_equal", rows, 40000, 50 + rows, /*pad=*/2);
+    add_user_labels(r, 60 + rows);
+    check_all_k(GetParam(), r, k_values(r.cols));
+    Rows offset = make_rows("all_equal", rows, 40000, 70 + rows);
+    offset.label_offset = 1000000007;
+    check_all_k(GetParam(), offset, {1, 777, 20000, 39999});
+  }
+}
+
+// One very long row: the single-query path.
+TEST_P(LargeK, SingleLongRow) {
+  const int64_t n = int64_t{1} << 22;
+  const Rows r = make_rows("uniform", 1, n, 80);
+  check_all_k(GetParam(), r, {1, 4096, n / 10, n / 2, n});
+  const Rows skewed = make_rows("many_equal", 1, n, 81);
+  check_all_k(GetParam(), skewed, {1, n / 3, n - 1}, /*both_orders=*/false);
+}
+
+INSTANTIATE_TEST_SUITE_P(Gpu, LargeK,
+                         ::testing::Values(Variant{SelectAlgorithm::RadixSelect, true},
+                                           Variant{SelectAlgorithm::RadixSelect, false},
+                                           Variant{SelectAlgorithm::SampleSelect, true},
+                                           Variant{SelectAlgorithm::SampleSelect, false}),
+                         [](const ::testing::TestParamInfo<Variant>& info) { return variant_name(info.param); });
+
+}  // namespace
+}  // namespace gknn::testing
