@@ -112,7 +112,7 @@ Result emulate(const Rows& r, int64_t k, const TangOptions& t, bool merges) {
 
   Result out{r.rows, k, std::vector<float>(size_t(r.rows * k)), std::vector<int64_t>(size_t(r.rows * k))};
   auto q = std::make_unique<QueueT<kMaxK, E>>();
-  std::vector<Candidate> cand(size_t(kMaxK));
+  std::vector<Candidate> cand(static_cast<size_t>(kMaxK));
   for (int64_t row = 0; row < r.rows; ++row) {
     q->reset(s);
     CandidateBuffer<E> buffer;

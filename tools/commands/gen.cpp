@@ -22,8 +22,9 @@ HostMatrix<float> take_rows(const HostMatrix<float>& m, int64_t first, int64_t c
   return out;
 }
 
-/// Maps values affinely from their [min, max] onto the integers 0..255, like SIFT descriptors. Integer data keeps
-/// every float32 distance exact (128 * 255^2 < 2^24), so fast kernels and the float64 oracle agree bit for bit.
+/// Maps values affinely from their [min, max] onto the integers 0..255, like SIFT descriptors. Up to dimension 129,
+/// integer data keeps every float32 distance exact, even through the GEMM norm expansion |x|^2 + |y|^2 - 2x.y
+/// (2 * 129 * 255^2 < 2^24), so fast kernels and the float64 oracle agree bit for bit, ties included.
 void quantize_to_bytes(HostMatrix<float>& m) {
   if (m.data.empty()) return;
   const auto [lo, hi] = std::minmax_element(m.data.begin(), m.data.end());

@@ -60,6 +60,8 @@ void run(const SelectInput& in, int64_t k, const SelectOutput& out, const Select
               "]");
   GKNN_EXPECT(in.rows <= int64_t{INT32_MAX}, ErrorCode::Unsupported, "large-k selection: ", in.rows,
               " rows exceed one launch");
+  GKNN_EXPECT(!ctx.options.sorted || k <= int64_t{INT32_MAX}, ErrorCode::Unsupported,
+              "large-k selection: sorting k = ", k, " results per row exceeds the sort's int item count");
   const bool single_stage = !ctx.options.two_stage;
   const Plan plan = make_plan(in.rows, in.cols, k, single_stage, in.labels != nullptr, ctx.options.sorted);
   void* ws = ctx.workspace.get(plan.total);

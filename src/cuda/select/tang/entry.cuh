@@ -14,7 +14,8 @@
 #include "core/hd.hpp"
 #include "core/order.hpp"
 
-#if defined(__CUDACC__)
+// Unrolling pragmas for the device pass only (host compilers warn about unknown pragmas).
+#if defined(__CUDA_ARCH__)
 #define GKNN_TANG_UNROLL _Pragma("unroll")
 #define GKNN_TANG_NO_UNROLL _Pragma("unroll 1")
 #else

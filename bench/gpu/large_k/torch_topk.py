@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""torch.topk on the shapes of gknn_large_k_bench (bench_large_k.cu): the k smallest of each row of uniform
+[0, 1) float32 keys generated on the device (fixed seed), sorted=True and sorted=False. Each measurement is the
+median of --reps runs timed with CUDA events after --warmup runs. Writes a CSV with the columns of the C++
+driver (method torch_topk), so plot.py can put both in one table and one figure.
+
+  python3 bench/gpu/large_k/torch_topk.py [--quick] [--reps N] [--warmup N] [--csv FILE]
+"""
+import argparse
+import statistics
+import sys
+
+
+def k_values(n):
+    return [k for k in dict.fromkeys([2048, 4096, 16384, n // 10, n // 3, n // 2]) if 1 <= k <= n]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="small shapes (a smoke test)")
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--device", type=int, default=0)
+    ap.add_argument("--csv", default="bench/results/large_k_torch.csv")
+    args = ap.parse_args()
+    try:
+        import torch
+    except ImportError:
+        print("torch_topk.py: torch is not installed; nothing measured", file=sys.stderr)
+        return 3
+    if not torch.cuda.is_available():
+        print("torch_topk.py: torch sees no CUDA device; nothing measured", file=sys.stderr)
+        return 3
+    dev = torch.device("cuda", args.device)
+    shapes = [(64, 1 << 18), (1024, 1 << 15)] if args.quick else [(1000, 1 << 20), (8192, 1 << 17)]
+    lines = ["rows,cols,k,method,sorted,ms,gkeys_per_s,note"]
+    for rows, cols in shapes:
+        gen = torch.Generator(device=dev)
+        gen.manual_seed(0x1A46E5EED)
+        x = torch.rand((rows, cols), device=dev, dtype=torch.float32, generator=gen)
+        for k in k_values(cols):
+            for sorted_ in (True, False):
+                note, ms = "", -1.0
+                try:
+                    for _ in range(args.warmup):
+                        torch.topk(x, k, dim=1, largest=False, sorted=sorted_)
+                    torch.cuda.synchronize(dev)
+                    times = []
+                    for _ in range(args.reps):
+                        start = torch.cuda.Event(enable_timing=True)
+                        stop = torch.cuda.Event(enable_timing=True)
+                        start.record()
+                        values, indices = torch.topk(x, k, dim=1, largest=False, sorted=sorted_)
+                        stop.record()
+                        torch.cuda.synchronize(dev)
+                        times.append(start.elapsed_time(stop))
+                        del values, indices
+                    ms = statistics.median(times)
+                except RuntimeError as e:  # e.g. out of memory
+                    note = "failed: " + str(e).splitlines()[0].replace(",", ";")
+                    torch.cuda.empty_cache()
+                gkeys = rows * cols / (ms * 1e6) if ms > 0 else 0.0
+                print(f"{rows:6d} x {cols:<8d} k={k:<8d} torch_topk {'sorted' if sorted_ else 'unsorted':8s} "
+                      f"{ms:10.3f} ms {note}", flush=True)
+                lines.append(f"{rows},{cols},{k},torch_topk,{int(sorted_)},{ms},{gkeys},{note}")
+        del x
+        torch.cuda.empty_cache()
+    with open(args.csv, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print(f"wrote {args.csv}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# device-check.sh: build, test and benchmark gknn on a GPU machine, in one command; the summary is printed last.
+#
+# Runs in the repository root (e.g. the copy the device tool sends). Steps, each skippable:
+#   1. configure Release with CUDA for sm_90 into build-device (Ninja when available) and build (-j16);
+#   2. ctest -L gpu (serially: GPU tests size their tiles from free device memory), then ctest -L cpu;
+#   3. every GPU benchmark: build-device/bench/gknn_gpu_bench (the seeds' pairs, with --configs/--filter), every
+#      other build-device/bench/gknn_*_bench but the CPU one (run with its defaults, OUT exported), then
+#      bench/gpu/torch_peer.py on the same shapes as gknn_gpu_bench.
+# Full logs and the benchmark tables go to $OUT (default ./device-out); the last lines on stdout are a short
+# summary: test counts per label and the fastest pair of each benchmark configuration next to torch.
+#
+# Device time is scarce and one command may run 10 minutes: split a session into calls, since build-device is
+# kept between calls on the same machine:  --build-only, then --tests-only, then --bench-only.
+set -uo pipefail
+
+usage() {
+  cat <<'EOF'
+usage: scripts/device-check.sh [options]
+  --build-only        configure and build, nothing else
+  --tests-only        build (incremental) + tests, no benchmarks
+  --bench-only        build (incremental) + benchmarks, no tests
+  --no-build          use build-device as it is
+  --no-cpu            skip the cpu-labelled tests
+  --filter REGEX      only tests whose name matches (ctest -R)
+  --bench-filter RE   only benchmark pairs 'distance/selection' matching RE
+  --configs LIST      benchmark configurations (default garcia,sift10k,sift1m)
+  --quick             benchmarks on garcia,sift10k only, 3 repeats
+  --no-torch          skip the torch peer
+  --jobs N            build parallelism (default 16)
+EOF
+}
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${OUT:-$root/device-out}
+build=$root/build-device
+do_build=1 do_tests=1 do_bench=1 do_cpu=1 do_torch=1
+filter="" bench_filter="" configs="garcia,sift10k,sift1m" repeats=5 jobs=16
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --build-only) do_tests=0 do_bench=0 ;;
+    --tests-only) do_bench=0 ;;
+    --bench-only) do_tests=0 ;;
+    --no-build) do_build=0 ;;
+    --no-cpu) do_cpu=0 ;;
+    --filter) filter=$2; shift ;;
+    --bench-filter) bench_filter=$2; shift ;;
+    --configs) configs=$2; shift ;;
+    --quick) configs="garcia,sift10k" repeats=3 ;;
+    --no-torch) do_torch=0 ;;
+    --jobs) jobs=$2; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "device-check: unknown option $1" >&2; usage >&2; exit 2 ;;
+  esac
+  shift
+done
+mkdir -p "$out"
+summary=()
+note() { summary+=("$1"); }
+status=0
+
+# ---- 1. build ---------------------------------------------------------------------------------------------
+if [[ $do_build == 1 ]]; then
+  generator=()
+  command -v ninja >/dev/null && [[ ! -f $build/Makefile ]] && generator=(-G Ninja)
+  t0=$SECONDS
+  if cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DGKNN_CUDA=ON \
+       -DCMAKE_CUDA_ARCHITECTURES=90 >"$out/configure.log" 2>&1 &&
+     cmake --build "$build" -j "$jobs" >"$out/build.log" 2>&1; then
+    note "build        OK ($((SECONDS - t0)) s; logs: configure.log, build.log)"
+  else
+    note "build        FAILED ($((SECONDS - t0)) s) — see build.log; last lines:"
+    tail -n 25 "$out/build.log" "$out/configure.log" 2>/dev/null
+    summary+=("$(grep -m3 -E 'error|Error' "$out/build.log" "$out/configure.log" 2>/dev/null)")
+    do_tests=0 do_bench=0 status=1
+  fi
+fi
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >"$out/gpu.txt" 2>&1 &&
+  note "device       $(head -n1 "$out/gpu.txt")"
+
+# ---- 2. tests ---------------------------------------------------------------------------------------------
+run_ctest() {  # label, parallelism
+  local label=$1 par=$2 log="$out/ctest-$1.log" args=(-L "^$1\$" --output-on-failure -j "$par")
+  [[ -n $filter ]] && args+=(-R "$filter")
+  local t0=$SECONDS
+  (cd "$build" && ctest "${args[@]}") >"$log" 2>&1
+  local rc=$?
+  local line skipped
+  line=$(grep -E 'tests passed|No tests were found' "$log" | tail -n1)
+  skipped=$(grep -c -E '\*\*\*Skipped|Not Run' "$log")
+  note "tests $label    ${line:-no ctest summary (rc $rc)}; skipped: $skipped ($((SECONDS - t0)) s; log: ctest-$label.log)"
+  if [[ $rc != 0 ]]; then
+    status=1
+    summary+=("$(grep -E '^\s+[0-9]+ - .*\((Failed|Timeout|SEGFAULT|Subprocess)' "$log" | head -n 20)")
+  fi
+}
+if [[ $do_tests == 1 ]]; then
+  run_ctest gpu 1
+  [[ $do_cpu == 1 ]] && run_ctest cpu "$jobs"
+fi
+
+# ---- 3. benchmarks ----------------------------------------------------------------------------------------
+best_pairs() {  # markdown table file -> fastest row per config (column 4 = wall ms)
+  awk -F'|' '/^\| [a-z0-9]+ \|/ && $5 ~ /^ *[0-9.]+ *$/ {
+      c=$2; gsub(/ /,"",c); v=$5+0; if (!(c in best) || v < best[c]) { best[c]=v; row[c]=$0 } }
+    END { for (c in row) print row[c] }' "$1"
+}
+if [[ $do_bench == 1 ]]; then
+  shopt -s nullglob
+  benches=("$build"/bench/gknn_gpu_bench*)
+  [[ ${#benches[@]} == 0 ]] && note "bench        no gknn_gpu_bench* executable in $build/bench"
+  for exe in "${benches[@]}"; do
+    [[ -x $exe ]] || continue
+    name=$(basename "$exe")
+    args=(--configs "$configs" --repeats "$repeats" --out "$out/$name.md")
+    [[ -n $bench_filter ]] && args+=(--filter "$bench_filter")
+    t0=$SECONDS
+    "$exe" "${args[@]}" >"$out/$name.log" 2>&1
+    rc=$?
+    note "bench        $name: rc $rc ($((SECONDS - t0)) s; table: $name.md, log: $name.log)"
+    [[ $rc != 0 ]] && status=1 && summary+=("$(tail -n 3 "$out/$name.log")")
+    [[ -f $out/$name.md ]] && while IFS= read -r l; do summary+=("  fastest: $l"); done < <(best_pairs "$out/$name.md")
+  done
+  # Other GPU benchmarks (gknn_*_bench except the CPU one) run with their defaults, $OUT exported.
+  for exe in "$build"/bench/gknn_*_bench; do
+    name=$(basename "$exe")
+    [[ -x $exe && $name != gknn_cpu_bench && $name != gknn_gpu_bench* ]] || continue
+    t0=$SECONDS
+    OUT=$out "$exe" >"$out/$name.log" 2>&1
+    rc=$?
+    note "bench        $name: rc $rc ($((SECONDS - t0)) s; log: $name.log)"
+    [[ $rc != 0 ]] && status=1 && summary+=("$(tail -n 3 "$out/$name.log")")
+  done
+  if [[ $do_torch == 1 ]]; then
+    t0=$SECONDS
+    python3 "$root/bench/gpu/torch_peer.py" --configs "$configs" --repeats "$repeats" --out "$out/torch_peer.md" \
+      >"$out/torch_peer.log" 2>&1
+    note "bench        torch_peer.py: rc $? ($((SECONDS - t0)) s; table: torch_peer.md)"
+    while IFS= read -r l; do summary+=("  torch:   $l"); done < <(grep -E '^\| [a-z0-9]+ \| torch' "$out/torch_peer.md" 2>/dev/null)
+  fi
+fi
+
+# ---- summary (last) ---------------------------------------------------------------------------------------
+{
+  echo "================ device-check summary ================"
+  for l in "${summary[@]}"; do [[ -n $l ]] && echo "$l"; done
+  echo "result: $([[ $status == 0 ]] && echo OK || echo FAILED)   (full logs in $out)"
+} | tee "$out/summary.txt"
+exit $status
