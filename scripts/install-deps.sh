@@ -13,6 +13,11 @@ packages=(
   nlohmann-json3-dev             # tests parse `gknn bench --json` back
 )
 
+if ! command -v dpkg-query >/dev/null; then
+  echo "install-deps: not a Debian-based system; install by hand: ${packages[*]}" >&2
+  exit 0  # CMake will name whatever is still missing
+fi
+
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 
 missing=()

@@ -53,8 +53,11 @@ class Cli : public ::testing::Test {
 
   /// Runs `gknn <args>` in the test directory with stdout and stderr captured (stderr is not a terminal, so the
   /// progress bar must stay silent).
-  CliRun gknn(const std::string& args) const {
-    const std::string command = "cd '" + dir_.string() + "' && '" GKNN_CLI_PATH "' " + args + " > stdout.txt 2> stderr.txt";
+  CliRun gknn(const std::string& args) const { return gknn_raw("'" GKNN_CLI_PATH "' " + args); }
+
+  /// Runs a shell command line in the test directory with stdout and stderr captured.
+  CliRun gknn_raw(const std::string& command_line) const {
+    const std::string command = "cd '" + dir_.string() + "' && " + command_line + " > stdout.txt 2> stderr.txt";
     const int status = std::system(command.c_str());
     CliRun r;
     if (WIFEXITED(status)) r.code = WEXITSTATUS(status);
@@ -126,7 +129,8 @@ TEST_F(Cli, GenSearchRecallRoundTripIsExact) {
   EXPECT_EQ(s.err, "") << "nothing on stderr when it is not a terminal (no progress bar)";
   EXPECT_NE(s.out.find("recall@10 (ids)      1.000000"), std::string::npos) << s.out;
   EXPECT_NE(s.out.find("recall@10 (distance) 1.000000"), std::string::npos) << s.out;
-  EXPECT_NE(s.out.find("backend      cpu"), std::string::npos) << s.out;
+  const bool cuda = gknn::backend_available(gknn::Backend::Cuda);  // auto means CUDA on a GPU machine
+  EXPECT_NE(s.out.find(cuda ? "backend      cuda" : "backend      cpu"), std::string::npos) << s.out;
 
   // Integer data: every distance is exact in float32, so the result equals the float64 oracle id for id.
   const auto result = gknn::read_ivecs(path("result.ivecs"));
@@ -226,6 +230,7 @@ TEST_F(Cli, Hdf5GroundTruthDistancesAreUsed) {
   gknn::SearchParams params;
   params.k = 10;
   params.metric = gknn::Metric::L2;  // ann-benchmarks "euclidean" stores L2, not squared
+  params.backend = gknn::Backend::Cpu;
   params.distance = gknn::DistanceAlgorithm::Reference;
   const gknn::Result truth = gknn::search(std::as_const(data.train).view(), std::as_const(data.test).view(), params);
   data.neighbors = gknn::HostMatrix<int32_t>(truth.rows, truth.k);
@@ -307,6 +312,7 @@ TEST_F(Cli, BadArgumentsAreUsageErrors) {
   expect_error("search --base x.fvecs --query x.fvecs --select heap+aligned", 2, "heap+aligned");
   expect_error("search --base x.fvecs --query x.fvecs --backend tpu", 2, "tpu");
   expect_error("search --base x.fvecs --query x.fvecs --memory-budget 3parsecs", 2, "--memory-budget");
+  expect_error("search --base x.fvecs --query x.fvecs --threads 100000", 2, "--threads");
   expect_error("search --base x.fvecs --query x.fvecs --frobnicate", 2, "--frobnicate");
   expect_error("search --base x.fvecs", 2, "--query");
   expect_error("", 2, "subcommand");
@@ -320,6 +326,17 @@ TEST_F(Cli, UnavailableAlgorithmsAreReported) {
   expect_error("search --base x.fvecs --query x.fvecs --distance gemm --metric l1", 1, "gemm");
   if (!gknn::backend_available(gknn::Backend::Cuda))
     expect_error("search --base x.fvecs --query x.fvecs --backend cuda", 1, "cuda");
+}
+
+TEST_F(Cli, ImpossibleAllocationIsAnErrorNotACrash) {
+  write_raw_fvecs("x.fvecs", rows_of(4, 3, 1.f));
+  // 4 x 10^15 results cannot be allocated; under AddressSanitizer the allocator must return null (not abort) so
+  // that the tool's own handling is what gets tested.
+  const std::string asan = "env ASAN_OPTIONS=allocator_may_return_null=1 ";
+  const std::string command = "'" GKNN_CLI_PATH "' search --base x.fvecs --query x.fvecs -k 1000000000000000";
+  const CliRun r = gknn_raw(asan + command);
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(r.err.rfind("gknn: error: ", 0), 0u) << r.err;
 }
 
 TEST_F(Cli, UnwritableOutputFailsBeforeSearching) {

@@ -195,6 +195,25 @@ TEST(CpuSearch, GemmEqualsDirectOnIntegerData) {
   }
 }
 
+// Lp has vectorised kernels for p = 1..4 and std::pow otherwise: every path against the oracle.
+TEST(CpuSearch, LpExponentsMatchOracle) {
+  const HostMatrix<float> base = random_matrix(700, 21, 101), queries = random_matrix(9, 21, 102);
+  const HostMatrix<float> int_base = integer_matrix(700, 21, -3, 3, 103), int_queries = integer_matrix(9, 21, -3, 3, 104);
+  for (double p : {0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 7.25}) {
+    SCOPED_TRACE("p=" + std::to_string(p));
+    SearchParams params = cpu_params(30, Metric::Lp, {DistanceAlgorithm::Direct, SelectAlgorithm::Auto});
+    params.p = p;
+    EXPECT_EQ("", check_search(search(base.view(), queries.view(), params), base.view(), queries.view(), params));
+    // Integer data and integer p: |d|^p is exact, so the order of the keys is too.
+    if (p == std::floor(p)) {
+      CheckOptions exact;
+      exact.exact_indices = true;
+      const Result got = search(int_base.view(), int_queries.view(), params);
+      EXPECT_EQ("", check_search(got, int_base.view(), int_queries.view(), params, exact));
+    }
+  }
+}
+
 TEST(CpuSearch, HugeCoordinatesGiveInfiniteKeysNotGarbage) {
   // Squared distances overflow float: keys become +inf (never NaN) and ties are broken by index.
   HostMatrix<float> base(40, 2), queries(1, 2);

@@ -2,6 +2,7 @@
 // 2 a usage error (unknown option, bad option value).
 #include <cstdio>
 #include <exception>
+#include <new>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -44,6 +45,8 @@ int main(int argc, char** argv) {
     return report("no command given", kUsageError);
   } catch (const gknn::Error& e) {
     return report(e.what(), kFailure);
+  } catch (const std::bad_alloc&) {
+    return report("out of host memory (try a smaller k, fewer queries per file, or --memory-budget)", kFailure);
   } catch (const std::exception& e) {
     return report(e.what(), kFailure);
   }

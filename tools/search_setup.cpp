@@ -23,7 +23,8 @@ void SearchOptions::add_to(CLI::App& app) {
   app.add_option("--select", select, "selection algorithm, e.g. heap or merge_queue+aligned+buffered+hp")
       ->check(name_check([](const std::string& s) { parse_select(s); }, "ALGORITHM"))
       ->capture_default_str();
-  app.add_option("--threads", threads, "CPU threads (0: all)")->check(non_negative())->capture_default_str();
+  // Bounded here because OpenMP cannot create arbitrarily many threads (tens of thousands crash the runtime).
+  app.add_option("--threads", threads, "CPU threads (0: all)")->check(CLI::Range(0, 4096))->capture_default_str();
   app.add_option("--memory-budget", memory_budget, "working memory in bytes, e.g. 512M or 2G (default: automatic)")
       ->check(name_check([](const std::string& s) { parse_bytes(s); }, "SIZE"));
 }

@@ -2,7 +2,7 @@
 //
 // Usage: gknn_cpu_bench BASE.bin QUERIES.bin DIM K [options]
 //   --repeats R      timed runs after one warm-up (default 5); the median is reported
-//   --metric NAME    default squared_l2
+//   --metric NAME    default squared_l2;  --p P  exponent of lp (default 2)
 //   --distance NAME  default auto;  --select NAME  default auto
 //   --threads T      default 0 (all);  --budget BYTES  default 0 (automatic)
 //   --out PATH       writes the int64 indices (q x k, raw) of the last run
@@ -53,6 +53,7 @@ int run(int argc, char** argv) {
     const std::string opt = argv[i], value = argv[i + 1];
     if (opt == "--repeats") repeats = std::stoi(value);
     else if (opt == "--metric") params.metric = gknn::parse_metric(value);
+    else if (opt == "--p") params.p = std::stod(value);
     else if (opt == "--distance") params.distance = gknn::parse_distance(value);
     else if (opt == "--select") params.select = gknn::parse_select(value);
     else if (opt == "--threads") params.threads = std::stoi(value);

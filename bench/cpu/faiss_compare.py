@@ -73,6 +73,7 @@ def main():
     base = rng.random((args.n, args.d), dtype=np.float32)
     queries = rng.random((args.q, args.d), dtype=np.float32)
     faiss.omp_set_num_threads(args.threads)
+    load_before = os.getloadavg()[0]
 
     with tempfile.TemporaryDirectory(prefix="gknn_faiss_") as tmp:
         base_path, query_path = os.path.join(tmp, "base.f32"), os.path.join(tmp, "queries.f32")
@@ -87,9 +88,11 @@ def main():
     same_set = np.mean([len(np.intersect1d(g, f)) / args.k for g, f in zip(g_labels, f_labels)])
     f_median = statistics.median(f_seconds)
     ratio = g_median / f_median
+    env = " ".join(f"{v}={os.environ[v]}" for v in ("OMP_WAIT_POLICY", "OPENBLAS_NUM_THREADS") if v in os.environ)
     table = "\n".join([
         f"Machine: {lscpu_model()}, {os.cpu_count()} cores, {args.threads} threads; FAISS {faiss.__version__}, "
-        f"numpy {np.__version__}",
+        f"numpy {np.__version__}; environment: {env or 'default'}; load average before/after: "
+        f"{load_before:.1f}/{os.getloadavg()[0]:.1f}",
         f"Data: uniform [0,1) float32, seed {args.seed}, n={args.n}, q={args.q}, d={args.d}, k={args.k}, squared L2; "
         f"1 warm-up + median of {args.repeats}",
         "",

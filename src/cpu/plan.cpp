@@ -9,7 +9,6 @@
 #include "cpu/plan.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 
 #include <omp.h>
 
@@ -22,9 +21,8 @@ namespace {
 constexpr int64_t kPanelRows = 16;  // tile_rows stays a multiple of the Direct kernel's panel height
 constexpr int64_t kDirectPanelBytes = 128 << 10;
 constexpr int64_t kDirectQueryBlock = 64;
-static int64_t env_or(const char* n, int64_t d) { const char* v = std::getenv(n); return v ? std::atoll(v) : d; }
-static const int64_t kGemmTileRows = env_or("TUNE_T", 1024);
-static const int64_t kGemmQueryBlock = env_or("TUNE_Q", 256);
+constexpr int64_t kGemmTileRows = 1024;
+constexpr int64_t kGemmQueryBlock = 256;
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }

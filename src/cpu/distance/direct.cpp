@@ -141,6 +141,8 @@ std::unique_ptr<TileKernel> make_direct_kernel(const DistanceInputs& in, int64_t
     case Metric::L1: return make(in, L1Op{}, max_tile_rows);
     case Metric::Linf: return make(in, LinfOp{}, max_tile_rows);
     case Metric::Lp:
+      if (in.p == 1.0) return make(in, IntegerLpOp<1>{}, max_tile_rows);
+      if (in.p == 2.0) return make(in, IntegerLpOp<2>{}, max_tile_rows);
       if (in.p == 3.0) return make(in, IntegerLpOp<3>{}, max_tile_rows);
       if (in.p == 4.0) return make(in, IntegerLpOp<4>{}, max_tile_rows);
       return make(in, LpOp{static_cast<float>(in.p)}, max_tile_rows);

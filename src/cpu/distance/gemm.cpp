@@ -5,9 +5,12 @@
 // direct sums bit for bit. Rounding can make the float expression slightly negative: clamped at 0.
 #include <cblas.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "cpu/distance/tile_kernel.hpp"
+#include "gknn/error.hpp"
 
 namespace gknn::detail::cpu {
 namespace {
@@ -48,6 +51,10 @@ class GemmKernel final : public TileKernel {
 }  // namespace
 
 std::unique_ptr<TileKernel> make_gemm_kernel(const DistanceInputs& inputs) {
+  // CBLAS takes int sizes; tiles are small, but dimensions and strides come from the user.
+  const int64_t largest = std::max({inputs.base.cols, inputs.base.row_stride(), inputs.queries.row_stride()});
+  GKNN_EXPECT(largest <= std::numeric_limits<int>::max(), ErrorCode::Unsupported, "distance algorithm gemm: dimension or ",
+              "row stride ", largest, " exceeds the int range of CBLAS; use direct");
   return std::make_unique<GemmKernel>(inputs);
 }
 

@@ -27,13 +27,12 @@ namespace bits_impl {
 
 using namespace bitonic;
 
-/// Threads per block for a bucket (one place to tune). 16-byte loads in flight per thread: kLoads.
+/// Tuning, in one place: threads per block for a bucket, 16-byte loads in flight per thread per round, and
+/// the resident blocks per SM the register allocation must allow (3 x 256 threads x 2 x 16 B in flight per SM
+/// covers the H100's bandwidth-latency product; more registers per thread would cost occupancy).
 constexpr int block_threads(int K, bool global) { return global && K >= 4096 ? 512 : 256; }
-#ifndef BITS_LOADS
-#define BITS_LOADS 4
-#define BITS_MINB 2
-#endif
-constexpr int kLoads = BITS_LOADS;
+constexpr int kLoads = 2;
+constexpr int min_blocks(int K, bool global) { return global && K >= 4096 ? 1 : K >= 1024 ? 2 : 3; }
 
 template <class Idx>
 struct Params {
@@ -71,7 +70,7 @@ constexpr size_t shared_bytes() {
 }
 
 template <int K, int THREADS, bool kGlobal, class Idx>
-__global__ void __launch_bounds__(THREADS, BITS_MINB) bits_kernel(const Params<Idx> p) {
+__global__ void __launch_bounds__(THREADS, min_blocks(K, kGlobal)) bits_kernel(const Params<Idx> p) {
   using S = Shape<K, THREADS, kGlobal>;
   constexpr int T = S::T, MT = S::MT, HALF = S::HALF;
   extern __shared__ __align__(16) unsigned char smem[];

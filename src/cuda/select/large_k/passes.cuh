@@ -143,7 +143,7 @@ __device__ __forceinline__ void filter_pass(Shared& sh, const RowIo& io, uint32_
 
 /// Two-stage end of the search: sorts the n <= kSortCap candidates' keys; sh.s gets kth (the k_rem-th),
 /// count_less (= already_less + candidates < kth) and count_eq, and found = 1.
-__device__ void sort_keys_final(Shared& sh, const Source& src, uint32_t n, uint32_t k_rem, uint32_t already_less) {
+__device__ inline void sort_keys_final(Shared& sh, const Source& src, uint32_t n, uint32_t k_rem, uint32_t already_less) {
   const uint32_t n_pad = next_pow2(n);
   for (uint32_t i = threadIdx.x; i < n_pad; i += kThreads) sh.u.sort.keys[i] = i < n ? src.key(i) : kKeySentinel;
   if (threadIdx.x == 0) sh.count_lt = sh.count_eq = 0;
@@ -168,7 +168,7 @@ __device__ void sort_keys_final(Shared& sh, const Source& src, uint32_t n, uint3
 
 /// Single-stage end of the search: sorts the n <= kSortCap candidates as (key, label) pairs and writes the
 /// first k_rem to out[out_base, out_base + k_rem): ties are resolved by the sort itself.
-__device__ void sort_pairs_final(Shared& sh, const RowIo& io, const Source& src, uint32_t n, uint32_t k_rem,
+__device__ inline void sort_pairs_final(Shared& sh, const RowIo& io, const Source& src, uint32_t n, uint32_t k_rem,
                                  uint32_t out_base) {
   const uint32_t n_pad = next_pow2(n);
   for (uint32_t i = threadIdx.x; i < n_pad; i += kThreads) {
@@ -189,7 +189,7 @@ __device__ void sort_pairs_final(Shared& sh, const RowIo& io, const Source& src,
 /// label L (8 passes of 8 bits, each over all m ties, filtered by the digits fixed so far); then every tie
 /// with a label < L is written, followed by as many copies of (kth, L) as are still needed: ties with label L
 /// are identical pairs, so which of them is taken does not matter. Labels may be arbitrary user labels.
-__device__ __noinline__ void select_ties(Shared& sh, const RowIo& io, const Source& ties, uint32_t kth, uint32_t m, uint32_t need,
+__device__ __noinline__ inline void select_ties(Shared& sh, const RowIo& io, const Source& ties, uint32_t kth, uint32_t m, uint32_t need,
                             uint32_t out_base) {
   if (need == m) {  // every tie is in: no selection
     for (uint32_t i = threadIdx.x; i < m; i += kThreads) {
