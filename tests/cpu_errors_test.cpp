@@ -1,7 +1,7 @@
 // cpu_errors_test.cpp: what the CPU backend refuses, and that its messages name the algorithm and metric.
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "gknn/error.hpp"
 #include "gknn/search.hpp"
@@ -43,8 +43,9 @@ TEST_F(CpuErrors, GemmWithNonGemmMetricIsUnsupported) {
 }
 
 TEST_F(CpuErrors, CudaOnlyDistanceIsUnsupported) {
-  for (DistanceAlgorithm d : {DistanceAlgorithm::Naive, DistanceAlgorithm::SharedReduce, DistanceAlgorithm::Atomic,
-                              DistanceAlgorithm::GarciaGlobal, DistanceAlgorithm::GarciaTexture, DistanceAlgorithm::Cublas}) {
+  for (DistanceAlgorithm d :
+       {DistanceAlgorithm::Naive, DistanceAlgorithm::SharedReduce, DistanceAlgorithm::Atomic,
+        DistanceAlgorithm::GarciaGlobal, DistanceAlgorithm::GarciaTexture, DistanceAlgorithm::Cublas}) {
     SearchParams p = params();
     p.distance = d;
     expect_error([&] { search(base.view(), queries.view(), p); }, ErrorCode::Unsupported, {to_string(d), "cpu"});
@@ -63,7 +64,8 @@ TEST_F(CpuErrors, CudaOnlySelectionIsUnsupported) {
     SelectParams sp;
     sp.backend = Backend::Cpu;
     sp.algorithm = s;
-    expect_error([&] { select_k(base.view(), nullptr, 3, Order::Ascending, sp); }, ErrorCode::Unsupported, {to_string(s)});
+    expect_error([&] { select_k(base.view(), nullptr, 3, Order::Ascending, sp); }, ErrorCode::Unsupported,
+                 {to_string(s)});
   }
 }
 
@@ -71,7 +73,8 @@ TEST_F(CpuErrors, NegativeSelectThreadsIsInvalid) {
   SelectParams sp;
   sp.backend = Backend::Cpu;
   sp.threads = -1;
-  expect_error([&] { select_k(base.view(), nullptr, 3, Order::Ascending, sp); }, ErrorCode::InvalidArgument, {"threads"});
+  expect_error([&] { select_k(base.view(), nullptr, 3, Order::Ascending, sp); }, ErrorCode::InvalidArgument,
+               {"threads"});
 }
 
 TEST(CpuAlgorithms, ListsMatchTheContract) {

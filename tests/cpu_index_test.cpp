@@ -1,9 +1,9 @@
 // cpu_index_test.cpp: gknn::Index on the CPU backend (resident host store, ids, padding, reset).
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "gknn/error.hpp"
 #include "gknn/index.hpp"
@@ -20,7 +20,8 @@ FloatView rows_of(const HostMatrix<float>& m, int64_t first, int64_t count) {
 
 TEST(CpuIndex, BatchedAddsEqualOneShotSearch) {
   const HostMatrix<float> base = integer_matrix(1000, 12, -5, 5, 1), queries = integer_matrix(31, 12, -5, 5, 2);
-  for (Metric metric : {Metric::SquaredL2, Metric::L2, Metric::InnerProduct, Metric::Cosine, Metric::L1, Metric::Linf}) {
+  for (Metric metric :
+       {Metric::SquaredL2, Metric::L2, Metric::InnerProduct, Metric::Cosine, Metric::L1, Metric::Linf}) {
     SCOPED_TRACE(to_string(metric));
     Index index(12, metric, Backend::Cpu);
     index.add(rows_of(base, 0, 300));
@@ -73,7 +74,7 @@ TEST(CpuIndex, ResetEmptiesAndAllowsReuse) {
   index.reset();
   EXPECT_EQ(index.size(), 0);
   EXPECT_THROW(index.search(q.view(), 3), Error);  // empty index
-  index.add(b.view());                              // no ids any more: plain add is allowed again
+  index.add(b.view());                             // no ids any more: plain add is allowed again
   SearchParams p;
   p.k = 5;
   p.backend = Backend::Cpu;

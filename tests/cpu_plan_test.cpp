@@ -1,6 +1,5 @@
 // cpu_plan_test.cpp: the tile planner keeps one thread's working set within memory_budget / threads.
 #include <gtest/gtest.h>
-
 #include <omp.h>
 
 #include "cpu/plan.hpp"

@@ -1,12 +1,12 @@
 // cpu_search_test.cpp: the CPU fast path's tiling, threading, progress and input layouts, against the oracle.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "gknn/error.hpp"
 #include "gknn/search.hpp"
@@ -21,12 +21,10 @@ struct Algo {
   SelectAlgorithm select;
 };
 
-const std::vector<Algo> kFastAlgos{{DistanceAlgorithm::Direct, SelectAlgorithm::Heap},
-                                   {DistanceAlgorithm::Direct, SelectAlgorithm::Quickselect},
-                                   {DistanceAlgorithm::Direct, SelectAlgorithm::Sort},
-                                   {DistanceAlgorithm::Gemm, SelectAlgorithm::Heap},
-                                   {DistanceAlgorithm::Gemm, SelectAlgorithm::Quickselect},
-                                   {DistanceAlgorithm::Gemm, SelectAlgorithm::Sort}};
+const std::vector<Algo> kFastAlgos{
+    {DistanceAlgorithm::Direct, SelectAlgorithm::Heap},      {DistanceAlgorithm::Direct, SelectAlgorithm::Quickselect},
+    {DistanceAlgorithm::Direct, SelectAlgorithm::Sort},      {DistanceAlgorithm::Gemm, SelectAlgorithm::Heap},
+    {DistanceAlgorithm::Gemm, SelectAlgorithm::Quickselect}, {DistanceAlgorithm::Gemm, SelectAlgorithm::Sort}};
 
 SearchParams cpu_params(int64_t k, Metric metric, Algo algo) {
   SearchParams p;
@@ -66,7 +64,8 @@ TEST(CpuSearch, TinyMemoryBudgetHitsEveryTileEdgeExactly) {
 // rounding depends on the shape of each call, so GEMM is compared on integer data, where it is exact.
 TEST(CpuSearch, BudgetDoesNotChangeResults) {
   const HostMatrix<float> random_base = random_matrix(3001, 37, 41), random_queries = random_matrix(23, 37, 42);
-  const HostMatrix<float> int_base = integer_matrix(3001, 37, -9, 9, 43), int_queries = integer_matrix(23, 37, -9, 9, 44);
+  const HostMatrix<float> int_base = integer_matrix(3001, 37, -9, 9, 43),
+                          int_queries = integer_matrix(23, 37, -9, 9, 44);
   for (const Algo& algo : kFastAlgos) {
     const bool gemm = algo.distance == DistanceAlgorithm::Gemm;
     const FloatView base = gemm ? int_base.view() : random_base.view();
@@ -126,7 +125,7 @@ TEST(CpuSearch, ProgressIsMonotoneAndEndsAtOne) {
     std::vector<double> seen;
     SearchParams p = cpu_params(5, Metric::SquaredL2, {d, SelectAlgorithm::Auto});
     p.threads = 2;
-    p.memory_budget = 4096;  // many small query blocks: many reports
+    p.memory_budget = 4096;                                 // many small query blocks: many reports
     p.progress = [&seen](double f) { seen.push_back(f); };  // not synchronised: must be called from one thread
     search(base.view(), queries.view(), p);
     ASSERT_FALSE(seen.empty()) << to_string(d);
@@ -198,7 +197,8 @@ TEST(CpuSearch, GemmEqualsDirectOnIntegerData) {
 // Lp has vectorised kernels for p = 1..4 and std::pow otherwise: every path against the oracle.
 TEST(CpuSearch, LpExponentsMatchOracle) {
   const HostMatrix<float> base = random_matrix(700, 21, 101), queries = random_matrix(9, 21, 102);
-  const HostMatrix<float> int_base = integer_matrix(700, 21, -3, 3, 103), int_queries = integer_matrix(9, 21, -3, 3, 104);
+  const HostMatrix<float> int_base = integer_matrix(700, 21, -3, 3, 103),
+                          int_queries = integer_matrix(9, 21, -3, 3, 104);
   for (double p : {0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 7.25}) {
     SCOPED_TRACE("p=" + std::to_string(p));
     SearchParams params = cpu_params(30, Metric::Lp, {DistanceAlgorithm::Direct, SelectAlgorithm::Auto});

@@ -42,7 +42,8 @@ gknn::FloatView as_matrix(const std::vector<float>& values, int64_t dim, const s
 }
 
 int run(int argc, char** argv) {
-  GKNN_EXPECT(argc >= 5, gknn::ErrorCode::InvalidArgument, "usage: gknn_cpu_bench BASE.bin QUERIES.bin DIM K [options]");
+  GKNN_EXPECT(argc >= 5, gknn::ErrorCode::InvalidArgument,
+              "usage: gknn_cpu_bench BASE.bin QUERIES.bin DIM K [options]");
   const int64_t dim = std::stoll(argv[3]);
   gknn::SearchParams params;
   params.backend = gknn::Backend::Cpu;
@@ -51,15 +52,24 @@ int run(int argc, char** argv) {
   std::string out_path;
   for (int i = 5; i + 1 < argc; i += 2) {
     const std::string opt = argv[i], value = argv[i + 1];
-    if (opt == "--repeats") repeats = std::stoi(value);
-    else if (opt == "--metric") params.metric = gknn::parse_metric(value);
-    else if (opt == "--p") params.p = std::stod(value);
-    else if (opt == "--distance") params.distance = gknn::parse_distance(value);
-    else if (opt == "--select") params.select = gknn::parse_select(value);
-    else if (opt == "--threads") params.threads = std::stoi(value);
-    else if (opt == "--budget") params.memory_budget = std::stoull(value);
-    else if (opt == "--out") out_path = value;
-    else gknn::detail::fail(gknn::ErrorCode::InvalidArgument, "unknown option ", opt);
+    if (opt == "--repeats")
+      repeats = std::stoi(value);
+    else if (opt == "--metric")
+      params.metric = gknn::parse_metric(value);
+    else if (opt == "--p")
+      params.p = std::stod(value);
+    else if (opt == "--distance")
+      params.distance = gknn::parse_distance(value);
+    else if (opt == "--select")
+      params.select = gknn::parse_select(value);
+    else if (opt == "--threads")
+      params.threads = std::stoi(value);
+    else if (opt == "--budget")
+      params.memory_budget = std::stoull(value);
+    else if (opt == "--out")
+      out_path = value;
+    else
+      gknn::detail::fail(gknn::ErrorCode::InvalidArgument, "unknown option ", opt);
   }
   GKNN_EXPECT(repeats >= 1, gknn::ErrorCode::InvalidArgument, "--repeats must be >= 1 (got ", repeats, ")");
   const std::vector<float> base_values = read_floats(argv[1]), query_values = read_floats(argv[2]);
@@ -81,11 +91,12 @@ int run(int argc, char** argv) {
     out.write(reinterpret_cast<const char*>(result.indices.data()), std::streamsize(result.indices.size() * 8));
     GKNN_EXPECT(out, gknn::ErrorCode::Io, "cannot write '", out_path, "'");
   }
-  std::printf("median_s=%.6f min_s=%.6f max_s=%.6f cpu_median_s=%.6f n=%lld q=%lld d=%lld k=%lld distance=%s select=%s threads=%d\n",
-              seconds[seconds.size() / 2], seconds.front(), seconds.back(), cpu_seconds[cpu_seconds.size() / 2],
-              (long long)base.rows,
-              (long long)queries.rows, (long long)dim, (long long)params.k, gknn::to_string(params.distance).c_str(),
-              gknn::to_string(params.select).c_str(), params.threads);
+  std::printf(
+      "median_s=%.6f min_s=%.6f max_s=%.6f cpu_median_s=%.6f n=%lld q=%lld d=%lld k=%lld distance=%s select=%s "
+      "threads=%d\n",
+      seconds[seconds.size() / 2], seconds.front(), seconds.back(), cpu_seconds[cpu_seconds.size() / 2],
+      (long long)base.rows, (long long)queries.rows, (long long)dim, (long long)params.k,
+      gknn::to_string(params.distance).c_str(), gknn::to_string(params.select).c_str(), params.threads);
   return 0;
 }
 

@@ -31,14 +31,18 @@ std::vector<DistanceAlgorithm> distance_algorithms(Metric user_metric) {
 }
 
 std::vector<SelectCapability> select_algorithms() {
-  return {{SelectAlgorithm::Sort, INT64_MAX}, {SelectAlgorithm::Heap, INT64_MAX}, {SelectAlgorithm::Quickselect, INT64_MAX}};
+  return {{SelectAlgorithm::Sort, INT64_MAX},
+          {SelectAlgorithm::Heap, INT64_MAX},
+          {SelectAlgorithm::Quickselect, INT64_MAX}};
 }
 
 DistanceAlgorithm resolve_distance(DistanceAlgorithm requested, Metric key_metric) {
   switch (requested) {
-    case DistanceAlgorithm::Auto: return gemm_metric(key_metric) ? DistanceAlgorithm::Gemm : DistanceAlgorithm::Direct;
+    case DistanceAlgorithm::Auto:
+      return gemm_metric(key_metric) ? DistanceAlgorithm::Gemm : DistanceAlgorithm::Direct;
     case DistanceAlgorithm::Reference:
-    case DistanceAlgorithm::Direct: return requested;
+    case DistanceAlgorithm::Direct:
+      return requested;
     case DistanceAlgorithm::Gemm:
       GKNN_EXPECT(gemm_metric(key_metric), ErrorCode::Unsupported, "distance algorithm gemm does not support metric ",
                   to_string(key_metric), " (it serves squared_l2, l2, inner_product, cosine); use direct");
@@ -51,10 +55,12 @@ DistanceAlgorithm resolve_distance(DistanceAlgorithm requested, Metric key_metri
 
 SelectAlgorithm resolve_select(SelectAlgorithm requested, int64_t k) {
   switch (requested) {
-    case SelectAlgorithm::Auto: return k <= kHeapMaxAutoK ? SelectAlgorithm::Heap : SelectAlgorithm::Quickselect;
+    case SelectAlgorithm::Auto:
+      return k <= kHeapMaxAutoK ? SelectAlgorithm::Heap : SelectAlgorithm::Quickselect;
     case SelectAlgorithm::Sort:
     case SelectAlgorithm::Heap:
-    case SelectAlgorithm::Quickselect: return requested;
+    case SelectAlgorithm::Quickselect:
+      return requested;
     default:
       fail(ErrorCode::Unsupported, "selection algorithm ", to_string(requested),
            " is not available on the cpu backend (cpu offers: sort, heap, quickselect)");

@@ -8,9 +8,9 @@
 //    enough to run at full speed.
 #include "cpu/plan.hpp"
 
-#include <algorithm>
-
 #include <omp.h>
+
+#include <algorithm>
 
 #include "cpu/distance/tile_kernel.hpp"
 #include "cpu/select/selectors.hpp"

@@ -25,7 +25,9 @@ struct TilePlan {
                             ///< into this many ranges searched in parallel and the per-range top-k merged
   int64_t query_blocks(int64_t q) const { return (q + query_block - 1) / query_block; }
   /// Base rows per part: whole tiles, so that splitting never changes a tile's shape.
-  int64_t part_rows(int64_t n) const { return ((n + base_parts - 1) / base_parts + tile_rows - 1) / tile_rows * tile_rows; }
+  int64_t part_rows(int64_t n) const {
+    return ((n + base_parts - 1) / base_parts + tile_rows - 1) / tile_rows * tile_rows;
+  }
 };
 
 /// Tile sizes from cache targets, shrunk until one thread's working set (key tile, kernel scratch, selection

@@ -29,8 +29,8 @@ struct UnitOutput {
 };
 
 template <class Selector>
-void search_unit(TileKernel& kernel, const TilePlan& plan, int64_t k, int64_t q0, int64_t nq, int64_t r0,
-                 int64_t r1, const UnitOutput& out) {
+void search_unit(TileKernel& kernel, const TilePlan& plan, int64_t k, int64_t q0, int64_t nq, int64_t r0, int64_t r1,
+                 const UnitOutput& out) {
   std::vector<Selector> selectors(static_cast<size_t>(nq), Selector(k, r1 - r0));
   std::vector<float> tile(static_cast<size_t>(nq * std::min(plan.tile_rows, r1 - r0)));
   for (int64_t t = r0; t < r1; t += plan.tile_rows) {
@@ -46,16 +46,28 @@ std::unique_ptr<TileKernel> make_kernel(DistanceAlgorithm algorithm, const Dista
   return algorithm == DistanceAlgorithm::Gemm ? make_gemm_kernel(in) : make_direct_kernel(in, plan.tile_rows);
 }
 
-/// Per query, the k best of the base parts' lists (each sorted, kept[] long) in the total order.
-void merge_parts(const TilePlan& plan, int64_t q, int64_t k, const std::vector<float>& keys,
-                 const std::vector<int64_t>& indices, const std::vector<int64_t>& kept, KeyResult& out) {
+/// Top-k lists of every (base part, query) when the base is split: row part * q + qi, kept[row] entries each.
+struct PartLists {
+  int64_t q, k;
+  std::vector<float> keys;
+  std::vector<int64_t> indices, kept;
+  PartLists(int64_t parts, int64_t q_, int64_t k_)
+      : q(q_), k(k_), keys(size_t(parts * q * k)), indices(keys.size()), kept(size_t(parts * q)) {}
+  UnitOutput target(int64_t part, int64_t q0) {
+    const int64_t row = part * q + q0;
+    return {keys.data() + row * k, indices.data() + row * k, k, kept.data() + row};
+  }
+};
+
+/// Per query, the k best of the parts' sorted lists, in the total order.
+void merge_parts(const PartLists& lists, int64_t parts, KeyResult& out) {
+  const int64_t q = lists.q, k = lists.k;
   std::vector<Candidate> all;
   for (int64_t qi = 0; qi < q; ++qi) {
     all.clear();
-    for (int64_t part = 0; part < plan.base_parts; ++part) {
-      const int64_t row = part * q + qi;
-      for (int64_t j = 0; j < kept[size_t(row)]; ++j) all.push_back({keys[size_t(row * k + j)], indices[size_t(row * k + j)]});
-    }
+    for (int64_t row = qi; row < parts * q; row += q)
+      for (int64_t j = 0; j < lists.kept[size_t(row)]; ++j)
+        all.push_back({lists.keys[size_t(row * k + j)], lists.indices[size_t(row * k + j)]});
     std::partial_sort(all.begin(), all.begin() + k, all.end(), before);
     for (int64_t j = 0; j < k; ++j) {
       out.distances[size_t(qi * k + j)] = all[size_t(j)].key;
@@ -65,26 +77,25 @@ void merge_parts(const TilePlan& plan, int64_t q, int64_t k, const std::vector<f
 }
 
 template <class Selector>
-KeyResult run_plan(const DistanceInputs& in, DistanceAlgorithm algorithm, const TilePlan& plan, const SearchParams& kp) {
+KeyResult run_plan(const DistanceInputs& in, DistanceAlgorithm algorithm, const TilePlan& plan,
+                   const SearchParams& kp) {
   const int64_t q = in.queries.rows, n = in.base.rows, k = kp.k;
-  const bool split = plan.base_parts > 1;
   KeyResult out{q, k, std::vector<float>(size_t(q * k)), std::vector<int64_t>(size_t(q * k))};
-  // Split base: every part writes its own q x k lists, merged afterwards.
-  std::vector<float> part_keys(split ? size_t(plan.base_parts * q * k) : 0);
-  std::vector<int64_t> part_indices(part_keys.size()), kept(size_t(plan.base_parts * q));
-  const int64_t blocks = plan.query_blocks(q), part_rows = plan.part_rows(n);
-  Progress progress(kp.progress, blocks * plan.base_parts);
-  parallel_for(plan.threads, blocks * plan.base_parts, [&](int64_t unit) {
+  std::vector<int64_t> kept(static_cast<size_t>(q));  // unsplit: every query keeps k (k <= n)
+  PartLists parts(plan.base_parts > 1 ? plan.base_parts : 0, q, k);
+  const int64_t blocks = plan.query_blocks(q), part_rows = plan.part_rows(n), units = blocks * plan.base_parts;
+  Progress progress(kp.progress, units);
+  parallel_for(plan.threads, units, [&](int64_t unit) {
     const int64_t part = unit / blocks, q0 = (unit % blocks) * plan.query_block;
-    const int64_t nq = std::min(plan.query_block, q - q0), r0 = std::min(n, part * part_rows);
-    const int64_t r1 = std::min(n, r0 + part_rows);
-    const size_t first = size_t((part * q + q0) * k);
-    const UnitOutput target = split ? UnitOutput{part_keys.data() + first, part_indices.data() + first, k, kept.data() + part * q + q0}
-                                    : UnitOutput{out.distances.data() + q0 * k, out.indices.data() + q0 * k, k, kept.data() + q0};
+    const int64_t nq = std::min(plan.query_block, q - q0);
+    const int64_t r0 = std::min(n, part * part_rows), r1 = std::min(n, r0 + part_rows);
+    const UnitOutput target = plan.base_parts > 1 ? parts.target(part, q0)
+                                                  : UnitOutput{out.distances.data() + q0 * k,
+                                                               out.indices.data() + q0 * k, k, kept.data() + q0};
     if (r1 > r0) search_unit<Selector>(*make_kernel(algorithm, in, plan), plan, k, q0, nq, r0, r1, target);
     progress.unit_done();
   });
-  if (split) merge_parts(plan, q, k, part_keys, part_indices, kept, out);
+  if (plan.base_parts > 1) merge_parts(parts, plan.base_parts, out);
   progress.finish();
   return out;
 }
@@ -108,10 +119,10 @@ KeyResult search_with_norms(FloatView base, const float* base_norms, FloatView q
       in.query_norms = query_norms.data();
     }
   }
-  const TilePlan plan = make_plan({base.rows, queries.rows, base.cols, kp.k, distance, select}, kp.memory_budget, threads);
-  return with_selector(select, [&](auto tag) {
-    return run_plan<typename decltype(tag)::type>(in, distance, plan, kp);
-  });
+  const TilePlan plan =
+      make_plan({base.rows, queries.rows, base.cols, kp.k, distance, select}, kp.memory_budget, threads);
+  return with_selector(select,
+                       [&](auto tag) { return run_plan<typename decltype(tag)::type>(in, distance, plan, kp); });
 }
 
 KeyResult search(FloatView base, FloatView queries, const SearchParams& key_params) {

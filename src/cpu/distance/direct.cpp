@@ -30,7 +30,10 @@ inline float multiply_add(float a, float b, float c) {
 
 // Per-metric accumulation; finish() turns the accumulator into the key (keys.hpp).
 struct SquaredL2Op {
-  float operator()(float acc, float q, float x) const { const float d = q - x; return multiply_add(d, d, acc); }
+  float operator()(float acc, float q, float x) const {
+    const float d = q - x;
+    return multiply_add(d, d, acc);
+  }
   float finish(float acc) const { return acc; }
 };
 struct InnerProductOp {
@@ -136,17 +139,22 @@ int64_t direct_scratch_bytes(int64_t rows, int64_t dim) {
 
 std::unique_ptr<TileKernel> make_direct_kernel(const DistanceInputs& in, int64_t max_tile_rows) {
   switch (in.key_metric) {
-    case Metric::SquaredL2: return make(in, SquaredL2Op{}, max_tile_rows);
-    case Metric::InnerProduct: return make(in, InnerProductOp{}, max_tile_rows);
-    case Metric::L1: return make(in, L1Op{}, max_tile_rows);
-    case Metric::Linf: return make(in, LinfOp{}, max_tile_rows);
+    case Metric::SquaredL2:
+      return make(in, SquaredL2Op{}, max_tile_rows);
+    case Metric::InnerProduct:
+      return make(in, InnerProductOp{}, max_tile_rows);
+    case Metric::L1:
+      return make(in, L1Op{}, max_tile_rows);
+    case Metric::Linf:
+      return make(in, LinfOp{}, max_tile_rows);
     case Metric::Lp:
       if (in.p == 1.0) return make(in, IntegerLpOp<1>{}, max_tile_rows);
       if (in.p == 2.0) return make(in, IntegerLpOp<2>{}, max_tile_rows);
       if (in.p == 3.0) return make(in, IntegerLpOp<3>{}, max_tile_rows);
       if (in.p == 4.0) return make(in, IntegerLpOp<4>{}, max_tile_rows);
       return make(in, LpOp{static_cast<float>(in.p)}, max_tile_rows);
-    default: fail(ErrorCode::Internal, "direct kernel: ", to_string(in.key_metric), " is not a key metric");
+    default:
+      fail(ErrorCode::Internal, "direct kernel: ", to_string(in.key_metric), " is not a key metric");
   }
 }
 

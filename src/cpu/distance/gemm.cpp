@@ -53,8 +53,9 @@ class GemmKernel final : public TileKernel {
 std::unique_ptr<TileKernel> make_gemm_kernel(const DistanceInputs& inputs) {
   // CBLAS takes int sizes; tiles are small, but dimensions and strides come from the user.
   const int64_t largest = std::max({inputs.base.cols, inputs.base.row_stride(), inputs.queries.row_stride()});
-  GKNN_EXPECT(largest <= std::numeric_limits<int>::max(), ErrorCode::Unsupported, "distance algorithm gemm: dimension or ",
-              "row stride ", largest, " exceeds the int range of CBLAS; use direct");
+  GKNN_EXPECT(largest <= std::numeric_limits<int>::max(), ErrorCode::Unsupported,
+              "distance algorithm gemm: dimension or ", "row stride ", largest,
+              " exceeds the int range of CBLAS; use direct");
   return std::make_unique<GemmKernel>(inputs);
 }
 

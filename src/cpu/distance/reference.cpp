@@ -20,8 +20,9 @@ void one_query(FloatView base, const float* query, const SearchParams& kp, std::
                float* keys, int64_t* indices) {
   for (int64_t i = 0; i < base.rows; ++i)
     all[size_t(i)] = {exact_key(kp.metric, kp.p, query, base.row(i), base.cols), i};
-  std::sort(all.begin(), all.end(),
-            [](const ExactCandidate& a, const ExactCandidate& b) { return ranks_before(a.key, a.index, b.key, b.index); });
+  std::sort(all.begin(), all.end(), [](const ExactCandidate& a, const ExactCandidate& b) {
+    return ranks_before(a.key, a.index, b.key, b.index);
+  });
   std::vector<Candidate> kept(static_cast<size_t>(kp.k));
   for (int64_t j = 0; j < kp.k; ++j) kept[size_t(j)] = {static_cast<float>(all[size_t(j)].key), all[size_t(j)].index};
   std::sort(kept.begin(), kept.end(), before);

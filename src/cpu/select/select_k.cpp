@@ -19,8 +19,10 @@ void select_rows(FloatView keys, const int64_t* labels, int64_t k, int threads, 
     Selector selector(k, keys.cols);
     for (int64_t r = unit * per_unit; r < std::min(rows, (unit + 1) * per_unit); ++r) {
       selector.reset();
-      if (labels) selector.push(keys.row(r), keys.cols, LabelIndex{labels + r * stride});
-      else selector.push(keys.row(r), keys.cols, ConsecutiveIndex{0});
+      if (labels)
+        selector.push(keys.row(r), keys.cols, LabelIndex{labels + r * stride});
+      else
+        selector.push(keys.row(r), keys.cols, ConsecutiveIndex{0});
       const int64_t kept = selector.finish(out.distances.data() + r * k, out.indices.data() + r * k);
       GKNN_EXPECT(kept == k, ErrorCode::Internal, "cpu select_k: row ", r, " kept ", kept, " of ", k);
     }
@@ -30,7 +32,8 @@ void select_rows(FloatView keys, const int64_t* labels, int64_t k, int threads, 
 }  // namespace
 
 Result select_k(FloatView keys, const int64_t* labels, int64_t k, const SelectParams& params) {
-  GKNN_EXPECT(params.threads >= 0, ErrorCode::InvalidArgument, "select_k: threads must be >= 0 (got ", params.threads, ")");
+  GKNN_EXPECT(params.threads >= 0, ErrorCode::InvalidArgument, "select_k: threads must be >= 0 (got ", params.threads,
+              ")");
   const SelectAlgorithm algorithm = resolve_select(params.algorithm, k);
   Result out{keys.rows, k, std::vector<float>(size_t(keys.rows * k)), std::vector<int64_t>(size_t(keys.rows * k))};
   if (keys.rows == 0) return out;

@@ -18,10 +18,14 @@ namespace gknn::detail::cpu {
 template <class F>
 decltype(auto) with_selector(SelectAlgorithm algorithm, F&& f) {
   switch (algorithm) {
-    case SelectAlgorithm::Sort: return f(std::type_identity<SortSelector>{});
-    case SelectAlgorithm::Heap: return f(std::type_identity<HeapSelector>{});
-    case SelectAlgorithm::Quickselect: return f(std::type_identity<QuickselectSelector>{});
-    default: fail(ErrorCode::Internal, "cpu selector dispatch reached with unresolved algorithm ", to_string(algorithm));
+    case SelectAlgorithm::Sort:
+      return f(std::type_identity<SortSelector>{});
+    case SelectAlgorithm::Heap:
+      return f(std::type_identity<HeapSelector>{});
+    case SelectAlgorithm::Quickselect:
+      return f(std::type_identity<QuickselectSelector>{});
+    default:
+      fail(ErrorCode::Internal, "cpu selector dispatch reached with unresolved algorithm ", to_string(algorithm));
   }
 }
 
@@ -29,9 +33,12 @@ decltype(auto) with_selector(SelectAlgorithm algorithm, F&& f) {
 inline int64_t selector_bytes(SelectAlgorithm algorithm, int64_t k, int64_t expected_count) {
   const int64_t entry = static_cast<int64_t>(sizeof(Candidate));
   switch (algorithm) {
-    case SelectAlgorithm::Sort: return entry * expected_count;
-    case SelectAlgorithm::Quickselect: return entry * QuickselectSelector::capacity(k);
-    default: return entry * k;
+    case SelectAlgorithm::Sort:
+      return entry * expected_count;
+    case SelectAlgorithm::Quickselect:
+      return entry * QuickselectSelector::capacity(k);
+    default:
+      return entry * k;
   }
 }
 

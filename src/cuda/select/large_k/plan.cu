@@ -1,5 +1,6 @@
 // plan.cu: workspace layout and path choice of the large-k selections (see plan.cuh).
 #include <algorithm>
+#include <cstdint>
 
 #include "cuda/common/device.cuh"
 #include "cuda/select/large_k/plan.cuh"
@@ -46,9 +47,10 @@ Plan make_plan(int64_t rows, int64_t cols, int64_t k, bool single_stage, bool us
 
 size_t workspace_bytes(int64_t rows, int64_t cols, int64_t k) {
   size_t most = 0;
+  const bool sortable = k <= INT32_MAX;  // run() refuses to sort more per row
   for (bool single_stage : {false, true})
     for (bool user_labels : {false, true})
-      most = std::max(most, make_plan(rows, cols, k, single_stage, user_labels, true).total);
+      most = std::max(most, make_plan(rows, cols, k, single_stage, user_labels, sortable).total);
   return most;
 }
 

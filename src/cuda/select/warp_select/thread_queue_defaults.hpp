@@ -12,7 +12,9 @@ constexpr int default_length(bool block_select, int bucket) {
   return bucket <= 32 ? 2 : bucket <= 128 ? 3 : bucket <= 256 ? 4 : 8;
 }
 
-constexpr int kAlwaysBuilt[] = {2, 8};  // plus each bucket's default; compile time grows with every length
+/// Lengths built for buckets below 1024 besides the defaults (1024 builds its default only); compile time grows
+/// with every length.
+constexpr int kAlwaysBuilt[] = {2, 8};
 constexpr int kMinLength = 2, kMaxLength = 10;
 
 }  // namespace gknn::cuda_detail::thread_queue

@@ -26,7 +26,7 @@ constexpr int kWarps = 4;         ///< warps per block (rows per block for warp_
 constexpr int kLoads = 2;         ///< 16-byte loads in flight per lane per round
 /// Resident blocks per SM the register allocation must allow: the warp queue takes 2*K/32 registers (3*K/32
 /// with int64 labels), so large buckets get up to 255 registers rather than spilling.
-constexpr int min_blocks(int K) { return K <= 256 ? 6 : K <= 1024 ? 4 : 2; }
+constexpr int min_blocks(int K) { return K <= 256 ? 6 : K <= 512 ? 4 : 2; }
 
 struct Args {
   const float* keys;
@@ -112,6 +112,7 @@ __global__ void __launch_bounds__(32 * kWarps, min_blocks(K)) block_select_kerne
 template <bool block, int K, int NT>
 constexpr bool built() {
   if (GKNN_SELECT_TUNING) return true;
+  if (K >= 1024) return NT == thread_queue::default_length(block, K);  // 32-slot queues compile slowly
   for (int n : thread_queue::kAlwaysBuilt)
     if (n == NT) return true;
   return NT == thread_queue::default_length(block, K);
