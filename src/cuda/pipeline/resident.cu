@@ -25,6 +25,7 @@ class CudaStore final : public detail::ResidentStore {
     std::lock_guard<std::mutex> lock(mutex_);
     use_device(device_);
     Pipeline& p = pipeline();
+    p.release_buffers();  // a search's tile buffers must not crowd out the growing database
     reserve(p, size_ + rows.rows);
     upload_rows(p, rows, rows_.data() + size_ * dim_);
     row_squared_norms(rows_.data() + size_ * dim_, rows.rows, dim_, dim_, norms_.data() + size_, p.compute.get());
@@ -35,6 +36,7 @@ class CudaStore final : public detail::ResidentStore {
   void clear() override {
     std::lock_guard<std::mutex> lock(mutex_);
     use_device(device_);
+    if (pipeline_) pipeline_->release_buffers();
     rows_ = DeviceBuffer<float>();
     norms_ = DeviceBuffer<float>();
     size_ = capacity_ = 0;
@@ -46,7 +48,10 @@ class CudaStore final : public detail::ResidentStore {
     std::lock_guard<std::mutex> lock(mutex_);
     use_device(device_);
     ResidentBase base(rows_.data(), size_, dim_, norms_.data());
-    return run_search(pipeline(), base, queries, key_params, memory_budget(key_params.memory_budget));
+    Pipeline& p = pipeline();
+    p.prepare_for(PlanKey{queries.rows, size_, dim_, key_params.k, key_params.metric, key_params.distance,
+                          key_params.select, key_params.memory_budget});
+    return run_search(p, base, queries, key_params, memory_budget(key_params.memory_budget));
   }
 
  private:

@@ -135,6 +135,27 @@ ListRef search_query_tile(const TileJob& job, const float* queries, int64_t qn, 
 
 Pipeline::Pipeline(int device_ordinal) : device((device_props(device_ordinal), device_ordinal)) {}
 
+void Pipeline::prepare_for(const PlanKey& key) {
+  if (has_last_key && key == last_key) return;
+  release_buffers();
+  last_key = key;
+  has_last_key = true;
+}
+
+void Pipeline::release_buffers() {
+  compute.sync();  // nothing may still use the buffers (searches end synchronised; this is a safeguard)
+  distance_workspace = Workspace();
+  select_workspace = Workspace();
+  distances = DeviceBuffer<float>();
+  query_norms = DeviceBuffer<float>();
+  base_norms = DeviceBuffer<float>();
+  for (int i = 0; i < 5; ++i) {
+    list_keys[i] = DeviceBuffer<float>();
+    list_labels[i] = DeviceBuffer<int64_t>();
+  }
+  has_last_key = false;
+}
+
 void upload_rows(Pipeline& p, FloatView rows, float* dst) {
   const int64_t chunk = std::min(rows.rows, bulk_chunk_rows(rows.cols));
   if (chunk == 0) return;

@@ -17,9 +17,24 @@
 
 namespace gknn::cuda_detail {
 
+/// What a search's tiling depends on: a search with the same key reuses the previous search's buffers.
+struct PlanKey {
+  int64_t nq = 0, nb = 0, dim = 0, k = 0;
+  Metric metric = Metric::SquaredL2;
+  DistanceAlgorithm distance = DistanceAlgorithm::Auto;
+  SelectAlgorithm select = SelectAlgorithm::Auto;
+  size_t memory_budget = 0;
+  bool operator==(const PlanKey&) const = default;
+};
+
 /// Device state kept between searches (an Index keeps one): streams, scratch, tile buffers.
 struct Pipeline {
   explicit Pipeline(int device_ordinal);
+  /// Keeps the buffers for a search shaped like the previous one; otherwise frees them first, so that the next
+  /// plan sees the device's whole free memory (buffers only grow, and a held 40 GB tile would shrink the budget).
+  void prepare_for(const PlanKey& key);
+  /// Frees every tile buffer and scratch (streams stay).
+  void release_buffers();
   int device;
   Stream compute;
   Stream upload;
@@ -29,6 +44,8 @@ struct Pipeline {
   DeviceBuffer<float> query_norms, base_norms;
   DeviceBuffer<float> list_keys[5];  ///< [2s], [2s+1]: running/merged lists of query slot s; [4]: tile list
   DeviceBuffer<int64_t> list_labels[5];
+  PlanKey last_key;
+  bool has_last_key = false;
 };
 
 /// Base rows of one tile on the device, ready on the compute stream.

@@ -87,13 +87,6 @@ struct WarpQueue {
     th_idx = __shfl_sync(bitonic::kFullMask, idx, (k - 1) % 32);
   }
 
-  /// Offers one key (present or not: every lane calls this the same number of times).
-  template <class IndexOf>
-  __device__ __forceinline__ void offer(bool present, float key, IndexOf&& index_of) {
-    if (present && is_candidate(key, index_of)) insert(key, index_of());
-    if (must_merge()) merge();
-  }
-
   /// Writes elements e < k of the warp queue (coalesced: element e = s*32 + lane).
   template <class Write>
   __device__ __forceinline__ void write(Write&& write_one) const {

@@ -26,7 +26,7 @@ constexpr int kWarps = 4;         ///< warps per block (rows per block for warp_
 constexpr int kLoads = 2;         ///< 16-byte loads in flight per lane per round
 /// Resident blocks per SM the register allocation must allow: the warp queue takes 2*K/32 registers (3*K/32
 /// with int64 labels), so large buckets get up to 255 registers rather than spilling.
-constexpr int min_blocks(int K) { return K <= 256 ? 6 : K <= 512 ? 4 : 2; }
+constexpr int min_blocks(int K) { return K <= 128 ? 6 : K <= 512 ? 4 : 2; }
 
 struct Args {
   const float* keys;
@@ -41,14 +41,25 @@ struct Args {
 };
 
 /// Feeds one row segment to the queue of this warp; g is the thread's rank among the G readers.
+/// The keys of a round are offered in order until a vote asks for a merge; the merge then runs at this one
+/// place (not once per key position: the network is large) and the round resumes after the key that asked.
 template <int G, int K, int NT, class Idx>
 __device__ __forceinline__ void consume_row(WarpQueue<K, NT, Idx>& q, const float* row_keys, const Idx* row_labels,
                                             int cols, int g) {
   rowscan::scan_row<G, kLoads>(row_keys, cols, g, false, [&](const rowscan::Round<kLoads>& r) {
+    unsigned todo = (1u << (4 * kLoads)) - 1;  // key positions not yet offered: the same in every lane
+    while (todo) {
+      bool need_merge = false;
 #pragma unroll
-    for (int e = 0; e < 4 * kLoads; ++e) {
-      const int col = r.col[e / 4] + e % 4;
-      q.offer((r.valid >> e) & 1u, r.key[e], [&] { return row_labels ? row_labels[col] : static_cast<Idx>(col); });
+      for (int e = 0; e < 4 * kLoads; ++e) {
+        if (need_merge || !((todo >> e) & 1u)) continue;
+        todo &= ~(1u << e);
+        const int col = r.col[e / 4] + e % 4;
+        auto index_of = [&] { return row_labels ? row_labels[col] : static_cast<Idx>(col); };
+        if (((r.valid >> e) & 1u) && q.is_candidate(r.key[e], index_of)) q.insert(r.key[e], index_of());
+        need_merge = q.must_merge();
+      }
+      if (need_merge) q.merge();
     }
   });
   q.merge();  // what is left in the thread queues
@@ -112,7 +123,7 @@ __global__ void __launch_bounds__(32 * kWarps, min_blocks(K)) block_select_kerne
 template <bool block, int K, int NT>
 constexpr bool built() {
   if (GKNN_SELECT_TUNING) return true;
-  if (K >= 1024) return NT == thread_queue::default_length(block, K);  // 32-slot queues compile slowly
+  if (K >= 1024) return NT == thread_queue::default_length(block, K);  // 32+ slot queues compile slowly
   for (int n : thread_queue::kAlwaysBuilt)
     if (n == NT) return true;
   return NT == thread_queue::default_length(block, K);

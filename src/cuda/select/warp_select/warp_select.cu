@@ -6,8 +6,7 @@
 
 namespace gknn::cuda_detail {
 namespace {
-// 2048 (FAISS' limit) is left out: its 64-slot warp queues take ptxas many minutes per kernel.
-constexpr int kBuckets[] = {32, 64, 128, 256, 512, 1024};
+constexpr int kBuckets[] = {32, 64, 128, 256, 512, 1024, 2048};  // 2048: FAISS' limit
 }  // namespace
 
 void warp_queue_family_run(bool block, const SelectInput& in, int64_t k, const SelectOutput& out,
@@ -24,7 +23,7 @@ void warp_queue_family_run(bool block, const SelectInput& in, int64_t k, const S
   switch (bucket) {
 #define GKNN_CASE(K) \
   case K: return block ? block_select_launch<K>(l) : warp_select_launch<K>(l);
-    GKNN_CASE(32) GKNN_CASE(64) GKNN_CASE(128) GKNN_CASE(256) GKNN_CASE(512) GKNN_CASE(1024)
+    GKNN_CASE(32) GKNN_CASE(64) GKNN_CASE(128) GKNN_CASE(256) GKNN_CASE(512) GKNN_CASE(1024) GKNN_CASE(2048)
 #undef GKNN_CASE
   }
   detail::fail(ErrorCode::Internal, name, ": no kernel for k = ", k);
