@@ -13,6 +13,8 @@
 //
 //   gknn_tang_bench [--quick] [--full] [--reps N] [--warmup N] [--m M] [--group G] [--no-cpu] [--slow-ms MS]
 //                   [--device D] [--csv FILE] [--md FILE] [--torch-csv FILE]
+// Reports default to bench/results/tang.{csv,md}, or $OUT/tang.{csv,md} when OUT is set (then
+// $OUT/tang_torch.csv, if present, is the default --torch-csv).
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -59,6 +61,14 @@ struct Args {
 
 Args parse(int argc, char** argv) {
   Args a;
+  // scripts/device-check.sh runs every benchmark with OUT exported: the reports go there by default, and
+  // torch_topk.py's CSV is merged when it has been written there first.
+  if (const char* out = std::getenv("OUT"); out && *out) {
+    const std::string dir = out;
+    a.csv = dir + "/tang.csv";
+    a.md = dir + "/tang.md";
+    if (std::ifstream(dir + "/tang_torch.csv")) a.torch_csv = dir + "/tang_torch.csv";
+  }
   for (int i = 1; i < argc; ++i) {
     const std::string s = argv[i];
     auto value = [&]() -> std::string {
