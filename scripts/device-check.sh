@@ -80,7 +80,9 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >"
 
 # ---- 2. tests ---------------------------------------------------------------------------------------------
 run_ctest() {  # label, parallelism
-  local label=$1 par=$2 log="$out/ctest-$1.log" args=(-L "^$1\$" --output-on-failure -j "$par")
+  local label=$1 par=$2
+  local log="$out/ctest-$label.log"
+  local args=(-L "^$label\$" --output-on-failure -j "$par")
   [[ -n $filter ]] && args+=(-R "$filter")
   local t0=$SECONDS
   (cd "$build" && ctest "${args[@]}") >"$log" 2>&1

@@ -114,15 +114,16 @@ class Cli : public ::testing::Test {
 };
 
 std::vector<std::vector<float>> rows_of(int64_t rows, int64_t dim, float value) {
-  return std::vector<std::vector<float>>(static_cast<size_t>(rows), std::vector<float>(static_cast<size_t>(dim), value));
+  const std::vector<float> row(static_cast<size_t>(dim), value);
+  return std::vector<std::vector<float>>(static_cast<size_t>(rows), row);
 }
 
 // ---- round trips -----------------------------------------------------------------------------------------
 
 TEST_F(Cli, GenSearchRecallRoundTripIsExact) {
   generate_uint8();
-  const CliRun s = gknn("search --base base.bvecs --query queries.bvecs -k 10 -o result.ivecs --distances-out dist.fvecs "
-                     "--groundtruth truth.ivecs");
+  const CliRun s = gknn("search --base base.bvecs --query queries.bvecs -k 10 -o result.ivecs "
+                        "--distances-out dist.fvecs --groundtruth truth.ivecs");
   ASSERT_EQ(s.code, 0) << s.err;
   EXPECT_EQ(s.err, "") << "nothing on stderr when it is not a terminal (no progress bar)";
   EXPECT_NE(s.out.find("recall@10 (ids)      1.000000"), std::string::npos) << s.out;
@@ -151,7 +152,8 @@ TEST_F(Cli, GenSearchRecallRoundTripIsExact) {
 TEST_F(Cli, NpyOutputsMatchIvecsOutputs) {
   generate_uint8();
   ASSERT_EQ(gknn("search --base base.bvecs --query queries.bvecs -k 10 -o a.ivecs").code, 0);
-  const CliRun r = gknn("search --base base.bvecs --query queries.bvecs -k 10 --select heap -o b.npy --distances-out d.npy");
+  const CliRun r =
+      gknn("search --base base.bvecs --query queries.bvecs -k 10 --select heap -o b.npy --distances-out d.npy");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto ivecs = gknn::load_indices(path("a.ivecs"));
   const auto npy = gknn::read_npy_int64(path("b.npy"));
@@ -188,8 +190,9 @@ TEST_F(Cli, EveryMetricMatchesItsGroundTruth) {
     SCOPED_TRACE(metric);
     const std::string m = "--metric " + metric + (metric == "lp" ? " -p 3" : "");
     // Ground truth by the float64 reference: gen writes it only together with new data, so compute it here.
-    const CliRun t = gknn("search --base base.fvecs --query queries.fvecs -k 7 --backend cpu --distance reference " + m +
-                       " -o truth.ivecs");
+    const CliRun t =
+        gknn("search --base base.fvecs --query queries.fvecs -k 7 --backend cpu --distance reference " + m +
+             " -o truth.ivecs");
     ASSERT_EQ(t.code, 0) << t.err;
     const CliRun s = gknn("search --base base.fvecs --query queries.fvecs -k 7 " + m + " --groundtruth truth.ivecs");
     ASSERT_EQ(s.code, 0) << s.err;

@@ -1,6 +1,8 @@
-# CUDA backend tests beyond the parameterised suites (tiling, Index, texture fallback, cuBLAS exactness, errors).
-# They use the backend's test hooks (src/cuda/hooks.hpp), so they exist only in CUDA builds; without a device
-# they exit 77 and CTest reports them as skipped.
+# CUDA backend tests beyond the parameterised suites.
+# Host-side logic of the CUDA kernels (merge path, bounded insertion): plain C++, runs everywhere (label cpu).
+gknn_test(gpu_host_logic LABEL cpu SOURCES gpu_host_logic_test.cpp)
+# Tiling, Index, texture fallback, cuBLAS exactness, errors. They use the backend's test hooks
+# (src/cuda/hooks.hpp), so they exist only in CUDA builds; without a device they exit 77 (CTest: skipped).
 if(GKNN_HAS_CUDA)
   gknn_test(gpu_backend LABEL gpu SOURCES gpu_backend_test.cpp)
 endif()

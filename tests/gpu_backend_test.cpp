@@ -80,6 +80,7 @@ TEST(GpuTiling, EverySelectorMergesTilesExactly) {
   HookGuard guard;
   const HostMatrix<float> base = integer_matrix(301, 5, 0, 2, 3), queries = integer_matrix(23, 5, 0, 2, 4);
   const auto truth = oracle(base.view(), queries.view(), Metric::SquaredL2, 2.0);
+  ASSERT_FALSE(select_algorithms(Backend::Cuda).empty());
   for (const SelectCapability& s : select_algorithms(Backend::Cuda))
     for (const TileCase& t : {TileCase{7, 13}, TileCase{23, 300}}) {
       const int64_t k = std::min<int64_t>(40, s.max_k);
@@ -120,7 +121,9 @@ TEST(GpuTiling, PlannerRespectsBudgetAndAlignment) {
     EXPECT_GE(plan.query_rows, 1);
     EXPECT_LE(plan.query_rows, in.nq);
     EXPECT_LE(plan.base_rows, in.nb);
-    if (plan.base_rows < in.nb) EXPECT_EQ(0, plan.base_rows % 128) << plan.base_rows;
+    if (plan.base_rows < in.nb) {
+      EXPECT_EQ(0, plan.base_rows % 128) << plan.base_rows;
+    }
   }
 }
 
@@ -136,6 +139,7 @@ TEST(GpuTiling, SelectKRowTilesWithLabels) {
     labels[i] = int64_t(5000000) - int64_t(7 * i);  // descending: ties must follow labels, not columns
   }
   const FloatView view{values.data(), rows, cols, 0};
+  ASSERT_FALSE(select_algorithms(Backend::Cuda).empty());
   for (const SelectCapability& s : select_algorithms(Backend::Cuda))
     for (int64_t tile_rows : {int64_t(1), int64_t(3), int64_t(11)}) {
       SCOPED_TRACE(to_string(s.algorithm) + " rows per tile " + std::to_string(tile_rows));
@@ -287,8 +291,10 @@ ErrorCode code_of(const std::function<void()>& f) {
 
 TEST(GpuErrors, KBeyondTheSelectorsMaxKIsUnsupported) {
   const HostMatrix<float> base = random_matrix(3000, 4, 22), queries = random_matrix(2, 4, 23);
+  int tested = 0;
   for (const SelectCapability& s : select_algorithms(Backend::Cuda)) {
     if (s.max_k >= 2999) continue;
+    ++tested;
     SCOPED_TRACE(to_string(s.algorithm));
     SearchParams p = cuda_params(s.max_k + 1);
     p.select = s.algorithm;
@@ -300,6 +306,7 @@ TEST(GpuErrors, KBeyondTheSelectorsMaxKIsUnsupported) {
     EXPECT_EQ(ErrorCode::Unsupported,
               code_of([&] { select_k(rows.view(), nullptr, s.max_k + 1, Order::Ascending, sp); }));
   }
+  EXPECT_GT(tested, 0);  // insertion (max_k 1024) at least
 }
 
 TEST(GpuErrors, CublasRejectsNonDotMetrics) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -108,6 +109,7 @@ struct Variant {
 std::string variant_name(const Variant& v) {
   return to_string(v.algorithm) + (v.two_stage ? "_two_stage" : "_single_stage");
 }
+void PrintTo(const Variant& v, std::ostream* os) { *os << variant_name(v); }
 
 /// Runs the variant on the device and compares with the expectation; "" when equal.
 std::string run_and_check(const Variant& v, const Rows& r, const DeviceRows& dev,

@@ -4,3 +4,7 @@
 if(GKNN_HAS_CUDA)
   gknn_test(gpu_select_small LABEL gpu SOURCES gpu_select_small_test.cpp)
 endif()
+# The bitonic primitives themselves (thread, warp and block level) against std::sort.
+if(GKNN_HAS_CUDA)
+  gknn_test(gpu_bitonic LABEL gpu SOURCES gpu_bitonic_test.cu)
+endif()

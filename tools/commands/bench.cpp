@@ -98,7 +98,8 @@ struct BenchCommand {
     w.key("metric").value(to_string(params.metric));
     w.key("k").value(static_cast<long long>(params.k));
     w.key("threads").value(params.threads);
-    w.key("base").begin_object().key("path").value(search.base).key("rows").value(static_cast<long long>(data.base.rows));
+    w.key("base").begin_object().key("path").value(search.base);
+    w.key("rows").value(static_cast<long long>(data.base.rows));
     w.key("cols").value(static_cast<long long>(data.base.cols)).end_object();
     w.key("queries").begin_object().key("path").value(search.query);
     w.key("rows").value(static_cast<long long>(data.queries.rows)).end_object();

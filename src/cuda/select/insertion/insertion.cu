@@ -11,6 +11,7 @@
 // elements beat the k-th; max_k (kInsertionMaxK) bounds that worst case.
 #include "core/order.hpp"
 #include "cuda/select/families.cuh"
+#include "cuda/select/insertion/insert_bounded.hpp"
 
 namespace gknn::cuda_detail {
 namespace {
@@ -24,32 +25,19 @@ __global__ void insertion_kernel(SelectInput in, int64_t k, float* __restrict__ 
   const int64_t rows = in.rows;
   const float* keys = in.keys + r * in.stride;
   const int64_t* labels = in.labels ? in.labels + r * in.stride : nullptr;
+  float* my_keys = list_keys + r;  // entry i at my_keys[i * rows]: coalesced across the warp
+  int64_t* my_labels = list_labels + r;
   int64_t len = 0;
-  float worst_key = 0.f;  // the k-th entry once the list is full
+  float worst_key = 0.f;  // the k-th entry, kept in registers once the list is full (the common rejection test)
   int64_t worst_label = 0;
   for (int64_t c = 0; c < in.cols; ++c) {
     const float key = keys[c];
     const int64_t label = labels ? labels[c] : in.label_offset + c;
-    int64_t pos;
-    if (len < k) {
-      pos = len++;
-    } else {
-      if (!detail::ranks_before(key, label, worst_key, worst_label)) continue;
-      pos = k - 1;  // the old k-th is overwritten
-    }
-    while (pos > 0) {
-      const float prev_key = list_keys[(pos - 1) * rows + r];
-      const int64_t prev_label = list_labels[(pos - 1) * rows + r];
-      if (!detail::ranks_before(key, label, prev_key, prev_label)) break;
-      list_keys[pos * rows + r] = prev_key;
-      list_labels[pos * rows + r] = prev_label;
-      --pos;
-    }
-    list_keys[pos * rows + r] = key;
-    list_labels[pos * rows + r] = label;
+    if (len == k && !detail::ranks_before(key, label, worst_key, worst_label)) continue;
+    len = insert_bounded(my_keys, my_labels, rows, len, k, key, label);
     if (len == k) {
-      worst_key = list_keys[(k - 1) * rows + r];
-      worst_label = list_labels[(k - 1) * rows + r];
+      worst_key = my_keys[(k - 1) * rows];
+      worst_label = my_labels[(k - 1) * rows];
     }
   }
 }

@@ -35,4 +35,28 @@ __device__ __forceinline__ float key_from_ordered(uint32_t ordered) {
 /// int64 label -> uint64 with the same order (two's complement: flip the sign bit).
 GKNN_HD uint64_t ordered_label(int64_t label) { return static_cast<uint64_t>(label) ^ (uint64_t{1} << 63); }
 
+// ---- composite sort keys of the sorted output (sort_output.cu) ------------------------------------------
+//
+// One 64-bit radix-sort key per (ordered key, column): the key sits directly above the column bits, so the
+// meaningful bits are exactly [0, 32 + column_bits) and the sort may skip the always-zero top. (The key must
+// not be placed at bit 32 while the sort stops below bit 64: it would then order by the key's low bits.)
+
+/// Bits a column of a row of `cols` keys needs (0 for one column).
+GKNN_HD int composite_column_bits(uint64_t cols) {
+  int bits = 0;
+  while (bits < 64 && (cols - 1) >> bits) ++bits;
+  return bits;
+}
+/// End bit of the radix sort over composite keys: every higher bit is zero.
+GKNN_HD int composite_end_bit(int column_bits) { return 32 + column_bits; }
+GKNN_HD uint64_t composite_key(uint32_t ordered, uint32_t column, int column_bits) {
+  return (uint64_t{ordered} << column_bits) | column;
+}
+GKNN_HD uint32_t composite_ordered(uint64_t composite, int column_bits) {
+  return static_cast<uint32_t>(composite >> column_bits);
+}
+GKNN_HD uint32_t composite_column(uint64_t composite, int column_bits) {
+  return static_cast<uint32_t>(composite & ((uint64_t{1} << column_bits) - 1));
+}
+
 }  // namespace gknn::cuda_detail::large_k

@@ -1,6 +1,5 @@
 // sort_output.cu: CUB sort of the selected pairs (see sort_output.cuh).
 #include <algorithm>
-#include <bit>
 #include <climits>
 
 #include <cub/device/device_radix_sort.cuh>
@@ -22,8 +21,8 @@ struct Layout {
   size_t a0 = 0, a1 = 0, b0 = 0, b1 = 0, offsets = 0, temp = 0, temp_bytes = 0, total = 0;
 };
 
-/// Bits of the composite key (ordered key << 32 | column) that can differ.
-int composite_end_bit(int64_t cols) { return 32 + std::bit_width(static_cast<uint64_t>(cols - 1)); }
+/// Radix-sort end bit of the composite keys (ordered.cuh) of rows of `cols` keys.
+int end_bit_for(int64_t cols) { return composite_end_bit(composite_column_bits(static_cast<uint64_t>(cols))); }
 
 size_t cub_temp_bytes(int64_t chunk_rows, int64_t cols, int64_t k, bool user_labels) {
   size_t bytes = 0, more = 0;
@@ -31,12 +30,12 @@ size_t cub_temp_bytes(int64_t chunk_rows, int64_t cols, int64_t k, bool user_lab
   if (!user_labels) {
     cub::DoubleBuffer<uint64_t> keys(nullptr, nullptr);
     if (chunk_rows == 1)
-      GKNN_CUDA_TRY(cub::DeviceRadixSort::SortKeys(nullptr, bytes, keys, items, 0, composite_end_bit(cols)));
+      GKNN_CUDA_TRY(cub::DeviceRadixSort::SortKeys(nullptr, bytes, keys, items, 0, end_bit_for(cols)));
     else
       GKNN_CUDA_TRY(cub::DeviceSegmentedRadixSort::SortKeys(nullptr, bytes, keys, items, static_cast<int>(chunk_rows),
                                                             static_cast<const int*>(nullptr),
                                                             static_cast<const int*>(nullptr), 0,
-                                                            composite_end_bit(cols)));
+                                                            end_bit_for(cols)));
     return bytes;
   }
   cub::DoubleBuffer<int64_t> labels(nullptr, nullptr);
@@ -75,7 +74,8 @@ __global__ void segment_offsets_kernel(int* offsets, int64_t count, int64_t k) {
 
 /// out rows [row0, row0 + gridDim.y) -> packed arrays: composite keys, or (labels, ordered keys).
 __global__ void gather_kernel(const float* keys, const int64_t* labels, int64_t stride, int64_t k, int64_t label_offset,
-                              bool user_labels, uint64_t* composite, int64_t* packed_labels, uint32_t* packed_keys) {
+                              bool user_labels, int column_bits, uint64_t* composite, int64_t* packed_labels,
+                              uint32_t* packed_keys) {
   const int64_t j = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (j >= k) return;
   const int64_t src = blockIdx.y * stride + j, dst = blockIdx.y * k + j;
@@ -84,13 +84,13 @@ __global__ void gather_kernel(const float* keys, const int64_t* labels, int64_t 
     packed_labels[dst] = labels[src];
     packed_keys[dst] = key;
   } else {
-    composite[dst] = (uint64_t{key} << 32) | static_cast<uint64_t>(labels[src] - label_offset);
+    composite[dst] = composite_key(key, static_cast<uint32_t>(labels[src] - label_offset), column_bits);
   }
 }
 
 __global__ void scatter_kernel(float* keys, int64_t* labels, int64_t stride, int64_t k, int64_t label_offset,
-                               bool user_labels, const uint64_t* composite, const int64_t* packed_labels,
-                               const uint32_t* packed_keys) {
+                               bool user_labels, int column_bits, const uint64_t* composite,
+                               const int64_t* packed_labels, const uint32_t* packed_keys) {
   const int64_t j = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   if (j >= k) return;
   const int64_t dst = blockIdx.y * stride + j, src = blockIdx.y * k + j;
@@ -99,8 +99,8 @@ __global__ void scatter_kernel(float* keys, int64_t* labels, int64_t stride, int
     labels[dst] = packed_labels[src];
   } else {
     const uint64_t c = composite[src];
-    keys[dst] = key_from_ordered(static_cast<uint32_t>(c >> 32));
-    labels[dst] = label_offset + static_cast<int64_t>(c & 0xFFFFFFFFull);
+    keys[dst] = key_from_ordered(composite_ordered(c, column_bits));
+    labels[dst] = label_offset + static_cast<int64_t>(composite_column(c, column_bits));
   }
 }
 
@@ -127,6 +127,7 @@ void sort_output(const SelectOutput& out, int64_t rows, int64_t cols, int64_t k,
   auto* offsets = reinterpret_cast<int*>(base + l.offsets);
   void* temp = base + l.temp;
   const int threads = 256;
+  const int column_bits = composite_column_bits(static_cast<uint64_t>(cols));
   if (plan.chunk_rows > 1) {
     segment_offsets_kernel<<<static_cast<unsigned>((plan.chunk_rows + threads) / threads), threads, 0, stream>>>(
         offsets, plan.chunk_rows, k);
@@ -140,7 +141,8 @@ void sort_output(const SelectOutput& out, int64_t rows, int64_t cols, int64_t k,
     int64_t* labels = out.labels + row0 * out.stride;
     auto* la0 = reinterpret_cast<int64_t*>(a0);
     auto* la1 = reinterpret_cast<int64_t*>(a1);
-    gather_kernel<<<grid, threads, 0, stream>>>(keys, labels, out.stride, k, label_offset, user_labels, a0, la0, b0);
+    gather_kernel<<<grid, threads, 0, stream>>>(keys, labels, out.stride, k, label_offset, user_labels, column_bits, a0,
+                                                la0, b0);
     GKNN_CUDA_CHECK_LAUNCH();
     size_t temp_bytes = l.temp_bytes;
     const uint64_t* sorted_composite = nullptr;
@@ -148,7 +150,7 @@ void sort_output(const SelectOutput& out, int64_t rows, int64_t cols, int64_t k,
     const uint32_t* sorted_keys = nullptr;
     if (!user_labels) {
       cub::DoubleBuffer<uint64_t> c(a0, a1);
-      const int end_bit = composite_end_bit(cols);
+      const int end_bit = composite_end_bit(column_bits);
       if (chunk == 1 && plan.chunk_rows == 1)
         GKNN_CUDA_TRY(cub::DeviceRadixSort::SortKeys(temp, temp_bytes, c, items, 0, end_bit, stream));
       else
@@ -174,7 +176,7 @@ void sort_output(const SelectOutput& out, int64_t rows, int64_t cols, int64_t k,
       sorted_keys = key.Current();
     }
     scatter_kernel<<<grid, threads, 0, stream>>>(keys, labels, out.stride, k, label_offset, user_labels,
-                                                 sorted_composite, sorted_labels, sorted_keys);
+                                                 column_bits, sorted_composite, sorted_labels, sorted_keys);
     GKNN_CUDA_CHECK_LAUNCH();
   }
 }

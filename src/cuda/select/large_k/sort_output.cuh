@@ -1,8 +1,8 @@
 // sort_output.cuh: sorts each row's k selected (key, label) pairs in the total order with CUB radix sort
 // (thesis 4.3: "Radix sort ... uses a constant number of passes over global memory").
 //
-// Column labels (labels == nullptr): one sort of 64-bit keys (ordered key << 32 | column), keys only, over
-// only the bits the columns need. User labels: a sort by label, then a stable sort by key.
+// Column labels (labels == nullptr): one sort of 64-bit keys (the ordered key directly above the column bits,
+// ordered.cuh), keys only, over only the bits that can be set. User labels: a sort by label, then a stable sort by key.
 #pragma once
 
 #include <cstddef>

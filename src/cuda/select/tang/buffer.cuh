@@ -18,6 +18,7 @@ inline constexpr int kBufferSize = 8;
 
 template <class E, int B = kBufferSize>
 struct CandidateBuffer {
+  static_assert(B >= 2 && (B & (B - 1)) == 0, "the sort network needs a power-of-two buffer");
   E slot[B];
   int count = 0;
 
@@ -38,7 +39,7 @@ struct CandidateBuffer {
         GKNN_TANG_UNROLL
         for (int i = 0; i < B; ++i) {
           const int j = i ^ stride;
-          if (j <= i) continue;
+          if (j <= i || j >= B) continue;  // j < B always holds (B a power of two); said for the compiler
           const bool ascending = (i & size) == 0;
           if (ascending ? ranks_before(slot[j], slot[i]) : ranks_before(slot[i], slot[j])) {
             const E t = slot[i];
