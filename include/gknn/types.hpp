@@ -34,9 +34,9 @@ struct MatrixView {
   T* row(int64_t i) const noexcept { return data + i * row_stride(); }
   bool empty() const noexcept { return rows == 0 || cols == 0; }
   /// A mutable view converts to a read-only one.
-  operator MatrixView<const T>() const noexcept
-    requires(!std::is_const_v<T>)
-  {
+  template <class U = T>
+    requires(!std::is_const_v<U>)
+  operator MatrixView<const U>() const noexcept {
     return {data, rows, cols, stride};
   }
 };

@@ -1,8 +1,11 @@
 #include "core/finalize.hpp"
 
 #include <algorithm>
+#include <limits>
+#include <new>
 
 #include "core/keys.hpp"
+#include "gknn/error.hpp"
 
 namespace gknn::detail {
 
@@ -10,8 +13,16 @@ Result finalize(KeyResult keys, Metric metric, double p, int64_t k) {
   Result out;
   out.rows = keys.rows;
   out.k = k;
-  out.distances.assign(static_cast<size_t>(keys.rows * k), padding_value(metric));
-  out.indices.assign(static_cast<size_t>(keys.rows * k), -1);
+  // k > n pads every row, so a huge k is a huge allocation: refuse it by name instead of a bare bad_alloc.
+  GKNN_EXPECT(keys.rows == 0 || k <= std::numeric_limits<int64_t>::max() / 12 / keys.rows, ErrorCode::OutOfMemory,
+              "a result of ", keys.rows, " x k = ", k, " entries cannot be addressed");
+  try {
+    out.distances.assign(static_cast<size_t>(keys.rows * k), padding_value(metric));
+    out.indices.assign(static_cast<size_t>(keys.rows * k), -1);
+  } catch (const std::bad_alloc&) {
+    fail(ErrorCode::OutOfMemory, "a result of ", keys.rows, " x k = ", k, " entries (", keys.rows * k * 12,
+         " bytes) does not fit in host memory; lower k");
+  }
   const int64_t kept = std::min(k, keys.k);
   for (int64_t i = 0; i < keys.rows; ++i)
     for (int64_t j = 0; j < kept; ++j) {

@@ -26,7 +26,8 @@ void validate_search(FloatView base, FloatView queries, const SearchParams& para
   GKNN_EXPECT(params.k > 0, ErrorCode::InvalidArgument, "k must be positive (got ", params.k, ")");
   GKNN_EXPECT(params.metric != Metric::Lp || (params.p > 0 && std::isfinite(params.p)), ErrorCode::InvalidArgument,
               "metric lp needs a finite p > 0 (got p = ", params.p, ")");
-  GKNN_EXPECT(params.threads >= 0, ErrorCode::InvalidArgument, "threads must be >= 0 (got ", params.threads, ")");
+  GKNN_EXPECT(params.threads >= 0 && params.threads <= kMaxThreads, ErrorCode::InvalidArgument, "threads must be in [0, ",
+              kMaxThreads, "] (got ", params.threads, ")");
   validate_matrix(base, "base", false);
   validate_matrix(queries, "queries", true);
   GKNN_EXPECT(base.cols == queries.cols, ErrorCode::InvalidArgument, "base dimension ", base.cols,

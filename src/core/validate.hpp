@@ -8,6 +8,9 @@
 
 namespace gknn::detail {
 
+/// Upper bound of SearchParams::threads (0 = all hardware threads).
+constexpr int kMaxThreads = 4096;
+
 /// Shape, stride and finiteness of one matrix argument; `what` names it in messages ("base", "queries").
 void validate_matrix(FloatView m, std::string_view what, bool allow_empty_rows);
 void validate_search(FloatView base, FloatView queries, const SearchParams& params);

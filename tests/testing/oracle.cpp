@@ -107,24 +107,41 @@ std::string check_search(const Result& got, FloatView base, FloatView queries, c
   return "";
 }
 
-std::string check_select(const Result& got, FloatView values, const int64_t* labels, int64_t k, Order order) {
-  if (got.rows != values.rows || got.k != k) return message("shape ", got.rows, "x", got.k, ", expected ", values.rows, "x", k);
+SelectExpectation expected_select(FloatView values, const int64_t* labels, Order order) {
+  SelectExpectation e{values.rows, values.cols, order, {}, {}};
   const bool desc = order == Order::Descending;
+  e.values.reserve(size_t(values.rows * values.cols));
+  e.labels.reserve(size_t(values.rows * values.cols));
   for (int64_t r = 0; r < values.rows; ++r) {
     std::vector<int64_t> cols(static_cast<size_t>(values.cols));
     std::iota(cols.begin(), cols.end(), 0);
     auto label = [&](int64_t c) { return labels ? labels[r * values.row_stride() + c] : c; };
     auto key = [&](int64_t c) { return desc ? -double(values.row(r)[c]) : double(values.row(r)[c]); };
     std::sort(cols.begin(), cols.end(), [&](int64_t a, int64_t b) { return key(a) < key(b) || (key(a) == key(b) && label(a) < label(b)); });
+    for (int64_t c : cols) {
+      e.values.push_back(values.row(r)[c]);
+      e.labels.push_back(label(c));
+    }
+  }
+  return e;
+}
+
+std::string check_select(const Result& got, const SelectExpectation& e, int64_t k) {
+  if (got.rows != e.rows || got.k != k) return message("shape ", got.rows, "x", got.k, ", expected ", e.rows, "x", k);
+  const bool desc = e.order == Order::Descending;
+  for (int64_t r = 0; r < e.rows; ++r)
     for (int64_t j = 0; j < k; ++j) {
-      const bool pad = j >= values.cols;
-      const int64_t want_label = pad ? -1 : label(cols[size_t(j)]);
-      const float want_value = pad ? (desc ? -INFINITY : INFINITY) : values.row(r)[cols[size_t(j)]];
+      const bool pad = j >= e.cols;
+      const int64_t want_label = pad ? -1 : e.labels[size_t(r * e.cols + j)];
+      const float want_value = pad ? (desc ? -INFINITY : INFINITY) : e.values[size_t(r * e.cols + j)];
       if (got.index(r, j) != want_label || !(got.distance(r, j) == want_value))
         return message("row ", r, " rank ", j, ": got (", got.index(r, j), ", ", got.distance(r, j), "), expected (", want_label, ", ", want_value, ")");
     }
-  }
   return "";
+}
+
+std::string check_select(const Result& got, FloatView values, const int64_t* labels, int64_t k, Order order) {
+  return check_select(got, expected_select(values, labels, order), k);
 }
 
 }  // namespace gknn::testing

@@ -33,6 +33,16 @@ struct CheckOptions {
 std::string check_search(const Result& got, FloatView base, FloatView queries, const SearchParams& params,
                          const CheckOptions& options = {}, const std::vector<OracleRow>* truth = nullptr);
 
+/// Every row of a select_k input sorted in the total order: (value, label) per rank. Computed once per input
+/// and order, then checked against any k.
+struct SelectExpectation {
+  int64_t rows = 0, cols = 0;
+  Order order = Order::Ascending;
+  std::vector<float> values;
+  std::vector<int64_t> labels;
+};
+SelectExpectation expected_select(FloatView values, const int64_t* labels, Order order);
+std::string check_select(const Result& got, const SelectExpectation& expected, int64_t k);
 /// Same for select_k: `values` rows, labels optional.
 std::string check_select(const Result& got, FloatView values, const int64_t* labels, int64_t k, Order order);
 
