@@ -9,6 +9,15 @@
 
 namespace gknn::detail {
 
+void restore_tie_order(const float* values, int64_t* indices, int64_t count) {
+  for (int64_t begin = 0; begin < count;) {
+    int64_t end = begin + 1;
+    while (end < count && values[end] == values[begin]) ++end;
+    std::sort(indices + begin, indices + end);
+    begin = end;
+  }
+}
+
 Result finalize(KeyResult keys, Metric metric, double p, int64_t k) {
   Result out;
   out.rows = keys.rows;
@@ -24,12 +33,14 @@ Result finalize(KeyResult keys, Metric metric, double p, int64_t k) {
          " bytes) does not fit in host memory; lower k");
   }
   const int64_t kept = std::min(k, keys.k);
-  for (int64_t i = 0; i < keys.rows; ++i)
+  for (int64_t i = 0; i < keys.rows; ++i) {
     for (int64_t j = 0; j < kept; ++j) {
       const size_t from = static_cast<size_t>(i * keys.k + j), to = static_cast<size_t>(i * k + j);
       out.distances[to] = key_to_value(metric, p, keys.distances[from]);
       out.indices[to] = keys.indices[from];
     }
+    restore_tie_order(out.distances.data() + i * k, out.indices.data() + i * k, kept);
+  }
   return out;
 }
 

@@ -5,6 +5,10 @@
 
 namespace gknn::detail {
 
+/// sqrt and pow are monotone but not injective in float: distinct keys can become equal values. Equal values
+/// must still be ordered by index (the total order), so each run of equal values gets its indices re-sorted.
+void restore_tie_order(const float* values, int64_t* indices, int64_t count);
+
 /// keys: q x k_eff ascending keys; returns q x k values in the user's metric, padded with -1 / worst value.
 Result finalize(KeyResult keys, Metric metric, double p, int64_t k);
 
