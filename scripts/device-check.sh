@@ -10,6 +10,9 @@
 # Full logs and the benchmark tables go to $OUT (default ./device-out); the last lines on stdout are a short
 # summary: test counts per label and the fastest pair of each benchmark configuration next to torch.
 #
+# Tests and benchmarks are switched on explicitly at every configure: a build dir configured earlier with
+# GKNN_BUILD_TESTS=OFF would otherwise keep OFF in its cache and ctest would run stale test binaries.
+#
 # Device time is scarce and one command may run 10 minutes: split a session into calls, since build-device is
 # kept between calls on the same machine:  --build-only, then --tests-only, then --bench-only.
 set -uo pipefail
@@ -64,7 +67,7 @@ if [[ $do_build == 1 ]]; then
   generator=()
   command -v ninja >/dev/null && [[ ! -f $build/Makefile ]] && generator=(-G Ninja)
   t0=$SECONDS
-  if cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DGKNN_CUDA=ON \
+  if cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DGKNN_CUDA=ON -DGKNN_BUILD_TESTS=ON -DGKNN_BUILD_BENCH=ON \
        -DCMAKE_CUDA_ARCHITECTURES=90 >"$out/configure.log" 2>&1 &&
      cmake --build "$build" -j "$jobs" >"$out/build.log" 2>&1; then
     note "build        OK ($((SECONDS - t0)) s; logs: configure.log, build.log)"

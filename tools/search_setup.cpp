@@ -27,6 +27,9 @@ void SearchOptions::add_to(CLI::App& app) {
   app.add_option("--threads", threads, "CPU threads (0: all)")->check(CLI::Range(0, 4096))->capture_default_str();
   app.add_option("--memory-budget", memory_budget, "working memory in bytes, e.g. 512M or 2G (default: automatic)")
       ->check(name_check([](const std::string& s) { parse_bytes(s); }, "SIZE"));
+  app.add_option("--tang-m", tang_m, "level size m of merge_queue (a power of two, 1..512)")->capture_default_str();
+  app.add_option("--tang-group", tang_group, "group size G of the hierarchical partition (+hp), 2..1024")
+      ->capture_default_str();
 }
 
 SearchParams SearchOptions::params() const {
@@ -36,6 +39,8 @@ SearchParams SearchOptions::params() const {
   params.p = p;
   params.backend = parse_backend(backend);
   params.distance = parse_distance(distance);
+  params.select_options.tang.m = tang_m;
+  params.select_options.tang.group = tang_group;
   params.select = parse_select(select, &params.select_options.tang);
   params.threads = threads;
   params.memory_budget = memory_budget.empty() ? 0 : parse_bytes(memory_budget);

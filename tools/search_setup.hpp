@@ -23,8 +23,10 @@ struct SearchOptions {
   std::string select = "auto";
   int threads = 0;
   std::string memory_budget;  ///< empty: automatic
+  int tang_m = TangOptions{}.m;          ///< merge-queue level size of Tang's queues
+  int tang_group = TangOptions{}.group;  ///< hierarchical-partition group size G
 
-  /// Registers --base, --query, -k, --metric, -p, --backend, --distance, --select, --threads, --memory-budget.
+  /// Registers --base, --query, -k, --metric, -p, --backend, --distance, --select, --threads, --memory-budget, --tang-m, --tang-group.
   void add_to(CLI::App& app);
   /// Names were validated by CLI11 already; this converts them (and the memory budget) to SearchParams.
   SearchParams params() const;

@@ -10,6 +10,10 @@ Query chunks keep the distance matrix under --chunk-bytes. Same data family as b
 import argparse
 import statistics
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/gpu, where torch_common.py lives
+import torch_common as tc  # noqa: E402 (needs the path above)
 
 CONFIGS = {
     "garcia": (16384, 4096, 128, 16),
@@ -33,18 +37,9 @@ def run(torch, base, queries, k, method, chunk_rows):
 
 
 def measure(torch, base, queries, k, method, chunk_rows, repeats, long_run_s):
-    run(torch, base, queries, k, method, chunk_rows)  # warm-up
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeats):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        run(torch, base, queries, k, method, chunk_rows)
-        stop.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(stop))
-        if times[-1] > long_run_s * 1e3:
-            break
+    """(median ms, runs timed) of run() after one warm-up run; stops after the first run longer than long_run_s."""
+    times = tc.cuda_times_ms(lambda: run(torch, base, queries, k, method, chunk_rows), warmup=1, reps=repeats,
+                             stop_after_ms=long_run_s * 1e3)
     return statistics.median(times), len(times)
 
 
@@ -56,14 +51,8 @@ def main():
     ap.add_argument("--chunk-bytes", type=float, default=8e9)
     ap.add_argument("--out", default="torch_peer.md")
     args = ap.parse_args()
-    try:
-        import torch
-    except ImportError:
-        print("torch_peer: SKIPPED: torch is not installed")
-        return 0
-    if not torch.cuda.is_available():
-        print("torch_peer: SKIPPED: torch sees no CUDA device")
-        return 0
+    # A skip, not a failure: scripts/device-check.sh runs this on machines that may lack torch.
+    torch = tc.import_torch_or_exit("torch_peer: SKIPPED: {reason}", exit_code=0, stream=sys.stdout)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     lines = [f"# torch peer (torch {torch.__version__}, {torch.cuda.get_device_name(0)}, TF32 off)", "",
@@ -86,8 +75,7 @@ def main():
             print(line, flush=True)
         del base, queries
         torch.cuda.empty_cache()
-    with open(args.out, "w") as f:
-        f.write("\n".join(lines) + "\n")
+    tc.write_lines(args.out, lines)
     return 0
 
 

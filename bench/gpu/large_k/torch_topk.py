@@ -7,8 +7,11 @@ driver (method torch_topk), so plot.py can put both in one table and one figure.
   python3 bench/gpu/large_k/torch_topk.py [--quick] [--reps N] [--warmup N] [--csv FILE]
 """
 import argparse
-import statistics
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/gpu, where torch_common.py lives
+import torch_common as tc  # noqa: E402 (needs the path above)
 
 
 def k_values(n):
@@ -17,23 +20,13 @@ def k_values(n):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="small shapes (a smoke test)")
-    ap.add_argument("--reps", type=int, default=10)
-    ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--device", type=int, default=0)
+    tc.add_common_args(ap, reps=10, warmup=2)
     ap.add_argument("--csv", default="bench/results/large_k_torch.csv")
     args = ap.parse_args()
-    try:
-        import torch
-    except ImportError:
-        print("torch_topk.py: torch is not installed; nothing measured", file=sys.stderr)
-        return 3
-    if not torch.cuda.is_available():
-        print("torch_topk.py: torch sees no CUDA device; nothing measured", file=sys.stderr)
-        return 3
+    torch = tc.import_torch_or_exit()
     dev = torch.device("cuda", args.device)
     shapes = [(64, 1 << 18), (1024, 1 << 15)] if args.quick else [(1000, 1 << 20), (8192, 1 << 17)]
-    lines = ["rows,cols,k,method,sorted,ms,gkeys_per_s,note"]
+    table = []
     for rows, cols in shapes:
         gen = torch.Generator(device=dev)
         gen.manual_seed(0x1A46E5EED)
@@ -42,32 +35,18 @@ def main():
             for sorted_ in (True, False):
                 note, ms = "", -1.0
                 try:
-                    for _ in range(args.warmup):
-                        torch.topk(x, k, dim=1, largest=False, sorted=sorted_)
-                    torch.cuda.synchronize(dev)
-                    times = []
-                    for _ in range(args.reps):
-                        start = torch.cuda.Event(enable_timing=True)
-                        stop = torch.cuda.Event(enable_timing=True)
-                        start.record()
-                        values, indices = torch.topk(x, k, dim=1, largest=False, sorted=sorted_)
-                        stop.record()
-                        torch.cuda.synchronize(dev)
-                        times.append(start.elapsed_time(stop))
-                        del values, indices
-                    ms = statistics.median(times)
+                    ms = tc.time_cuda(lambda: torch.topk(x, k, dim=1, largest=False, sorted=sorted_), args.warmup,
+                                      args.reps, dev)
                 except RuntimeError as e:  # e.g. out of memory
-                    note = "failed: " + str(e).splitlines()[0].replace(",", ";")
+                    note = tc.error_note("failed: ", e)
                     torch.cuda.empty_cache()
                 gkeys = rows * cols / (ms * 1e6) if ms > 0 else 0.0
                 print(f"{rows:6d} x {cols:<8d} k={k:<8d} torch_topk {'sorted' if sorted_ else 'unsorted':8s} "
                       f"{ms:10.3f} ms {note}", flush=True)
-                lines.append(f"{rows},{cols},{k},torch_topk,{int(sorted_)},{ms},{gkeys},{note}")
+                table.append([rows, cols, k, "torch_topk", int(sorted_), ms, gkeys, note])
         del x
         torch.cuda.empty_cache()
-    with open(args.csv, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print(f"wrote {args.csv}")
+    tc.write_csv(args.csv, ["rows", "cols", "k", "method", "sorted", "ms", "gkeys_per_s", "note"], table)
     return 0
 
 

@@ -8,48 +8,25 @@ Writes a CSV with the columns of the C++ driver (implementation torch), so plot.
   python3 bench/gpu/select_small/torch_topk.py [--quick] [--reps N] [--warmup N] [--read-bw GBPS] [--csv FILE]
 """
 import argparse
-import statistics
 import sys
+from pathlib import Path
 
-
-def timed_ms(torch, fn, reps, warmup, dev):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize(dev)
-    times = []
-    for _ in range(reps):
-        start = torch.cuda.Event(enable_timing=True)
-        stop = torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        stop.record()
-        torch.cuda.synchronize(dev)
-        times.append(start.elapsed_time(stop))
-    return statistics.median(times)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/gpu, where torch_common.py lives
+import torch_common as tc  # noqa: E402 (needs the path above)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="small shapes (a smoke test)")
-    ap.add_argument("--reps", type=int, default=7)
-    ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--device", type=int, default=0)
+    tc.add_common_args(ap, reps=7, warmup=2)
     ap.add_argument("--read-bw", type=float, default=0.0, help="read bandwidth in GB/s (default: measure)")
     ap.add_argument("--csv", default="bench/results/select_small_torch.csv")
     args = ap.parse_args()
-    try:
-        import torch
-    except ImportError:
-        print("torch_topk.py: torch is not installed; nothing measured", file=sys.stderr)
-        return 3
-    if not torch.cuda.is_available():
-        print("torch_topk.py: torch sees no CUDA device; nothing measured", file=sys.stderr)
-        return 3
+    torch = tc.import_torch_or_exit()
     dev = torch.device("cuda", args.device)
     read_bw = args.read_bw
     if read_bw <= 0:
         buf = torch.rand(1 << 29, device=dev, dtype=torch.float32)  # 2 GiB
-        ms = timed_ms(torch, lambda: buf.sum(), args.reps, args.warmup, dev)
+        ms = tc.time_cuda(lambda: buf.sum(), args.warmup, args.reps, dev)
         read_bw = buf.numel() * 4 / (ms * 1e6)
         del buf
     print(f"read bandwidth {read_bw:.1f} GB/s")
@@ -57,7 +34,9 @@ def main():
         shapes, ks = [(128, 1 << 20), (1024, 1 << 17), (1, 1 << 24)], [1, 32, 2048, 4096]
     else:
         shapes, ks = [(1024, 1 << 20), (8192, 1 << 17), (1, 1 << 27)], [1, 8, 32, 128, 512, 2048, 4096]
-    lines = ["implementation,algorithm,thread_queue,prefetch,q,n,k,ms,gkeys_per_s,gbytes_per_s,pct_read_bw,note"]
+    header = ["implementation", "algorithm", "thread_queue", "prefetch", "q", "n", "k", "ms", "gkeys_per_s",
+              "gbytes_per_s", "pct_read_bw", "note"]
+    rows = []
     for q, n in shapes:
         gen = torch.Generator(device=dev)
         gen.manual_seed(0x5E1EC7)
@@ -65,18 +44,16 @@ def main():
         for k in ks:
             note, ms = "", -1.0
             try:
-                ms = timed_ms(torch, lambda: torch.topk(x, k, dim=1, largest=False, sorted=True), args.reps,
-                              args.warmup, dev)
+                ms = tc.time_cuda(lambda: torch.topk(x, k, dim=1, largest=False, sorted=True), args.warmup,
+                                  args.reps, dev)
             except RuntimeError as e:  # e.g. out of memory
-                note = "not run: " + str(e).splitlines()[0].replace(",", ";")
+                note = tc.error_note("not run: ", e)
             gkeys = q * n / (ms * 1e6) if ms > 0 else 0.0
             pct = 100.0 * 4 * gkeys / read_bw
             print(f"{q:5d} x {n:<10d} k={k:<5d} torch.topk {ms:9.3f} ms {gkeys:8.1f} Gkeys/s {pct:5.1f}% {note}")
-            lines.append(f"torch,torch.topk,0,0,{q},{n},{k},{ms},{gkeys},{4 * gkeys},{pct},{note}")
+            rows.append(["torch", "torch.topk", 0, 0, q, n, k, ms, gkeys, 4 * gkeys, pct, note])
         del x
-    with open(args.csv, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print(f"wrote {args.csv}")
+    tc.write_csv(args.csv, header, rows)
     return 0
 
 

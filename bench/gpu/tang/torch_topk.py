@@ -7,8 +7,11 @@ into its table (--torch-csv).
   python3 bench/gpu/tang/torch_topk.py [--quick] [--full] [--reps N] [--warmup N] [--csv FILE]
 """
 import argparse
-import statistics
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/gpu, where torch_common.py lives
+import torch_common as tc  # noqa: E402 (needs the path above)
 
 
 def cells(quick, full):
@@ -23,22 +26,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="Q = 2^10 and three cells (a smoke test)")
     ap.add_argument("--full", action="store_true", help="all 24 (N, k) pairs instead of the paper's two sweeps")
-    ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--warmup", type=int, default=1)
-    ap.add_argument("--device", type=int, default=0)
+    tc.add_timing_args(ap, reps=5, warmup=1)
     ap.add_argument("--csv", default="bench/results/tang_torch.csv")
     args = ap.parse_args()
-    try:
-        import torch
-    except ImportError:
-        print("torch_topk.py: torch is not installed; nothing measured", file=sys.stderr)
-        return 3
-    if not torch.cuda.is_available():
-        print("torch_topk.py: torch sees no CUDA device; nothing measured", file=sys.stderr)
-        return 3
+    torch = tc.import_torch_or_exit()
     dev = torch.device("cuda", args.device)
     q = 1 << 10 if args.quick else 1 << 13
-    lines = ["q,n,k,method,ms,runs,note"]
+    rows = []
     x, x_n = None, -1
     for n, k in cells(args.quick, args.full):
         if n != x_n:
@@ -50,28 +44,14 @@ def main():
             x_n = n
         note, ms = "", -1.0
         try:
-            for _ in range(args.warmup):
-                torch.topk(x, k, dim=1, largest=False, sorted=True)
-            torch.cuda.synchronize(dev)
-            times = []
-            for _ in range(args.reps):
-                start = torch.cuda.Event(enable_timing=True)
-                stop = torch.cuda.Event(enable_timing=True)
-                start.record()
-                values, indices = torch.topk(x, k, dim=1, largest=False, sorted=True)
-                stop.record()
-                torch.cuda.synchronize(dev)
-                times.append(start.elapsed_time(stop))
-                del values, indices
-            ms = statistics.median(times)
+            ms = tc.time_cuda(lambda: torch.topk(x, k, dim=1, largest=False, sorted=True), args.warmup, args.reps,
+                              dev)
         except RuntimeError as e:  # e.g. out of memory
-            note = "failed: " + str(e).splitlines()[0].replace(",", ";")
+            note = tc.error_note("failed: ", e)
             torch.cuda.empty_cache()
         print(f"N={n:<6d} k={k:<5d} torch.topk {ms:10.3f} ms {note}", flush=True)
-        lines.append(f"{q},{n},{k},torch_topk,{ms},{args.reps},{note}")
-    with open(args.csv, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print(f"wrote {args.csv}")
+        rows.append([q, n, k, "torch_topk", ms, args.reps, note])
+    tc.write_csv(args.csv, ["q", "n", "k", "method", "ms", "runs", "note"], rows)
     return 0
 
 
