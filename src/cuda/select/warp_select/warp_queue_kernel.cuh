@@ -120,13 +120,17 @@ __global__ void __launch_bounds__(32 * kWarps, min_blocks(K)) block_select_kerne
   if (warp == 0) write_queue(q, a, row);
 }
 
-template <bool block, int K, int NT>
-constexpr bool built() {
-  if (GKNN_SELECT_TUNING) return true;
-  if (K >= 1024) return NT == thread_queue::default_length(block, K);  // 32+ slot queues compile slowly
+template <int NT>
+constexpr bool always_built() {
   for (int n : thread_queue::kAlwaysBuilt)
     if (n == NT) return true;
-  return NT == thread_queue::default_length(block, K);
+  return false;
+}
+
+template <bool block, int K, int NT>
+constexpr bool built() {
+  // 32+ slot queues (K >= 1024) compile slowly: only their default thread-queue length is built.
+  return GKNN_SELECT_TUNING || NT == thread_queue::default_length(block, K) || (K < 1024 && always_built<NT>());
 }
 
 template <bool block, int K, int NT, class Idx>
