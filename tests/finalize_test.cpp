@@ -1,9 +1,11 @@
 // finalize_test.cpp: the key -> value step keeps the total order when rounding merges distinct keys.
 #include <cmath>
+#include <string>
 
 #include <gtest/gtest.h>
 
 #include "core/finalize.hpp"
+#include "gknn/error.hpp"
 
 namespace gknn::detail {
 namespace {
