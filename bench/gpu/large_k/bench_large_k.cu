@@ -17,6 +17,7 @@
 #include "cuda/common/buffer.cuh"
 #include "cuda/select/select.cuh"
 #include "gknn/error.hpp"
+#include "../common/command_line.hpp"
 #include "../common/fill_uniform.cuh"
 
 namespace {
@@ -24,37 +25,21 @@ namespace {
 using namespace gknn;
 using namespace gknn::cuda_detail;
 
-struct Args {
-  bool quick = false;
-  int reps = 10;
-  int warmup = 2;
-  int device = 0;
-  std::string csv = "bench/results/large_k.csv";
-  std::string md = "bench/results/large_k.md";
+struct Args : bench::CommonArgs {
+  Args() {
+    reps = 10;
+    warmup = 2;
+    csv = "bench/results/large_k.csv";
+    md = "bench/results/large_k.md";
+  }
 };
 
-[[noreturn]] void usage(const char* why) {
-  std::fprintf(stderr, "gknn_large_k_bench: %s\nusage: gknn_large_k_bench [--quick] [--reps N] [--warmup N] "
-                       "[--device D] [--csv FILE] [--md FILE]\n", why);
-  std::exit(2);
-}
+const bench::CommandLine kCommandLine("gknn_large_k_bench",
+                                      "[--quick] [--reps N] [--warmup N] [--device D] [--csv FILE] [--md FILE]");
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string s = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(("missing value after " + s).c_str());
-      return argv[++i];
-    };
-    if (s == "--quick") a.quick = true;
-    else if (s == "--reps") a.reps = std::max(1, std::atoi(value().c_str()));
-    else if (s == "--warmup") a.warmup = std::max(0, std::atoi(value().c_str()));
-    else if (s == "--device") a.device = std::atoi(value().c_str());
-    else if (s == "--csv") a.csv = value();
-    else if (s == "--md") a.md = value();
-    else usage(("unknown argument " + s).c_str());
-  }
+  kCommandLine.parse(argc, argv, a, [](const std::string&, auto&&) { return false; });
   return a;
 }
 
@@ -187,10 +172,5 @@ int run(const Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(parse(argc, argv));
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "gknn_large_k_bench: %s\n", e.what());
-    return 1;
-  }
+  return kCommandLine.guarded([&] { return run(parse(argc, argv)); });
 }

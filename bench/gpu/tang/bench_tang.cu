@@ -30,6 +30,7 @@
 #include "cuda/select/select.cuh"
 #include "cuda/select/tang/layout.hpp"
 #include "gknn/error.hpp"
+#include "../common/command_line.hpp"
 #include "../common/fill_uniform.cuh"
 
 namespace {
@@ -37,28 +38,24 @@ namespace {
 using namespace gknn;
 using namespace gknn::cuda_detail;
 
-struct Args {
-  bool quick = false;
+struct Args : bench::CommonArgs {
   bool full = false;
   bool cpu = true;
-  int reps = 5;
-  int warmup = 1;
-  int device = 0;
   int m = 8;
   int group = 4;
   double slow_ms = 2000.0;
-  std::string csv = "bench/results/tang.csv";
-  std::string md = "bench/results/tang.md";
   std::string torch_csv;  ///< optional: torch_topk.py's CSV, merged into the table
+  Args() {
+    reps = 5;
+    warmup = 1;
+    csv = "bench/results/tang.csv";
+    md = "bench/results/tang.md";
+  }
 };
 
-[[noreturn]] void usage(const char* why) {
-  std::fprintf(stderr,
-               "gknn_tang_bench: %s\nusage: gknn_tang_bench [--quick] [--full] [--reps N] [--warmup N] [--m M] "
-               "[--group G] [--no-cpu] [--slow-ms MS] [--device D] [--csv FILE] [--md FILE] [--torch-csv FILE]\n",
-               why);
-  std::exit(2);
-}
+const bench::CommandLine kCommandLine("gknn_tang_bench",
+                                      "[--quick] [--full] [--reps N] [--warmup N] [--m M] [--group G] [--no-cpu] "
+                                      "[--slow-ms MS] [--device D] [--csv FILE] [--md FILE] [--torch-csv FILE]");
 
 Args parse(int argc, char** argv) {
   Args a;
@@ -70,26 +67,16 @@ Args parse(int argc, char** argv) {
     a.md = dir + "/tang.md";
     if (std::ifstream(dir + "/tang_torch.csv")) a.torch_csv = dir + "/tang_torch.csv";
   }
-  for (int i = 1; i < argc; ++i) {
-    const std::string s = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(("missing value after " + s).c_str());
-      return argv[++i];
-    };
-    if (s == "--quick") a.quick = true;
-    else if (s == "--full") a.full = true;
+  kCommandLine.parse(argc, argv, a, [&](const std::string& s, auto&& value) {
+    if (s == "--full") a.full = true;
     else if (s == "--no-cpu") a.cpu = false;
-    else if (s == "--reps") a.reps = std::max(1, std::atoi(value().c_str()));
-    else if (s == "--warmup") a.warmup = std::max(0, std::atoi(value().c_str()));
     else if (s == "--m") a.m = std::atoi(value().c_str());
     else if (s == "--group") a.group = std::atoi(value().c_str());
     else if (s == "--slow-ms") a.slow_ms = std::atof(value().c_str());
-    else if (s == "--device") a.device = std::atoi(value().c_str());
-    else if (s == "--csv") a.csv = value();
-    else if (s == "--md") a.md = value();
     else if (s == "--torch-csv") a.torch_csv = value();
-    else usage(("unknown argument " + s).c_str());
-  }
+    else return false;
+    return true;
+  });
   return a;
 }
 
@@ -396,10 +383,5 @@ int run(const Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(parse(argc, argv));
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "gknn_tang_bench: %s\n", e.what());
-    return 1;
-  }
+  return kCommandLine.guarded([&] { return run(parse(argc, argv)); });
 }
