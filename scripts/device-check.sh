@@ -31,6 +31,7 @@ usage: scripts/device-check.sh [options]
   --quick             benchmarks on garcia,sift10k only, 3 repeats
   --no-torch          skip the torch peer
   --jobs N            build parallelism (default 16)
+  --gpu-jobs N        gpu tests run N at a time (default 1; tests on small data fit side by side)
 EOF
 }
 
@@ -38,7 +39,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/device-out}
 build=$root/build-device
 do_build=1 do_tests=1 do_bench=1 do_cpu=1 do_torch=1
-filter="" bench_filter="" configs="garcia,sift10k,sift1m" repeats=5 jobs=16
+filter="" bench_filter="" configs="garcia,sift10k,sift1m" repeats=5 jobs=16 gpu_jobs=1
 while [[ $# -gt 0 ]]; do
   case $1 in
     --build-only) do_tests=0 do_bench=0 ;;
@@ -52,6 +53,7 @@ while [[ $# -gt 0 ]]; do
     --quick) configs="garcia,sift10k" repeats=3 ;;
     --no-torch) do_torch=0 ;;
     --jobs) jobs=$2; shift ;;
+    --gpu-jobs) gpu_jobs=$2; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "device-check: unknown option $1" >&2; usage >&2; exit 2 ;;
   esac
@@ -100,7 +102,7 @@ run_ctest() {  # label, parallelism
   fi
 }
 if [[ $do_tests == 1 ]]; then
-  run_ctest gpu 1
+  run_ctest gpu "$gpu_jobs"
   [[ $do_cpu == 1 ]] && run_ctest cpu "$jobs"
 fi
 

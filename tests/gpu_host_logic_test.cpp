@@ -1,6 +1,7 @@
 // gpu_host_logic_test.cpp: the index logic of CUDA kernels that is plain host/device code, checked on the CPU
 // (label cpu, so CI without a GPU runs it): the merge-path pick of the tile merge, and the bounded insertion
-// step of the insertion selector, against std::sort in the total order (ties, -0.0, infinities, user labels).
+// step of the insertion selector, against std::sort in the total order (ties, -0.0, infinities, user labels);
+// the row split of bits (the single-query path).
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -11,6 +12,7 @@
 
 #include "core/order.hpp"
 #include "cuda/pipeline/merge_path.hpp"
+#include "cuda/select/bits/split_plan.hpp"
 #include "cuda/select/insertion/insert_bounded.hpp"
 
 namespace gknn::cuda_detail {
@@ -78,6 +80,15 @@ TEST(InsertBounded, KeepsTheKBestInTotalOrder) {
       ASSERT_TRUE(row[size_t(i)].key == keys[size_t(i * step)]);
     }
   }
+}
+
+TEST(BitsSplit, OnlyFewRowsAreSpreadOverTheDevice) {
+  EXPECT_EQ(bits_split_parts(1, int64_t{1} << 27, 32, 132), 528);  // 4 blocks per SM
+  EXPECT_EQ(bits_split_parts(1, 20000, 32, 132), 2);                // segments of at least 8192 keys
+  EXPECT_EQ(bits_split_parts(1, 5000, 32, 132), 1);
+  EXPECT_EQ(bits_split_parts(131, 8192, 2048, 132), 1);            // 8 * k > row
+  EXPECT_EQ(bits_split_parts(132, int64_t{1} << 27, 32, 132), 1);  // a block per SM already
+  EXPECT_EQ(bits_split_parts(1024, int64_t{1} << 20, 128, 132), 1);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // gpu_large_k_test.cpp: sample select and radix select (large k) called through the selection table, on
 // long and skewed rows, both variants (single- and two-stage), sorted and unsorted output (compared as sets),
-// one block per row (>= 128 rows) and cooperating blocks (few long rows, one row of 2^22), user labels with
-// ties, row strides. The expectation is the exact total order (ascending key, ties by smaller label,
+// one block per row (>= 128 rows) and cooperating blocks (few long rows, one row of 2^22), with and without the
+// sampled bracket (and with a bracket forced to miss), user labels with ties, row strides. The expectation is the exact total order (ascending key, ties by smaller label,
 // -0.0 == +0.0): selection copies values, so results must match exactly.
 #include <algorithm>
 #include <cmath>
@@ -15,6 +15,7 @@
 
 #include "core/order.hpp"
 #include "cuda/common/buffer.cuh"
+#include "cuda/hooks.hpp"
 #include "cuda/select/select.cuh"
 
 namespace gknn::testing {
@@ -104,10 +105,11 @@ struct DeviceRows {
 struct Variant {
   SelectAlgorithm algorithm;
   bool two_stage;
+  bool bracket;
 };
 
 std::string variant_name(const Variant& v) {
-  return to_string(v.algorithm) + (v.two_stage ? "_two_stage" : "_single_stage");
+  return to_string(v.algorithm) + (v.two_stage ? "_two_stage" : "_single_stage") + (v.bracket ? "_bracket" : "");
 }
 void PrintTo(const Variant& v, std::ostream* os) { *os << variant_name(v); }
 
@@ -123,6 +125,7 @@ std::string run_and_check(const Variant& v, const Rows& r, const DeviceRows& dev
   SelectOptions options;
   options.sorted = sorted;
   options.two_stage = v.two_stage;
+  options.sampled_bracket = v.bracket;
   cuda_detail::Workspace workspace;
   cuda_detail::Stream stream;
   const cuda_detail::SelectContext ctx{options, workspace, stream.get(), 0};
@@ -184,12 +187,13 @@ TEST_P(LargeK, LongRowsAllK) {
   check_all_k(GetParam(), r, k_values(r.cols));
 }
 
-// Skewed rows on both paths: 4 rows (cooperating blocks) and 160 rows (one block per row).
+// Skewed rows on both paths: 4 rows (cooperating blocks) and 160 rows (one block per row, long enough for the
+// sampled bracket).
 TEST_P(LargeK, SkewedRows) {
   uint64_t seed = 20;
   for (const char* kind : {"tiny", "many_equal", "all_equal", "powers", "negatives", "special"}) {
     for (int64_t rows : {int64_t{4}, int64_t{160}}) {
-      const Rows r = make_rows(kind, rows, rows == 4 ? 100000 : 30000, seed++);
+      const Rows r = make_rows(kind, rows, rows == 4 ? 100000 : 40000, seed++);
       check_all_k(GetParam(), r, k_values(r.cols), rows == 4);
     }
   }
@@ -199,6 +203,20 @@ TEST_P(LargeK, SkewedRows) {
 TEST_P(LargeK, ManyRows) {
   const Rows r = make_rows("uniform", 300, 50000, 31, /*pad=*/5);
   check_all_k(GetParam(), r, k_values(r.cols));
+}
+
+// A bracket that misses (moved far above or below the k-th key by the test hook) must fall back to the
+// passes from the input and still give the exact result (single-stage has already written outputs then).
+TEST_P(LargeK, MissedBracketFallsBack) {
+  const Rows r = make_rows("uniform", 140, 40000, 35);
+  struct ResetShift {
+    ~ResetShift() { cuda_detail::set_bracket_rank_shift(0); }
+  } reset;  // also when an assertion returns early
+  for (int shift : {-600, 600}) {
+    SCOPED_TRACE("rank shift " + std::to_string(shift));
+    cuda_detail::set_bracket_rank_shift(shift);
+    check_all_k(GetParam(), r, {1, 2048, 4000, 20000, 39999});
+  }
 }
 
 // Short rows: no pass at all (the row fits one block) or exactly one.
@@ -231,10 +249,14 @@ TEST_P(LargeK, SingleLongRow) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Gpu, LargeK,
-                         ::testing::Values(Variant{SelectAlgorithm::RadixSelect, true},
-                                           Variant{SelectAlgorithm::RadixSelect, false},
-                                           Variant{SelectAlgorithm::SampleSelect, true},
-                                           Variant{SelectAlgorithm::SampleSelect, false}),
+                         ::testing::Values(Variant{SelectAlgorithm::RadixSelect, true, true},
+                                           Variant{SelectAlgorithm::RadixSelect, false, true},
+                                           Variant{SelectAlgorithm::SampleSelect, true, true},
+                                           Variant{SelectAlgorithm::SampleSelect, false, true},
+                                           Variant{SelectAlgorithm::RadixSelect, true, false},
+                                           Variant{SelectAlgorithm::RadixSelect, false, false},
+                                           Variant{SelectAlgorithm::SampleSelect, true, false},
+                                           Variant{SelectAlgorithm::SampleSelect, false, false}),
                          [](const ::testing::TestParamInfo<Variant>& info) { return variant_name(info.param); });
 
 }  // namespace

@@ -30,6 +30,14 @@ void SearchOptions::add_to(CLI::App& app) {
   app.add_option("--tang-m", tang_m, "level size m of merge_queue (a power of two, 1..512)")->capture_default_str();
   app.add_option("--tang-group", tang_group, "group size G of the hierarchical partition (+hp), 2..1024")
       ->capture_default_str();
+  app.add_option("--thread-queue", thread_queue, "thread-queue length of warp_select / block_select (0: tuned default)")
+      ->check(CLI::Range(0, 64))
+      ->capture_default_str();
+  app.add_flag("--prefetch", prefetch, "bits: prefetch the row into L2 ahead of the loads");
+  app.add_flag("--single-stage", single_stage,
+               "sample_select / radix_select: move labels with the keys in every pass (default: two-stage)");
+  app.add_flag("--no-bracket", no_bracket,
+               "sample_select / radix_select: skip gknn's sampled bracket pass (the thesis' passes alone)");
 }
 
 SearchParams SearchOptions::params() const {
@@ -42,6 +50,10 @@ SearchParams SearchOptions::params() const {
   params.select_options.tang.m = tang_m;
   params.select_options.tang.group = tang_group;
   params.select = parse_select(select, &params.select_options.tang);
+  params.select_options.thread_queue = thread_queue;
+  params.select_options.prefetch = prefetch;
+  params.select_options.two_stage = !single_stage;
+  params.select_options.sampled_bracket = !no_bracket;
   params.threads = threads;
   params.memory_budget = memory_budget.empty() ? 0 : parse_bytes(memory_budget);
   return params;

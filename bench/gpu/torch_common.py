@@ -70,6 +70,18 @@ def time_cuda(fn, warmup, reps, device=None):
     return statistics.median(cuda_times_ms(fn, warmup, reps, device))
 
 
+def time_topk_smallest(x, k, sorted_, warmup, reps, device, failure_prefix):
+    """Time torch.topk(x, k, dim=1, largest=False, sorted=sorted_) with time_cuda; return (ms, gkeys_per_s, note),
+    gkeys_per_s counting every element of x. When the call raises a RuntimeError (e.g. out of memory) the case is
+    reported, not fatal: (-1.0, 0.0, error_note(failure_prefix, error))."""
+    import torch
+    try:
+        ms = time_cuda(lambda: torch.topk(x, k, dim=1, largest=False, sorted=sorted_), warmup, reps, device)
+    except RuntimeError as e:
+        return -1.0, 0.0, error_note(failure_prefix, e)
+    return ms, (x.numel() / (ms * 1e6) if ms > 0 else 0.0), ""
+
+
 def error_note(prefix, error):
     """prefix + the first line of error's message, with commas made semicolons so it fits one CSV field."""
     return prefix + str(error).splitlines()[0].replace(",", ";")

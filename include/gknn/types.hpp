@@ -108,6 +108,8 @@ struct SelectOptions {
   int thread_queue = 0;        ///< WarpSelect/BlockSelect thread-queue length; 0 = tuned default
   bool sorted = true;          ///< large-k selectors may skip the final sort when false (select_k only)
   bool two_stage = true;       ///< sample/radix select: two-stage (k-th value, then filter) or single-stage
+  bool sampled_bracket = true; ///< sample/radix select: first one pass that keeps only the keys a sample says can
+                               ///< hold the k-th (gknn, exact either way); false: the thesis' passes alone
   bool prefetch = false;       ///< bits: L2 prefetch option
   TangOptions tang;
 };

@@ -5,11 +5,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace gknn::bench {
 
-/// Options every selection benchmark takes: --quick --reps N --warmup N --device D --csv FILE --md FILE.
+/// Options every selection benchmark takes: --quick --reps N --warmup N --device D --csv FILE --md FILE, and to
+/// aim at one measurement (a profiler run, a quick check): --shape QxN (repeatable), --k LIST, --filter TEXT.
 struct CommonArgs {
   bool quick = false;
   int reps = 5;
@@ -17,6 +21,13 @@ struct CommonArgs {
   int device = 0;
   std::string csv;
   std::string md;
+  std::vector<std::pair<int64_t, int64_t>> shapes;  ///< empty: the benchmark's own
+  std::vector<int64_t> ks;                          ///< empty: the benchmark's own
+  std::string filter;                               ///< only variants whose name contains it
+
+  bool wanted(const std::string& variant_name) const {
+    return filter.empty() || variant_name.find(filter) != std::string::npos;
+  }
 };
 
 class CommandLine {
@@ -45,6 +56,9 @@ class CommandLine {
       else if (s == "--device") common.device = std::atoi(value().c_str());
       else if (s == "--csv") common.csv = value();
       else if (s == "--md") common.md = value();
+      else if (s == "--shape") common.shapes.push_back(parse_shape(value()));
+      else if (s == "--k") common.ks = parse_list(value());
+      else if (s == "--filter") common.filter = value();
       else if (!extra(s, value)) fail("unknown argument " + s);
     }
   }
@@ -61,6 +75,25 @@ class CommandLine {
   }
 
  private:
+  std::pair<int64_t, int64_t> parse_shape(const std::string& v) const {
+    const size_t x = v.find('x');
+    const long long q = x == std::string::npos ? 0 : std::atoll(v.substr(0, x).c_str());
+    const long long n = x == std::string::npos ? 0 : std::atoll(v.substr(x + 1).c_str());
+    if (q < 1 || n < 1) fail("--shape wants QxN with positive integers, got '" + v + "'");
+    return {q, n};
+  }
+  std::vector<int64_t> parse_list(const std::string& v) const {
+    std::vector<int64_t> out;
+    for (size_t at = 0; at <= v.size();) {
+      const size_t comma = std::min(v.find(',', at), v.size());
+      const long long x = std::atoll(v.substr(at, comma - at).c_str());
+      if (x < 1) fail("--k wants a comma-separated list of positive integers, got '" + v + "'");
+      out.push_back(x);
+      at = comma + 1;
+    }
+    return out;
+  }
+
   const char* program_;
   const char* usage_;
 };

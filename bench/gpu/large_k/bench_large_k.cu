@@ -1,10 +1,11 @@
 // bench_large_k.cu: large-k selection on the device (thesis 5.5): sample select and radix select, single- and
-// two-stage, sorted and unsorted output, against the full segmented sort (SelectAlgorithm::Sort, when the
+// two-stage, each with and without the sampled bracket (gknn, "+bracket"), sorted and unsorted output, against the full segmented sort (SelectAlgorithm::Sort, when the
 // build has it). Keys are uniform [0, 1) floats generated on the device from a fixed seed; each measurement
 // is the median of --reps runs timed with CUDA events after --warmup runs. Writes a CSV and a markdown table;
 // bench/gpu/large_k/torch_topk.py measures torch.topk on the same shapes, plot.py draws both.
 //
-//   gknn_large_k_bench [--quick] [--reps N] [--warmup N] [--device D] [--csv FILE] [--md FILE]
+//   gknn_large_k_bench [--quick] [--reps N] [--warmup N] [--device D] [--csv FILE] [--md FILE] [--shape QxN]...
+//                      [--k LIST] [--filter TEXT]   (--filter matches "radix_select/single_stage sorted" etc.)
 // A .cu file (not .cpp) because it generates its data with a small kernel.
 #include <algorithm>
 #include <cstdint>
@@ -19,6 +20,7 @@
 #include "gknn/error.hpp"
 #include "../common/command_line.hpp"
 #include "../common/fill_uniform.cuh"
+#include "../common/timing.cuh"
 
 namespace {
 
@@ -35,7 +37,8 @@ struct Args : bench::CommonArgs {
 };
 
 const bench::CommandLine kCommandLine("gknn_large_k_bench",
-                                      "[--quick] [--reps N] [--warmup N] [--device D] [--csv FILE] [--md FILE]");
+                                      "[--quick] [--reps N] [--warmup N] [--device D] [--csv FILE] [--md FILE] "
+                                      "[--shape QxN]... [--k LIST] [--filter TEXT]");
 
 Args parse(int argc, char** argv) {
   Args a;
@@ -49,9 +52,10 @@ struct Method {
   SelectAlgorithm algorithm;
   bool two_stage;
   bool sorted;
+  bool bracket;  ///< the sampled bracket first (gknn); false: the thesis' passes alone
   std::string name() const {
     std::string n = to_string(algorithm);
-    if (algorithm != SelectAlgorithm::Sort) n += two_stage ? "/two_stage" : "/single_stage";
+    if (algorithm != SelectAlgorithm::Sort) n += std::string(two_stage ? "/two_stage" : "/single_stage") + (bracket ? "+bracket" : "");
     return n;
   }
 };
@@ -63,31 +67,15 @@ struct Row {
   std::string note;
 };
 
-double median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
-
 /// Median milliseconds of one method on one problem.
 double time_method(const SelectEntry& entry, const Method& m, const SelectInput& in, int64_t k, const SelectOutput& out,
                    Workspace& ws, const Stream& stream, const Args& args) {
   SelectOptions options;
   options.sorted = m.sorted;
   options.two_stage = m.two_stage;
+  options.sampled_bracket = m.bracket;
   const SelectContext ctx{options, ws, stream.get(), args.device};
-  for (int i = 0; i < args.warmup; ++i) entry.run(in, k, out, ctx);
-  stream.sync();
-  std::vector<float> times;
-  Event start, stop;
-  for (int i = 0; i < args.reps; ++i) {
-    start.record(stream.get());
-    entry.run(in, k, out, ctx);
-    stop.record(stream.get());
-    stream.sync();
-    times.push_back(stop.since(start));
-  }
-  return median(times);
+  return bench::time_ms([&] { entry.run(in, k, out, ctx); }, stream, {args.warmup, args.reps});
 }
 
 std::vector<int64_t> k_values(int64_t n) {
@@ -124,13 +112,15 @@ void write_reports(const std::vector<Row>& rows, const Args& args) {
 int run(const Args& args) {
   GKNN_CUDA_TRY(cudaSetDevice(args.device));
   const std::vector<std::pair<int64_t, int64_t>> shapes =
-      args.quick ? std::vector<std::pair<int64_t, int64_t>>{{64, int64_t{1} << 18}, {1024, int64_t{1} << 15}}
+      !args.shapes.empty() ? args.shapes
+      : args.quick ? std::vector<std::pair<int64_t, int64_t>>{{64, int64_t{1} << 18}, {1024, int64_t{1} << 15}}
                  : std::vector<std::pair<int64_t, int64_t>>{{1000, int64_t{1} << 20}, {8192, int64_t{1} << 17}};
   std::vector<Method> methods;
   for (bool sorted : {true, false})
     for (SelectAlgorithm a : {SelectAlgorithm::SampleSelect, SelectAlgorithm::RadixSelect})
-      for (bool two_stage : {true, false}) methods.push_back({a, two_stage, sorted});
-  methods.push_back({SelectAlgorithm::Sort, true, true});
+      for (bool two_stage : {true, false})
+        for (bool bracket : {false, true}) methods.push_back({a, two_stage, sorted, bracket});
+  methods.push_back({SelectAlgorithm::Sort, true, true, false});
 
   std::vector<Row> report;
   Workspace ws;
@@ -141,11 +131,13 @@ int run(const Args& args) {
     GKNN_CUDA_CHECK_LAUNCH();
     stream.sync();
     const SelectInput in{keys.data(), nullptr, cols, rows, cols, 0};
-    for (int64_t k : k_values(cols)) {
+    for (int64_t k : args.ks.empty() ? k_values(cols) : args.ks) {
+      if (k > cols) continue;
       DeviceBuffer<float> out_keys(static_cast<size_t>(rows * k));
       DeviceBuffer<int64_t> out_labels(static_cast<size_t>(rows * k));
       const SelectOutput out{out_keys.data(), out_labels.data(), k};
       for (const Method& m : methods) {
+        if (!args.wanted(m.name() + (m.sorted ? " sorted" : " unsorted"))) continue;
         Row r{rows, cols, k, m, -1.0, ""};
         const SelectEntry* entry = find_select(m.algorithm);
         if (!entry) r.note = "not in this build";

@@ -33,14 +33,9 @@ def main():
         x = torch.rand((rows, cols), device=dev, dtype=torch.float32, generator=gen)
         for k in k_values(cols):
             for sorted_ in (True, False):
-                note, ms = "", -1.0
-                try:
-                    ms = tc.time_cuda(lambda: torch.topk(x, k, dim=1, largest=False, sorted=sorted_), args.warmup,
-                                      args.reps, dev)
-                except RuntimeError as e:  # e.g. out of memory
-                    note = tc.error_note("failed: ", e)
+                ms, gkeys, note = tc.time_topk_smallest(x, k, sorted_, args.warmup, args.reps, dev, "failed: ")
+                if note:  # it failed (e.g. out of memory): free what it left cached before the next case
                     torch.cuda.empty_cache()
-                gkeys = rows * cols / (ms * 1e6) if ms > 0 else 0.0
                 print(f"{rows:6d} x {cols:<8d} k={k:<8d} torch_topk {'sorted' if sorted_ else 'unsorted':8s} "
                       f"{ms:10.3f} ms {note}", flush=True)
                 table.append([rows, cols, k, "torch_topk", int(sorted_), ms, gkeys, note])

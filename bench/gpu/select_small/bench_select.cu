@@ -5,8 +5,9 @@
 // the same run (a read-only float4 reduction over a 2 GiB buffer; cudaMemcpy D2D is reported beside it).
 // bench/gpu/select_small/torch_topk.py measures torch.topk on the same shapes, plot.py draws both.
 //
-//   gknn_select_bench [--quick] [--sweep-thread-queue] [--reps N] [--warmup N] [--device D] [--csv FILE]
-//                     [--md FILE]
+//   gknn_select_bench [--quick] [--sweep-thread-queue] [--parts P] [--reps N] [--warmup N] [--device D]
+//                     [--csv FILE] [--md FILE] [--shape QxN]... [--k LIST] [--filter TEXT]
+// --parts P: bits / bits_global split every row into P segments (0: the library's choice), to measure the split.
 // --sweep-thread-queue: warp_select / block_select at every thread-queue length 2..10 per k on 1024 x 2^20
 // (the lengths a build leaves out are reported as such; configure with -DGKNN_SELECT_TUNING=ON for all), to
 // choose the defaults in src/cuda/select/warp_select/thread_queue_defaults.hpp.
@@ -15,15 +16,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "cuda/common/buffer.cuh"
+#include "cuda/select/bits/bits.cuh"
 #include "cuda/select/select.cuh"
 #include "gknn/error.hpp"
 #include "../common/command_line.hpp"
 #include "../common/fill_uniform.cuh"
+#include "../common/timing.cuh"
 
 namespace {
 
@@ -32,6 +36,7 @@ using namespace gknn::cuda_detail;
 
 struct Args : bench::CommonArgs {
   bool sweep = false;
+  int parts = 0;
   Args() {
     reps = 7;
     warmup = 2;
@@ -41,14 +46,16 @@ struct Args : bench::CommonArgs {
 };
 
 const bench::CommandLine kCommandLine("gknn_select_bench",
-                                      "[--quick] [--sweep-thread-queue] [--reps N] [--warmup N] [--device D] "
-                                      "[--csv FILE] [--md FILE]");
+                                      "[--quick] [--sweep-thread-queue] [--parts P] [--reps N] [--warmup N] "
+                                      "[--device D] [--csv FILE] [--md FILE] [--shape QxN]... [--k LIST] "
+                                      "[--filter TEXT]");
 
 Args parse(int argc, char** argv) {
   Args a;
-  kCommandLine.parse(argc, argv, a, [&](const std::string& s, auto&&) {
-    if (s != "--sweep-thread-queue") return false;
-    a.sweep = true;
+  kCommandLine.parse(argc, argv, a, [&](const std::string& s, auto&& value) {
+    if (s == "--sweep-thread-queue") a.sweep = true;
+    else if (s == "--parts") a.parts = std::max(0, std::atoi(value().c_str()));
+    else return false;
     return true;
   });
   return a;
@@ -66,26 +73,8 @@ __global__ void read_sum(const float4* data, int64_t count4, float* out) {
   if (s == 12345.678f) out[0] = s;  // keeps the loads alive; practically never true
 }
 
-double median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
-
-template <class F>
-double time_ms(F&& launch, const Stream& stream, const Args& args) {
-  for (int i = 0; i < args.warmup; ++i) launch();
-  stream.sync();
-  std::vector<float> times;
-  Event start, stop;
-  for (int i = 0; i < args.reps; ++i) {
-    start.record(stream.get());
-    launch();
-    stop.record(stream.get());
-    stream.sync();
-    times.push_back(stop.since(start));
-  }
-  return median(times);
+double time_ms(const std::function<void()>& launch, const Stream& stream, const Args& args) {
+  return bench::time_ms(launch, stream, {args.warmup, args.reps});
 }
 
 struct Bandwidth {
@@ -209,6 +198,12 @@ int run(const Args& args) {
       variants.push_back({a, false, 0});
     variants.push_back({SelectAlgorithm::Bits, true, 0});
   }
+  if (!args.shapes.empty()) shapes = args.shapes;
+  if (!args.ks.empty()) ks = args.ks;
+  std::sort(ks.begin(), ks.end());
+  variants.erase(std::remove_if(variants.begin(), variants.end(), [&](const Variant& v) { return !args.wanted(v.name()); }),
+                 variants.end());
+  bits_force_parts(args.parts);
 
   int64_t max_elems = 0, max_out = 0;
   for (auto [q, n] : shapes) max_elems = std::max(max_elems, q * n), max_out = std::max(max_out, q * ks.back());

@@ -32,6 +32,7 @@
 #include "gknn/error.hpp"
 #include "../common/command_line.hpp"
 #include "../common/fill_uniform.cuh"
+#include "../common/timing.cuh"
 
 namespace {
 
@@ -149,12 +150,6 @@ struct Measure {
   std::string note;
 };
 
-double median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
-
 /// Host copy of one selection result, to compare methods.
 struct HostResult {
   std::vector<float> keys;
@@ -178,25 +173,7 @@ double time_gpu(const SelectEntry& entry, const TangOptions& tang, const SelectI
   SelectOptions options;
   options.tang = tang;
   const SelectContext ctx{options, ws, stream.get(), args.device};
-  Event start, stop;
-  int reps = args.reps;
-  for (int i = 0; i < args.warmup; ++i) {
-    start.record(stream.get());
-    entry.run(in, k, out, ctx);
-    stop.record(stream.get());
-    stream.sync();
-    if (stop.since(start) > args.slow_ms) reps = 1;
-  }
-  std::vector<float> times;
-  for (int i = 0; i < reps; ++i) {
-    start.record(stream.get());
-    entry.run(in, k, out, ctx);
-    stop.record(stream.get());
-    stream.sync();
-    times.push_back(stop.since(start));
-  }
-  *runs = reps;
-  return median(times);
+  return bench::time_ms([&] { entry.run(in, k, out, ctx); }, stream, {args.warmup, args.reps, args.slow_ms}, runs);
 }
 
 std::string csv_safe(std::string s) {

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "cuda/distance/query_launch.cuh"
+
 namespace gknn::cuda_detail {
 
 struct ComponentBlock {
@@ -17,6 +19,12 @@ inline ComponentBlock component_block(int64_t dim) {
   int x = 1;
   while (x < dim && x < 128) x *= 2;
   return {x, ComponentBlock::kThreads / x};
+}
+
+/// The launch of a per-component kernel: one query per grid row, one block of shape.y base rows per grid column.
+inline QueryGrid component_grid(int64_t dim) {
+  const ComponentBlock shape = component_block(dim);
+  return {dim3(shape.x, shape.y), shape.y, 1};
 }
 
 }  // namespace gknn::cuda_detail

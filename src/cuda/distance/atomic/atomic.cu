@@ -6,11 +6,10 @@
 // NON-DETERMINISM: the order in which atomicAdd folds the terms varies between runs, so keys can differ in the
 // last bits from run to run and from the direct kernels (ties between nearly equal keys may flip). On data whose
 // sums are exact in float (small integers) every order gives the same key, so results are then exact.
-#include <algorithm>
-
 #include "cuda/distance/block_shape.cuh"
 #include "cuda/distance/key_ops.cuh"
 #include "cuda/distance/kernels.cuh"
+#include "cuda/distance/query_launch.cuh"
 
 namespace gknn::cuda_detail {
 namespace {
@@ -19,8 +18,9 @@ constexpr int kThreads = ComponentBlock::kThreads;
 
 template <Metric M>
 __global__ void __launch_bounds__(kThreads)
-    atomic_kernel(const float* __restrict__ queries, int64_t query_stride, const float* __restrict__ base,
-                  int64_t base_stride, int64_t nb, int64_t dim, float p, float* __restrict__ out, int64_t out_stride) {
+    atomic_kernel(const float* __restrict__ queries, int64_t query_stride, int64_t /*nq: grid.y*/,
+                  const float* __restrict__ base, int64_t base_stride, int64_t nb, int64_t dim, float p,
+                  float* __restrict__ out, int64_t out_stride) {
   const int tx = threadIdx.x;
   const int64_t qi = blockIdx.y;
   const int64_t j = int64_t(blockIdx.x) * blockDim.y + threadIdx.y;
@@ -43,18 +43,8 @@ void atomic_distance(const DistanceInput& in, const DistanceOutput& out, const D
   // Zero (all-bits-zero = +0.0f) is the identity of both + and max over non-negative terms.
   GKNN_CUDA_TRY(cudaMemset2DAsync(out.keys, static_cast<size_t>(out.stride) * sizeof(float), 0,
                                   static_cast<size_t>(in.nb) * sizeof(float), static_cast<size_t>(in.nq), ctx.stream));
-  const ComponentBlock shape = component_block(in.dim);
-  const unsigned blocks_x = static_cast<unsigned>((in.nb + shape.y - 1) / shape.y);
-  dispatch_key_metric(in.metric, [&](auto tag) {
-    constexpr Metric M = decltype(tag)::value;
-    for (int64_t q0 = 0; q0 < in.nq; q0 += kMaxGridY) {
-      const unsigned rows = static_cast<unsigned>(std::min(kMaxGridY, in.nq - q0));
-      atomic_kernel<M><<<dim3(blocks_x, rows), dim3(shape.x, shape.y), 0, ctx.stream>>>(
-          in.queries + q0 * in.query_stride, in.query_stride, in.base, in.base_stride, in.nb, in.dim, in.p,
-          out.keys + q0 * out.stride, out.stride);
-      GKNN_CUDA_CHECK_LAUNCH();
-    }
-  });
+  launch_over_queries(in, out, ctx.stream, component_grid(in.dim), in.base,
+                      [](auto tag) { return &atomic_kernel<decltype(tag)::value>; });
 }
 
 }  // namespace gknn::cuda_detail

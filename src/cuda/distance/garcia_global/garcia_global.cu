@@ -6,15 +6,15 @@
 // components of its (query ty, base row tx) pair. Out-of-range rows and components are loaded as 0, which adds
 // the identity for every key metric (key_ops.cuh), so the inner loop never branches. The +1 padding of the base
 // tile makes the column reads sB[tx][d] of a half-warp hit 16 different banks.
-#include <algorithm>
-
 #include "cuda/distance/key_ops.cuh"
 #include "cuda/distance/kernels.cuh"
+#include "cuda/distance/query_launch.cuh"
 
 namespace gknn::cuda_detail {
 namespace {
 
 constexpr int kTile = 16;
+const QueryGrid kTileGrid{dim3(kTile, kTile), kTile, kTile};
 
 template <Metric M>
 __global__ void __launch_bounds__(kTile * kTile)
@@ -43,19 +43,8 @@ __global__ void __launch_bounds__(kTile * kTile)
 }  // namespace
 
 void garcia_global_distance(const DistanceInput& in, const DistanceOutput& out, const DistanceContext& ctx) {
-  const unsigned blocks_x = static_cast<unsigned>((in.nb + kTile - 1) / kTile);
-  const int64_t rows_per_launch = kMaxGridY * kTile;
-  dispatch_key_metric(in.metric, [&](auto tag) {
-    constexpr Metric M = decltype(tag)::value;
-    for (int64_t q0 = 0; q0 < in.nq; q0 += rows_per_launch) {
-      const int64_t rows = std::min(rows_per_launch, in.nq - q0);
-      const unsigned blocks_y = static_cast<unsigned>((rows + kTile - 1) / kTile);
-      garcia_global_kernel<M><<<dim3(blocks_x, blocks_y), dim3(kTile, kTile), 0, ctx.stream>>>(
-          in.queries + q0 * in.query_stride, in.query_stride, rows, in.base, in.base_stride, in.nb, in.dim, in.p,
-          out.keys + q0 * out.stride, out.stride);
-      GKNN_CUDA_CHECK_LAUNCH();
-    }
-  });
+  launch_over_queries(in, out, ctx.stream, kTileGrid, in.base,
+                      [](auto tag) { return &garcia_global_kernel<decltype(tag)::value>; });
 }
 
 }  // namespace gknn::cuda_detail

@@ -9,19 +9,20 @@
 // Texture objects are cached per thread by (device, pointer, elements): the pipeline reuses the same few tile
 // pointers for every query tile, so steady state creates none. An evicted object is destroyed only after the
 // event recorded at its last use has completed (destroying one that a queued kernel still reads is undefined).
-#include <algorithm>
 #include <atomic>
 #include <vector>
 
 #include "cuda/common/device.cuh"
 #include "cuda/distance/key_ops.cuh"
 #include "cuda/distance/kernels.cuh"
+#include "cuda/distance/query_launch.cuh"
 #include "cuda/hooks.hpp"
 
 namespace gknn::cuda_detail {
 namespace {
 
 constexpr int kTile = 16;
+const QueryGrid kTileGrid{dim3(kTile, kTile), kTile, kTile};
 std::atomic<int64_t> g_limit_override{0};
 std::atomic<int64_t> g_fallbacks{0};
 
@@ -105,19 +106,8 @@ void garcia_texture_distance(const DistanceInput& in, const DistanceOutput& out,
     return;
   }
   CachedTexture& cached = t_cache.get(ctx.device, in.base, elements);
-  const unsigned blocks_x = static_cast<unsigned>((in.nb + kTile - 1) / kTile);
-  const int64_t rows_per_launch = kMaxGridY * kTile;
-  dispatch_key_metric(in.metric, [&](auto tag) {
-    constexpr Metric M = decltype(tag)::value;
-    for (int64_t q0 = 0; q0 < in.nq; q0 += rows_per_launch) {
-      const int64_t rows = std::min(rows_per_launch, in.nq - q0);
-      const unsigned blocks_y = static_cast<unsigned>((rows + kTile - 1) / kTile);
-      garcia_texture_kernel<M><<<dim3(blocks_x, blocks_y), dim3(kTile, kTile), 0, ctx.stream>>>(
-          in.queries + q0 * in.query_stride, in.query_stride, rows, cached.tex, in.base_stride, in.nb, in.dim, in.p,
-          out.keys + q0 * out.stride, out.stride);
-      GKNN_CUDA_CHECK_LAUNCH();
-    }
-  });
+  launch_over_queries(in, out, ctx.stream, kTileGrid, cached.tex,
+                      [](auto tag) { return &garcia_texture_kernel<decltype(tag)::value>; });
   GKNN_CUDA_TRY(cudaEventRecord(cached.last_use, ctx.stream));
 }
 

@@ -3,10 +3,9 @@
 // Consecutive threads of a block take consecutive base rows of one query (grid.y = query), so the output row is
 // written coalesced; the query is staged once per block in shared memory (chunks of kQueryChunk components)
 // and read by every thread as a broadcast. Each thread walks its own base row sequentially (served by L1/L2).
-#include <algorithm>
-
 #include "cuda/distance/key_ops.cuh"
 #include "cuda/distance/kernels.cuh"
+#include "cuda/distance/query_launch.cuh"
 
 namespace gknn::cuda_detail {
 namespace {
@@ -16,8 +15,9 @@ constexpr int kQueryChunk = 1024;
 
 template <Metric M>
 __global__ void __launch_bounds__(kThreads)
-    naive_kernel(const float* __restrict__ queries, int64_t query_stride, const float* __restrict__ base,
-                 int64_t base_stride, int64_t nb, int64_t dim, float p, float* __restrict__ out, int64_t out_stride) {
+    naive_kernel(const float* __restrict__ queries, int64_t query_stride, int64_t /*nq: grid.y*/,
+                 const float* __restrict__ base, int64_t base_stride, int64_t nb, int64_t dim, float p,
+                 float* __restrict__ out, int64_t out_stride) {
   __shared__ float query[kQueryChunk];
   const int64_t qi = blockIdx.y;
   const int64_t j = int64_t(blockIdx.x) * kThreads + threadIdx.x;
@@ -39,17 +39,8 @@ __global__ void __launch_bounds__(kThreads)
 }  // namespace
 
 void naive_distance(const DistanceInput& in, const DistanceOutput& out, const DistanceContext& ctx) {
-  const unsigned blocks_x = static_cast<unsigned>((in.nb + kThreads - 1) / kThreads);
-  dispatch_key_metric(in.metric, [&](auto tag) {
-    constexpr Metric M = decltype(tag)::value;
-    for (int64_t q0 = 0; q0 < in.nq; q0 += kMaxGridY) {
-      const unsigned rows = static_cast<unsigned>(std::min(kMaxGridY, in.nq - q0));
-      naive_kernel<M><<<dim3(blocks_x, rows), kThreads, 0, ctx.stream>>>(
-          in.queries + q0 * in.query_stride, in.query_stride, in.base, in.base_stride, in.nb, in.dim, in.p,
-          out.keys + q0 * out.stride, out.stride);
-      GKNN_CUDA_CHECK_LAUNCH();
-    }
-  });
+  launch_over_queries(in, out, ctx.stream, {dim3(kThreads), kThreads, 1}, in.base,
+                      [](auto tag) { return &naive_kernel<decltype(tag)::value>; });
 }
 
 }  // namespace gknn::cuda_detail

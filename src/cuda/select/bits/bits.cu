@@ -6,6 +6,7 @@
 #include "cuda/common/device.cuh"
 #include "cuda/primitives/select_support.cuh"
 #include "cuda/select/bits/bits.cuh"
+#include "cuda/select/bits/split_plan.hpp"
 #include "cuda/select/families.cuh"
 
 namespace gknn::cuda_detail {
@@ -37,11 +38,11 @@ std::vector<Level> plan_levels(int64_t rows, int64_t cols, int64_t k, int bucket
   }
 }
 
-int family_bucket(const BitsFamily& f, int64_t k) {
+const BitsBucket& family_bucket(const BitsFamily& f, int64_t k) {
   for (int i = 0; i < f.bucket_count; ++i)
-    if (k <= f.buckets[i]) return f.buckets[i];
+    if (k <= f.buckets[i].k) return f.buckets[i];
   detail::fail(ErrorCode::Unsupported, f.name, ": k = ", k, " exceeds the largest bucket ",
-               f.buckets[f.bucket_count - 1]);
+               f.buckets[f.bucket_count - 1].k);
 }
 
 /// Byte offsets of every level's partial output and of bits_global's top-k home inside one workspace.
@@ -81,23 +82,14 @@ int current_sm_count() {
 
 }  // namespace
 
-int bits_split_parts(int64_t rows, int64_t cols, int bucket, int sm_count) {
-  if (rows >= sm_count) return 1;
-  // Enough blocks for a few resident per SM (loads in flight), but segments long enough that the extra
-  // merge pass over parts*k partial results stays small next to the row itself.
-  const int64_t min_seg = std::max<int64_t>(8192, 8 * int64_t(bucket));
-  const int64_t by_length = cols / min_seg;
-  const int64_t by_occupancy = (4 * int64_t(sm_count) + rows - 1) / rows;
-  return static_cast<int>(std::clamp<int64_t>(std::min(by_length, by_occupancy), 1, 1 << 16));
-}
-
 void bits_force_parts(int parts) { g_forced_parts = std::max(parts, 0); }
 
 void bits_family_run(const BitsFamily& f, const SelectInput& in, int64_t k, const SelectOutput& out,
                      const SelectContext& ctx) {
-  const int bucket = family_bucket(f, k);
-  const std::vector<Level> levels = plan_levels(in.rows, in.cols, k, bucket, device_props(ctx.device).sm_count);
+  const BitsBucket& b = family_bucket(f, k);
+  const int bucket = b.k;
   const bool idx64 = in.labels != nullptr;
+  const std::vector<Level> levels = plan_levels(in.rows, in.cols, k, bucket, device_props(ctx.device).sm_count);
   const Carving c = carve(f, levels, in.rows, k, bucket, idx64 ? sizeof(int64_t) : sizeof(int32_t));
   unsigned char* ws = c.total ? static_cast<unsigned char*>(ctx.workspace.get(c.total)) : nullptr;
 
@@ -123,7 +115,7 @@ void bits_family_run(const BitsFamily& f, const SelectInput& in, int64_t k, cons
       l.out_keys = reinterpret_cast<float*>(ws + c.keys_at[i]), l.out_labels = nullptr;
       l.out_idx = ws + c.idx_at[i], l.out_stride = k;
     }
-    f.launch(bucket, l);
+    b.launch(l);
     if (!last) {  // the next level reads the per-segment results as rows of parts*k keys with explicit indices
       l.keys = l.out_keys, l.idx = l.out_idx, l.stride = levels[i].parts * k;
     }
@@ -131,7 +123,7 @@ void bits_family_run(const BitsFamily& f, const SelectInput& in, int64_t k, cons
 }
 
 size_t bits_family_workspace(const BitsFamily& f, int64_t rows, int64_t cols, int64_t k) {
-  const int bucket = family_bucket(f, k);
+  const int bucket = family_bucket(f, k).k;
   const std::vector<Level> levels = plan_levels(rows, cols, k, bucket, current_sm_count());
   return carve(f, levels, rows, k, bucket, sizeof(int64_t)).total;  // labels unknown here: assume int64
 }
@@ -139,22 +131,11 @@ size_t bits_family_workspace(const BitsFamily& f, int64_t rows, int64_t cols, in
 // ---- the bits entry -----------------------------------------------------------------------------------------
 
 namespace {
-constexpr int kBitsBuckets[] = {32, 64, 128, 256, 512, 1024, 2048};
-
-void launch_bits_bucket(int bucket, const BitsLaunch& l) {
-  switch (bucket) {
-    case 32: return bits_launch<32, false>(l);
-    case 64: return bits_launch<64, false>(l);
-    case 128: return bits_launch<128, false>(l);
-    case 256: return bits_launch<256, false>(l);
-    case 512: return bits_launch<512, false>(l);
-    case 1024: return bits_launch<1024, false>(l);
-    case 2048: return bits_launch<2048, false>(l);
-  }
-  detail::fail(ErrorCode::Internal, "bits: no kernel for bucket ", bucket);
-}
-
-const BitsFamily kBits{"bits", false, kBitsBuckets, int(std::size(kBitsBuckets)), launch_bits_bucket};
+const BitsBucket kBitsBuckets[] = {GKNN_BITS_TABLE_ROW(32, false),   GKNN_BITS_TABLE_ROW(64, false),
+                                   GKNN_BITS_TABLE_ROW(128, false),  GKNN_BITS_TABLE_ROW(256, false),
+                                   GKNN_BITS_TABLE_ROW(512, false),  GKNN_BITS_TABLE_ROW(1024, false),
+                                   GKNN_BITS_TABLE_ROW(2048, false)};
+const BitsFamily kBits{"bits", false, kBitsBuckets, int(std::size(kBitsBuckets))};
 }  // namespace
 
 void bits_run(const SelectInput& in, int64_t k, const SelectOutput& out, const SelectContext& ctx) {

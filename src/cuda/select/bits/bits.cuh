@@ -43,19 +43,24 @@ struct BitsLaunch {
 template <int K, bool kGlobal>
 void bits_launch(const BitsLaunch& launch);
 
+/// One k-bucket's kernels (a row of the runtime table that maps k to the smallest bucket >= k).
+struct BitsBucket {
+  int k;
+  void (*launch)(const BitsLaunch& launch);
+};
+#define GKNN_BITS_TABLE_ROW(K, GLOBAL) \
+  BitsBucket { K, &bits_launch<K, GLOBAL> }
+
 /// Shared host logic of bits and bits_global: bucket choice, single-query splitting, workspace carving.
 struct BitsFamily {
   const char* name;
   bool global;
-  const int* buckets;
+  const BitsBucket* buckets;  ///< ascending k
   int bucket_count;
-  void (*launch)(int bucket, const BitsLaunch& launch);
 };
 void bits_family_run(const BitsFamily& family, const SelectInput& in, int64_t k, const SelectOutput& out,
                      const SelectContext& ctx);
 size_t bits_family_workspace(const BitsFamily& family, int64_t rows, int64_t cols, int64_t k);
-/// Number of segments each row is split into (1 = no split) for a device with sm_count SMs.
-int bits_split_parts(int64_t rows, int64_t cols, int bucket, int sm_count);
 /// Testing/benchmark hook: every row is split into exactly `parts` segments (clamped so that each segment
 /// holds at least one key) at the first level; 0 restores the automatic choice. Not thread-safe.
 void bits_force_parts(int parts);

@@ -9,19 +9,9 @@
 namespace gknn::cuda_detail {
 namespace {
 
-constexpr int kBitsGlobalBuckets[] = {256, 1024, 4096};
-
-void launch_bits_global_bucket(int bucket, const BitsLaunch& l) {
-  switch (bucket) {
-    case 256: return bits_launch<256, true>(l);
-    case 1024: return bits_launch<1024, true>(l);
-    case 4096: return bits_launch<4096, true>(l);
-  }
-  detail::fail(ErrorCode::Internal, "bits_global: no kernel for bucket ", bucket);
-}
-
-const BitsFamily kBitsGlobal{"bits_global", true, kBitsGlobalBuckets, int(std::size(kBitsGlobalBuckets)),
-                             launch_bits_global_bucket};
+const BitsBucket kBitsGlobalBuckets[] = {GKNN_BITS_TABLE_ROW(256, true), GKNN_BITS_TABLE_ROW(1024, true),
+                                         GKNN_BITS_TABLE_ROW(4096, true)};
+const BitsFamily kBitsGlobal{"bits_global", true, kBitsGlobalBuckets, int(std::size(kBitsGlobalBuckets))};
 
 }  // namespace
 

@@ -17,6 +17,24 @@
 
 namespace gknn::cuda_detail::large_k {
 
+/// Fills sh.u.sort.keys[0, kSampleSize) with the sorted keys of kSampleSize candidates drawn uniformly with
+/// replacement (cuRAND Philox; fixed seed and (row, draw) streams: the same input gives the same sample).
+__device__ inline void sorted_sample(Shared& sh, const Source& src, uint32_t n, unsigned long long seed, uint32_t row,
+                                     uint32_t draw) {
+  constexpr uint32_t kPerThread = kSampleSize / kThreads;
+  static_assert(kPerThread == 4, "one curand4 per thread");
+  curandStatePhilox4_32_10_t rng;
+  curand_init(seed, static_cast<unsigned long long>(row) * kThreads + threadIdx.x, 4ull * draw, &rng);
+  const uint4 r = curand4(&rng);
+  const uint32_t pick[kPerThread] = {r.x, r.y, r.z, r.w};
+#pragma unroll
+  for (uint32_t j = 0; j < kPerThread; ++j) {
+    const auto index = static_cast<uint32_t>((uint64_t{pick[j]} * n) >> 32);  // uniform in [0, n)
+    sh.u.sort.keys[threadIdx.x * kPerThread + j] = src.key(index);
+  }
+  bitonic_sort<false>(sh.u.sort.keys, nullptr, kSampleSize);
+}
+
 /// Radix select (thesis 3.7.2): the most significant 8-bit digit not yet fixed. A pass whose candidates all
 /// share the digit moves nothing (the caller sees no progress) and only fixes the digit: rows of tiny values,
 /// powers of two or equal values skip their common leading digits without copying. After the last digit
@@ -60,18 +78,7 @@ struct SampleBucketer {
       __syncthreads();
       return;
     }
-    constexpr uint32_t kPerThread = kSampleSize / kThreads;
-    static_assert(kPerThread == 4, "one curand4 per thread");
-    curandStatePhilox4_32_10_t rng;
-    curand_init(kSeed, static_cast<unsigned long long>(row) * kThreads + threadIdx.x, 4ull * s.pass, &rng);
-    const uint4 r = curand4(&rng);
-    const uint32_t draw[kPerThread] = {r.x, r.y, r.z, r.w};
-#pragma unroll
-    for (uint32_t j = 0; j < kPerThread; ++j) {
-      const auto index = static_cast<uint32_t>((uint64_t{draw[j]} * n) >> 32);  // uniform in [0, n)
-      sh.u.sort.keys[threadIdx.x * kPerThread + j] = src.key(index);
-    }
-    bitonic_sort<false>(sh.u.sort.keys, nullptr, kSampleSize);
+    sorted_sample(sh, src, n, kSeed, row, s.pass);
     constexpr uint32_t kGap = kSampleSize / kBuckets;  // sample entries per bucket
     if (threadIdx.x < kSplitters) {
       // Node j sits at depth d, position pos in its level; in-order it is splitter (2 pos + 1) 2^(7-d) - 1.

@@ -139,6 +139,8 @@ struct Problem {
   int64_t* out_labels;
   int64_t out_stride;
   uint32_t rows, cols, k;
+  uint32_t bracket;     ///< one block per row starts with the sampled bracket (bracket.cuh)
+  int32_t bracket_shift;  ///< test hook: moves the bracket's sample ranks (0 in use)
   RowState* state;
   uint32_t* aux_keys_a;  ///< whole buffers (rows x cols each); B only for cooperating blocks
   uint32_t* aux_keys_b;

@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "cuda/common/device.cuh"
+#include "cuda/hooks.hpp"
 #include "cuda/select/large_k/plan.cuh"
 
 namespace gknn::cuda_detail::large_k {
@@ -84,3 +85,13 @@ uint32_t cooperating_blocks(int64_t rows, int64_t cols, int device) {
 }
 
 }  // namespace gknn::cuda_detail::large_k
+
+namespace gknn::cuda_detail {
+namespace {
+int g_bracket_shift = 0;
+}  // namespace
+
+void set_bracket_rank_shift(int shift) { g_bracket_shift = shift; }
+int bracket_rank_shift() { return g_bracket_shift; }
+
+}  // namespace gknn::cuda_detail

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "cuda/common/error.cuh"
+#include "cuda/hooks.hpp"
 #include "cuda/select/large_k/launch.cuh"
 #include "cuda/select/large_k/plan.cuh"
 #include "cuda/select/large_k/search.cuh"
@@ -65,7 +66,9 @@ void run(const SelectInput& in, int64_t k, const SelectOutput& out, const Select
   const bool single_stage = !ctx.options.two_stage;
   const Plan plan = make_plan(in.rows, in.cols, k, single_stage, in.labels != nullptr, ctx.options.sorted);
   void* ws = ctx.workspace.get(plan.total);
-  const Problem pb = make_problem(in, k, out, plan, ws);
+  Problem pb = make_problem(in, k, out, plan, ws);
+  pb.bracket = ctx.options.sampled_bracket && !plan.multi_block;
+  pb.bracket_shift = bracket_rank_shift();
   if (single_stage) search<Bucketer, true>(pb, plan, ctx.device, ctx.stream);
   else search<Bucketer, false>(pb, plan, ctx.device, ctx.stream);
   if (plan.sorted)

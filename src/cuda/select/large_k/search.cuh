@@ -12,6 +12,7 @@
 
 #include <cstdint>
 
+#include "cuda/select/large_k/bracket.cuh"
 #include "cuda/select/large_k/bucketers.cuh"
 #include "cuda/select/large_k/common.cuh"
 #include "cuda/select/large_k/passes.cuh"
@@ -79,6 +80,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) row_kernel(Problem pb) {
   const RowIo io = pb.row_io(row);
   if (threadIdx.x == 0) sh.s = pb.state[row].search;
   __syncthreads();
+  if (pb.bracket && sh.s.location == kInput && !sh.s.found && sh.s.n_cand >= kBracketMinCols)
+    bracket_pass<kSingleStage>(sh, io, sh.s.n_cand, pb.k, row, pb.bracket_shift);
   while (!sh.s.found && sh.s.n_cand > kSortCap) {
     const Source src = io.source(sh.s.location);
     const uint32_t n = sh.s.n_cand;

@@ -17,10 +17,21 @@
 
 namespace gknn::cuda_detail::tang {
 
-/// Sorted array, descending (q[0] = worst of the best k): an insertion shifts the better-than-e prefix one
-/// slot towards the head, dropping the old head. O(k) per insertion.
+/// Drops q[0] (the worst entry) of the descending run q[0, len) and insertion-sorts e into it: the entries that
+/// e ranks before shift one slot towards the head.
+template <class E>
+GKNN_HD void insert_descending(E* q, int len, const E& e) {
+  int i = 0;
+  while (i + 1 < len && ranks_before(e, q[i + 1])) {
+    q[i] = q[i + 1];
+    ++i;
+  }
+  q[i] = e;
+}
+
+/// The state of the queues that hold exactly k slots (insertion, heap): q[0, k), worst entry q[0] = head.
 template <int K, class E>
-struct InsertionQueue {
+struct KSlotQueue {
   E q[K];
   E head;
   int k;
@@ -30,6 +41,14 @@ struct InsertionQueue {
     for (int i = 0; i < k; ++i) q[i] = E::worst();
     head = q[0];
   }
+};
+
+/// Sorted array, descending (q[0] = worst of the best k): an insertion shifts the better-than-e prefix one
+/// slot towards the head, dropping the old head. O(k) per insertion.
+template <int K, class E>
+struct InsertionQueue : KSlotQueue<K, E> {
+  using KSlotQueue<K, E>::q, KSlotQueue<K, E>::head, KSlotQueue<K, E>::k;
+
   /// The insertion queue has no merges: `aligned` does not apply (its warp already inserts in lock step
   /// as far as divergence allows), so the flag leaves this queue unchanged.
   template <class W>
@@ -37,12 +56,7 @@ struct InsertionQueue {
     if (want) insert(e);
   }
   GKNN_HD void insert(const E& e) {
-    int i = 0;
-    while (i + 1 < k && ranks_before(e, q[i + 1])) {
-      q[i] = q[i + 1];
-      ++i;
-    }
-    q[i] = e;
+    insert_descending(q, k, e);
     head = q[0];
   }
   GKNN_HD void finish(const QueueShape&) {}
@@ -59,16 +73,9 @@ struct InsertionQueue {
 /// Binary max-heap over [0, k) (a parent never ranks before its children): an insertion replaces the root
 /// and sifts it down. O(log k) per insertion; finish() heap-sorts in place (ascending).
 template <int K, class E>
-struct HeapQueue {
-  E q[K];
-  E head;
-  int k;
+struct HeapQueue : KSlotQueue<K, E> {
+  using KSlotQueue<K, E>::q, KSlotQueue<K, E>::head, KSlotQueue<K, E>::k;
 
-  GKNN_HD void reset(const QueueShape& s) {
-    k = s.k;
-    for (int i = 0; i < k; ++i) q[i] = E::worst();
-    head = q[0];
-  }
   /// No merges: `aligned` does not apply to the heap queue (see InsertionQueue::push).
   template <class W>
   GKNN_HD void push(bool want, const E& e, const QueueShape&) {
@@ -133,29 +140,24 @@ struct MergeQueue {
   GKNN_HD void push(bool want, const E& e, const QueueShape& s) {
     if (s.aligned) {
       if (!W::any(want)) return;
-      if (want) insert_level0(e, s.m);
-      for (int upper = 0, lower = s.m; lower < s.capacity; upper = lower, lower *= 2) {
-        if (!W::any(ranks_before(q[upper], q[lower]))) break;
-        merge_prefix(2 * lower);
-      }
-      head = q[0];
+      if (want) insert_descending(q, s.m, e);
+      merge_out_of_order<W>(s);
     } else if (want) {
-      insert_level0(e, s.m);
-      for (int upper = 0, lower = s.m; lower < s.capacity; upper = lower, lower *= 2) {
-        if (!ranks_before(q[upper], q[lower])) break;
-        merge_prefix(2 * lower);
-      }
-      head = q[0];
+      insert_descending(q, s.m, e);
+      merge_out_of_order<SoloWarp>(s);
     }
   }
-  /// Drops q[0] (the worst entry) and insertion-sorts e into level 0 = q[0, m).
-  GKNN_HD void insert_level0(const E& e, int m) {
-    int i = 0;
-    while (i + 1 < m && ranks_before(e, q[i + 1])) {
-      q[i] = q[i + 1];
-      ++i;
+  /// After an insertion into level 0: walks the levels down, merging the prefix q[0, lower) with the level
+  /// q[lower, 2 lower) while V::any votes that q[upper] (the head of the level before it) ranks before q[lower]
+  /// (the levels are out of order); then refreshes the head. V is the warp when aligned, else SoloWarp (the
+  /// thread's own predicate decides).
+  template <class V>
+  GKNN_HD void merge_out_of_order(const QueueShape& s) {
+    for (int upper = 0, lower = s.m; lower < s.capacity; upper = lower, lower *= 2) {
+      if (!V::any(ranks_before(q[upper], q[lower]))) break;
+      merge_prefix(2 * lower);
     }
-    q[i] = e;
+    head = q[0];
   }
   /// Puts the worse of q[a], q[b] first (descending order).
   GKNN_HD void order_pair(int a, int b) {
