@@ -33,7 +33,7 @@ void SearchOptions::add_to(CLI::App& app) {
   app.add_option("--thread-queue", thread_queue, "thread-queue length of warp_select / block_select (0: tuned default)")
       ->check(CLI::Range(0, 64))
       ->capture_default_str();
-  app.add_flag("--prefetch", prefetch, "bits: prefetch the row into L2 ahead of the loads");
+  app.add_flag("--no-prefetch", no_prefetch, "bits: no L2 prefetch of the row ahead of the loads");
   app.add_flag("--single-stage", single_stage,
                "sample_select / radix_select: move labels with the keys in every pass (default: two-stage)");
   app.add_flag("--no-bracket", no_bracket,
@@ -51,7 +51,7 @@ SearchParams SearchOptions::params() const {
   params.select_options.tang.group = tang_group;
   params.select = parse_select(select, &params.select_options.tang);
   params.select_options.thread_queue = thread_queue;
-  params.select_options.prefetch = prefetch;
+  params.select_options.prefetch = !no_prefetch;
   params.select_options.two_stage = !single_stage;
   params.select_options.sampled_bracket = !no_bracket;
   params.threads = threads;

@@ -26,12 +26,12 @@ struct SearchOptions {
   int tang_m = TangOptions{}.m;          ///< merge-queue level size of Tang's queues
   int tang_group = TangOptions{}.group;  ///< hierarchical-partition group size G
   int thread_queue = 0;                  ///< warp_select / block_select thread-queue length; 0 = tuned default
-  bool prefetch = false;                 ///< bits: L2 prefetch
+  bool no_prefetch = false;              ///< bits: without the L2 prefetch
   bool single_stage = false;             ///< sample/radix select: single-stage variant
   bool no_bracket = false;               ///< sample/radix select: without the sampled bracket
 
   /// Registers --base, --query, -k, --metric, -p, --backend, --distance, --select, --threads, --memory-budget,
-  /// --tang-m, --tang-group, --thread-queue, --prefetch, --single-stage, --no-bracket.
+  /// --tang-m, --tang-group, --thread-queue, --no-prefetch, --single-stage, --no-bracket.
   void add_to(CLI::App& app);
   /// Names were validated by CLI11 already; this converts them (and the memory budget) to SearchParams.
   SearchParams params() const;

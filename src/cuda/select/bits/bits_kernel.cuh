@@ -28,11 +28,21 @@ namespace bits_impl {
 using namespace bitonic;
 
 /// Tuning, in one place: threads per block for a bucket, 16-byte loads in flight per thread per round, and
-/// the resident blocks per SM the register allocation must allow (3 x 256 threads x 2 x 16 B in flight per SM
-/// covers the H100's bandwidth-latency product; more registers per thread would cost occupancy).
+/// the resident blocks per SM the register allocation must allow. Measured on the H100 (1024 x 2^20 and
+/// 8192 x 2^17 keys, 2026-11-21): capping registers for 4 resident blocks of 256 threads (64 registers; the
+/// kernel was at 72 with 3 blocks, 37.5% occupancy, issue-bound per ncu) lifted bits+prefetch from 83/74/66% to
+/// 95/88/80% of the read bandwidth at k = 1/32/128; 4 loads in flight instead of 2 helped only from k = 1024 on
+/// (+7% at 2048), where merges keep 2 blocks per SM. GKNN_BITS_LOADS / GKNN_BITS_MIN_BLOCKS (compile
+/// definitions) override the small-k values for such experiments.
+#ifndef GKNN_BITS_LOADS
+#define GKNN_BITS_LOADS 2
+#endif
+#ifndef GKNN_BITS_MIN_BLOCKS
+#define GKNN_BITS_MIN_BLOCKS 4
+#endif
 constexpr int block_threads(int K, bool global) { return global && K >= 4096 ? 512 : 256; }
-constexpr int kLoads = 2;
-constexpr int min_blocks(int K, bool global) { return global && K >= 4096 ? 1 : K >= 1024 ? 2 : 3; }
+constexpr int loads_in_flight(int K) { return K >= 1024 ? 4 : GKNN_BITS_LOADS; }
+constexpr int min_blocks(int K, bool global) { return global && K >= 4096 ? 1 : K >= 1024 ? 2 : GKNN_BITS_MIN_BLOCKS; }
 
 template <class Idx>
 struct Params {
@@ -144,6 +154,7 @@ __global__ void __launch_bounds__(THREADS, min_blocks(K, kGlobal)) bits_kernel(c
   };
 
   const int lane = t & 31;
+  constexpr int kLoads = loads_in_flight(K);
   rowscan::scan_row<THREADS, kLoads>(row_keys, len, t, p.prefetch, [&](const rowscan::Round<kLoads>& r) {
     unsigned pending = 0;
 #pragma unroll
