@@ -117,6 +117,21 @@ struct SelectOptions {
 /// Progress report: fraction of the work done in [0, 1].
 using ProgressCallback = std::function<void(double fraction)>;
 
+/// Where the time of one search went (filled when SearchParams::stats is set). CUDA: device phases measured with
+/// CUDA events on the search's streams (copies and kernels overlap, so the phases may add up to more than the
+/// wall time); CPU: wall-clock phases. total_ms is always the wall time of the whole call, measured on the host.
+struct SearchStats {
+  double upload_ms = 0;    ///< host -> device copies of queries (and of the base when it is not resident)
+  double distance_ms = 0;  ///< distance computation (device time on CUDA)
+  double select_ms = 0;    ///< k-selection
+  double merge_ms = 0;     ///< merging tile top-k lists
+  double download_ms = 0;  ///< device -> host copies of the results
+  double device_ms = 0;    ///< CUDA: first upload to last download on the device (events); CPU: 0
+  double total_ms = 0;     ///< wall time of the call
+  int64_t query_tiles = 0;
+  int64_t base_tiles = 0;  ///< base tiles per query tile
+};
+
 struct SearchParams {
   int64_t k = 10;
   Metric metric = Metric::SquaredL2;
@@ -129,6 +144,7 @@ struct SearchParams {
   int threads = 0;           ///< cpu threads; 0 = all hardware threads
   int device = 0;            ///< cuda device ordinal
   ProgressCallback progress;
+  SearchStats* stats = nullptr;  ///< when set, filled with the phase times of the search (see SearchStats)
 };
 
 /// q x k row-major result: distances (or similarities) and int64 indices (or user ids).
