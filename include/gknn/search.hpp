@@ -13,6 +13,9 @@ namespace gknn {
 Result search(FloatView base, FloatView queries, const SearchParams& params);
 /// uint8 input (bvecs): converted to float32 exactly.
 Result search(ByteView base, ByteView queries, const SearchParams& params);
+/// The same search, written into caller-provided storage (host or device arrays; FAISS's search(n, x, k, D, I)
+/// shape): no result is allocated. Inputs may be host or device views (Memory::Device needs the cuda backend).
+void search(FloatView base, FloatView queries, const SearchParams& params, const ResultView& out);
 
 struct SelectParams {
   Backend backend = Backend::Auto;
@@ -30,6 +33,10 @@ Result select_k(FloatView values, const int64_t* labels, int64_t k, Order order,
 
 /// Distance algorithms `backend` implements for `metric` (Auto excluded); empty for an unavailable backend.
 std::vector<DistanceAlgorithm> distance_algorithms(Backend backend, Metric metric);
+/// True for distance algorithms that compute in a precision exact only on integer data (fp16 tensor cores): a
+/// backend runs them only on data it proves them exact on and refuses them (Unsupported) elsewhere; Auto takes
+/// them only there.
+bool distance_requires_integer_data(DistanceAlgorithm algorithm);
 /// Selection algorithms `backend` implements (Auto excluded), with the largest k each serves.
 struct SelectCapability {
   SelectAlgorithm algorithm;
