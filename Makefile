@@ -14,7 +14,7 @@ CMAKE_ARGS ?=
 .PHONY: run test sanitize deps configure build clean
 
 deps:
-	scripts/install-deps.sh
+	scripts/install-deps.sh $(CMAKE_ARGS)
 
 configure: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
