@@ -28,7 +28,7 @@ std::vector<float> to_float(ByteView m) {
 
 Result search(FloatView base, FloatView queries, const SearchParams& params) {
   detail::validate_search(base, queries, params);
-  const Backend backend = detail::resolve_backend(params.backend);
+  const Backend backend = detail::resolve_backend(params);
   const SearchParams kp = detail::key_params(params, base.rows);
   if (queries.rows == 0) return detail::finalize(Result{0, kp.k, {}, {}}, params.metric, params.p, params.k);
   if (params.metric == Metric::Cosine) {
@@ -75,7 +75,7 @@ Result select_k(FloatView values, const int64_t* labels, int64_t k, Order order,
     labels = packed_labels.data();
   }
   const int64_t k_eff = std::min(k, values.cols);
-  const Backend backend = detail::resolve_backend(params.backend);
+  const Backend backend = detail::resolve_backend(params);
   Result r = backend == Backend::Cuda ? detail::cuda::select_k(keys, labels, k_eff, params)
                                       : detail::cpu::select_k(keys, labels, k_eff, params);
   return detail::finalize(std::move(r), order == Order::Descending ? Metric::InnerProduct : Metric::SquaredL2, 2.0,

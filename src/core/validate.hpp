@@ -4,6 +4,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gknn/search.hpp"
 #include "gknn/types.hpp"
 
 namespace gknn::detail {
@@ -16,6 +17,9 @@ void validate_matrix(FloatView m, std::string_view what, bool allow_empty_rows);
 void validate_search(FloatView base, FloatView queries, const SearchParams& params);
 /// Backend::Auto -> Cuda when available, else Cpu; an unavailable explicit Cuda throws Unsupported.
 Backend resolve_backend(Backend requested);
+/// The same, and Auto passes over a backend that lacks an algorithm the parameters force (gknn::choose_backend).
+Backend resolve_backend(const SearchParams& params);
+Backend resolve_backend(const SelectParams& params);
 
 /// Row-normalised copy for cosine (a zero row stays zero). Norms are accumulated in double.
 std::vector<float> normalized_rows(FloatView m);
