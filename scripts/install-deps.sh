@@ -28,7 +28,6 @@ requirements=(
   "cmake              required command cmake 3.25"
   "g++                required cxx20"
   "make               required command make"
-  "pkg-config         optional command pkg-config"
   "libopenblas-dev    required cmake set(BLA_VENDOR OpenBLAS) find_package(BLAS)"
   "libcli11-dev       required cmake find_package(CLI11)"
   "libgtest-dev       required cmake find_package(GTest)"
