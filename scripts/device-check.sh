@@ -100,6 +100,7 @@ readme_step() {  # run|test: `make <step>` in the copy, as the README says
   rc=$?
   note "make $(printf "%-9s" "$step")exit $rc ($((SECONDS - t0)) s; log: readme-$step.log); its last lines:"
   [[ $rc != 0 ]] && status=1
+  while IFS= read -r l; do summary+=("  | $l"); done < <(grep -m 8 '^install-deps:' "$log")  # the set-up step's verdict
   local tail_lines=50  # make run: both jobs, every timing line
   [[ $step == test ]] && tail_lines=12
   while IFS= read -r l; do summary+=("  | $l"); done < <(tail -n "$tail_lines" "$log")
