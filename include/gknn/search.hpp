@@ -1,6 +1,7 @@
 // gknn/search.hpp: one-shot exact k-nearest-neighbour search and k-selection.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "gknn/types.hpp"
@@ -46,5 +47,19 @@ std::vector<SelectCapability> select_algorithms(Backend backend);
 
 /// Backends this build can run now (Cpu always; Cuda when compiled in and a device is visible).
 bool backend_available(Backend backend);
+
+/// The backend a search (or select_k) runs on, and why.
+struct BackendChoice {
+  Backend backend = Backend::Cpu;
+  /// "requested", or why Auto chose it: "auto" (CUDA), "auto: no CUDA device is visible",
+  /// "auto: heap has no CUDA implementation", ...
+  std::string reason;
+};
+/// An explicit backend is taken as it is (an unavailable Cuda throws Unsupported; an algorithm it lacks is refused
+/// by the search). Auto takes CUDA when a device is visible and CUDA implements every algorithm the parameters force
+/// (the distance for their metric, the selection), else the CPU when it does; when neither implements the
+/// combination it throws Unsupported naming what each lacks. search() and select_k() run exactly this choice.
+BackendChoice choose_backend(const SearchParams& params);
+BackendChoice choose_backend(const SelectParams& params);
 
 }  // namespace gknn

@@ -17,7 +17,7 @@ bool on_device(FloatView v) { return v.memory == Memory::Device; }
 
 /// Device-memory inputs or outputs can only be served by the cuda backend.
 Backend backend_for(const SearchParams& params, bool device_memory) {
-  if (!device_memory) return detail::resolve_backend(params.backend);
+  if (!device_memory) return detail::resolve_backend(params);
   GKNN_EXPECT(params.backend != Backend::Cpu, ErrorCode::InvalidArgument,
               "device-memory inputs or outputs need the cuda backend (backend cpu was requested)");
   return detail::resolve_backend(Backend::Cuda);
@@ -127,7 +127,7 @@ Result select_k(FloatView values, const int64_t* labels, int64_t k, Order order,
     labels = packed_labels.data();
   }
   const int64_t k_eff = std::min(k, values.cols);
-  const Backend backend = detail::resolve_backend(params.backend);
+  const Backend backend = detail::resolve_backend(params);
   Result r = backend == Backend::Cuda ? detail::cuda::select_k(keys, labels, k_eff, params)
                                       : detail::cpu::select_k(keys, labels, k_eff, params);
   return detail::finalize(std::move(r), order == Order::Descending ? Metric::InnerProduct : Metric::SquaredL2, 2.0,

@@ -1,11 +1,15 @@
 #include "core/validate.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
+#include <string>
 
 #include "core/backend.hpp"
 #include "gknn/error.hpp"
+#include "gknn/info.hpp"
 
 namespace gknn::detail {
 
@@ -64,16 +68,70 @@ void validate_search(FloatView base, FloatView queries, const SearchParams& para
               " differs from query dimension ", queries.cols);
 }
 
-Backend resolve_backend(Backend requested) {
-  if (requested == Backend::Cpu) return Backend::Cpu;
+namespace {
+
+/// The algorithms a request forces (Auto: not forced) and the metric its distance must serve (none for select_k).
+struct Forced {
+  Backend requested = Backend::Auto;
+  DistanceAlgorithm distance = DistanceAlgorithm::Auto;
+  SelectAlgorithm select = SelectAlgorithm::Auto;
+  std::optional<Metric> metric;
+};
+
+std::vector<DistanceAlgorithm> distances_of(Backend b, Metric m) {
+  return b == Backend::Cuda ? cuda::distance_algorithms(m) : cpu::distance_algorithms(m);
+}
+
+bool has_select(Backend b, SelectAlgorithm a) {
+  const std::vector<SelectCapability> all = b == Backend::Cuda ? cuda::select_algorithms() : cpu::select_algorithms();
+  return std::any_of(all.begin(), all.end(), [a](const SelectCapability& c) { return c.algorithm == a; });
+}
+
+/// What `b` lacks of the forced algorithms, e.g. "heap has no CUDA implementation"; "" when it has them all.
+/// Limits on k are left to the backend: they depend on the base size, and no other backend lifts them.
+std::string lacking(Backend b, const Forced& f) {
+  const std::string label = b == Backend::Cuda ? "CUDA" : "CPU";
+  if (f.metric) {
+    const std::vector<DistanceAlgorithm> ds = distances_of(b, *f.metric);
+    if (f.distance == DistanceAlgorithm::Auto && ds.empty())
+      return "metric " + to_string(*f.metric) + " has no " + label + " distance algorithm";
+    if (f.distance != DistanceAlgorithm::Auto && std::find(ds.begin(), ds.end(), f.distance) == ds.end()) {
+      const std::vector<DistanceAlgorithm> any = distances_of(b, Metric::SquaredL2);  // every algorithm serves it
+      const bool other_metrics = std::find(any.begin(), any.end(), f.distance) != any.end();
+      return to_string(f.distance) + " has no " + label + " implementation" +
+             (other_metrics ? " for metric " + to_string(*f.metric) : "");
+    }
+  }
+  if (f.select != SelectAlgorithm::Auto && !has_select(b, f.select))
+    return to_string(f.select) + " has no " + label + " implementation";
+  return "";
+}
+
+BackendChoice choose(const Forced& f) {
+  if (f.requested == Backend::Cpu) return {Backend::Cpu, "requested"};
   const bool cuda_ok = cuda::available();
-  if (requested == Backend::Cuda) {
+  if (f.requested == Backend::Cuda) {
     GKNN_EXPECT(cuda_ok, ErrorCode::Unsupported,
                 "backend cuda requested, but this build has no CUDA backend or no CUDA device is visible");
-    return Backend::Cuda;
+    return {Backend::Cuda, "requested"};
   }
-  return cuda_ok ? Backend::Cuda : Backend::Cpu;
+  if (!cuda_ok)
+    return {Backend::Cpu, build_info().cuda ? "auto: no CUDA device is visible" : "auto: this build has no CUDA backend"};
+  const std::string cuda_lacks = lacking(Backend::Cuda, f);
+  if (cuda_lacks.empty()) return {Backend::Cuda, "auto"};
+  const std::string cpu_lacks = lacking(Backend::Cpu, f);
+  GKNN_EXPECT(cpu_lacks.empty(), ErrorCode::Unsupported, "backend auto: no backend implements this combination (",
+              cuda_lacks, "; ", cpu_lacks, ")");
+  return {Backend::Cpu, "auto: " + cuda_lacks};
 }
+
+}  // namespace
+
+Backend resolve_backend(Backend requested) {
+  return choose({requested, DistanceAlgorithm::Auto, SelectAlgorithm::Auto, std::nullopt}).backend;
+}
+Backend resolve_backend(const SearchParams& params) { return choose_backend(params).backend; }
+Backend resolve_backend(const SelectParams& params) { return choose_backend(params).backend; }
 
 std::vector<float> normalized_rows(FloatView m) {
   std::vector<float> out(static_cast<size_t>(m.rows * m.cols));
@@ -88,3 +146,15 @@ std::vector<float> normalized_rows(FloatView m) {
 }
 
 }  // namespace gknn::detail
+
+namespace gknn {
+
+BackendChoice choose_backend(const SearchParams& params) {
+  return detail::choose({params.backend, params.distance, params.select, params.metric});
+}
+
+BackendChoice choose_backend(const SelectParams& params) {
+  return detail::choose({params.backend, DistanceAlgorithm::Auto, params.algorithm, std::nullopt});
+}
+
+}  // namespace gknn

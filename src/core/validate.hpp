@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "gknn/search.hpp"
 #include "gknn/types.hpp"
 
 namespace gknn::detail {
@@ -23,6 +24,9 @@ void validate_search(FloatView base, FloatView queries, const SearchParams& para
 void validate_result_view(const ResultView& out, int64_t rows, int64_t k);
 /// Backend::Auto -> Cuda when available, else Cpu; an unavailable explicit Cuda throws Unsupported.
 Backend resolve_backend(Backend requested);
+/// The same, and Auto passes over a backend that lacks an algorithm the parameters force (gknn::choose_backend).
+Backend resolve_backend(const SearchParams& params);
+Backend resolve_backend(const SelectParams& params);
 
 /// Row-normalised copy for cosine (a zero row stays zero). Norms are accumulated in double.
 std::vector<float> normalized_rows(FloatView m);
