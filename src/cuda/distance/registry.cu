@@ -27,6 +27,8 @@ const DistanceEntry kDistanceEntries[] = {
 
 /// Below this dimension a GEMM has too little work per output to beat a direct kernel.
 constexpr int64_t kGemmMinDim = 16;
+/// Below this many queries Auto prefers SGEMM to the fp16 GEMM (H100, 1M x 128 base: q = 1/16 faster in fp32).
+constexpr int64_t kFp16MinQueries = 64;
 
 }  // namespace
 
@@ -42,9 +44,10 @@ const DistanceEntry* distance_entries_end() { return std::end(kDistanceEntries);
 // Auto: for the dot-product metrics once dim is large enough for a GEMM to pay off, the fp16 tensor-core GEMM
 // where it is proven exact on the data (integers in its range; 4-7x the fp32 SGEMM's rate), else cuBLAS SGEMM;
 // otherwise the tiled shared-memory kernel, which reuses every loaded component 16 times.
-DistanceAlgorithm choose_distance(Metric key_metric, int64_t /*nq*/, int64_t /*nb*/, const DataFacts& facts) {
+DistanceAlgorithm choose_distance(Metric key_metric, int64_t nq, int64_t /*nb*/, const DataFacts& facts) {
   if (!gemm_metric(key_metric) || facts.dim < kGemmMinDim) return DistanceAlgorithm::GarciaGlobal;
-  return fp16_mma_exact_on(facts) ? DistanceAlgorithm::Fp16Mma : DistanceAlgorithm::Cublas;
+  // The fp16 path converts the base tile every call: with few queries that copy costs more than the SGEMM reads.
+  return nq >= kFp16MinQueries && fp16_mma_exact_on(facts) ? DistanceAlgorithm::Fp16Mma : DistanceAlgorithm::Cublas;
 }
 
 const DistanceEntry& resolve_distance(DistanceAlgorithm requested, Metric key_metric, int64_t nq, int64_t nb,
