@@ -28,7 +28,7 @@ ValueStats validate_matrix(FloatView m, std::string_view what, bool allow_empty_
   float max_abs = 0.f;
   int64_t first_bad_row = m.rows;
 #pragma omp parallel for schedule(static) reduction(&& : integral, nonnegative) reduction(max : max_abs) \
-    reduction(min : first_bad_row) if (m.rows * m.cols > (int64_t(1) << 20))
+    reduction(min : first_bad_row) if (m.rows * m.cols > (int64_t(1) << 18))
   for (int64_t i = 0; i < m.rows; ++i) {
     const float* row = m.row(i);
     bool finite = true, row_integral = true, row_nonnegative = true;
