@@ -1,8 +1,8 @@
 // distance.cuh: the contract of every GPU distance kernel, and the table that maps the enum to them.
 //
 // A distance kernel writes the nq x nb matrix of *keys* (core/keys.hpp): squared L2, -(x.y), L1, Linf or
-// sum |x-y|^p, for queries and base rows already on the device. Adding a kernel: a folder under distance/,
-// a DistanceEntry line in registry.cu.
+// sum |x-y|^p, for queries and base rows already on the device. Adding a kernel: a line in gknn/algorithms.def
+// and a folder under distance/ with the kernel and its entries.inc (see registry.cu, docs/architecture.md).
 #pragma once
 
 #include <cstdint>
@@ -38,6 +38,13 @@ struct DistanceContext {
   cudaStream_t stream;
   int device;
 };
+
+/// Which key metrics an entry serves (DistanceEntry::supports): every key metric, or the GEMM decomposition's.
+inline bool any_key_metric(Metric m) {
+  return m == Metric::SquaredL2 || m == Metric::InnerProduct || m == Metric::L1 || m == Metric::Linf ||
+         m == Metric::Lp;
+}
+inline bool gemm_key_metric(Metric m) { return m == Metric::SquaredL2 || m == Metric::InnerProduct; }
 
 using DistanceFn = void (*)(const DistanceInput& in, const DistanceOutput& out, const DistanceContext& ctx);
 

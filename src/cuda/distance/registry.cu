@@ -1,4 +1,8 @@
-// registry.cu: DistanceAlgorithm -> GPU kernel, which key metrics each serves, and Auto's choice.
+// registry.cu: DistanceAlgorithm -> GPU kernel, which key metrics each serves, and Auto's choice. Each kernel
+// folder holds an entries.inc with one line, GKNN_DISTANCE_ENTRY(Id, supports, needs_norms, fn): the enum value
+// (gknn/algorithms.def), the key metrics it serves (a predicate of distance.cuh), whether the pipeline must
+// provide squared row norms, and its run function. src/CMakeLists.txt gathers every distance/*/entries.inc into
+// all_entries.inc, so a new folder is registered without editing a list here.
 #include <iterator>
 
 #include "cuda/distance/kernels.cuh"
@@ -7,20 +11,10 @@
 namespace gknn::cuda_detail {
 namespace {
 
-bool any_key_metric(Metric m) {
-  return m == Metric::SquaredL2 || m == Metric::InnerProduct || m == Metric::L1 || m == Metric::Linf ||
-         m == Metric::Lp;
-}
-/// The GEMM decomposition exists only for the dot-product metrics.
-bool gemm_metric(Metric m) { return m == Metric::SquaredL2 || m == Metric::InnerProduct; }
-
 const DistanceEntry kDistanceEntries[] = {
-    {DistanceAlgorithm::Naive, any_key_metric, false, naive_distance},
-    {DistanceAlgorithm::SharedReduce, any_key_metric, false, shared_reduce_distance},
-    {DistanceAlgorithm::Atomic, any_key_metric, false, atomic_distance},
-    {DistanceAlgorithm::GarciaGlobal, any_key_metric, false, garcia_global_distance},
-    {DistanceAlgorithm::GarciaTexture, any_key_metric, false, garcia_texture_distance},
-    {DistanceAlgorithm::Cublas, gemm_metric, true, cublas_distance},
+#define GKNN_DISTANCE_ENTRY(id, supports, needs_norms, fn) {DistanceAlgorithm::id, supports, needs_norms, fn},
+#include "cuda/distance/all_entries.inc"
+#undef GKNN_DISTANCE_ENTRY
 };
 
 /// Below this dimension a GEMM has too little work per output to beat a direct kernel.
@@ -40,7 +34,7 @@ const DistanceEntry* distance_entries_end() { return std::end(kDistanceEntries);
 // Auto: cuBLAS for the dot-product metrics once dim is large enough for a GEMM to pay off; otherwise the tiled
 // shared-memory kernel, which reuses every loaded component 16 times (naive reuses only the query).
 DistanceAlgorithm choose_distance(Metric key_metric, int64_t /*nq*/, int64_t /*nb*/, int64_t dim) {
-  if (gemm_metric(key_metric) && dim >= kGemmMinDim) return DistanceAlgorithm::Cublas;
+  if (gemm_key_metric(key_metric) && dim >= kGemmMinDim) return DistanceAlgorithm::Cublas;
   return DistanceAlgorithm::GarciaGlobal;
 }
 
