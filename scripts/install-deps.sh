@@ -11,6 +11,7 @@ packages=(
   libcli11-dev                   # the gknn command-line tool
   libgtest-dev                   # tests
   nlohmann-json3-dev             # tests parse `gknn bench --json` back
+  libopenmpi-dev openmpi-bin     # the MPI layer (gknn_mpi, `mpirun gknn search`) and its tests (optional in CMake)
 )
 
 if ! command -v dpkg-query >/dev/null; then

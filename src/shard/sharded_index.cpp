@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <numeric>
 
@@ -12,29 +13,19 @@
 #include "cpu/parallel.hpp"
 #include "gknn/error.hpp"
 #include "shard/merge.hpp"
+#include "shard/segments.hpp"
 #include "shard/shard_threads.hpp"
 #include "shard/sharded_keys.hpp"
 
 namespace gknn {
 namespace {
 
-/// Rows [local_begin, local_begin + count) of a shard are rows [global_begin, ...) of the index.
-struct Segment {
-  int64_t local_begin, global_begin, count;
-};
-
 struct Shard {
   ShardDevice where;
   std::unique_ptr<detail::ResidentStore> store;
-  std::vector<Segment> segments;
+  detail::GlobalRows rows;
 
   int64_t size() const { return store->size(); }
-  int64_t global_index(int64_t local) const {
-    auto it = std::upper_bound(segments.begin(), segments.end(), local,
-                               [](int64_t i, const Segment& s) { return i < s.local_begin; });
-    const Segment& s = *(it - 1);
-    return s.global_begin + (local - s.local_begin);
-  }
 };
 
 std::unique_ptr<detail::ResidentStore> make_store(ShardDevice where, int64_t dim) {
@@ -113,7 +104,7 @@ struct ShardedIndex::Impl {
   void append(int s, FloatView rows, int64_t global_begin) {
     if (rows.rows == 0) return;
     Shard& shard = shards[size_t(s)];
-    shard.segments.push_back({shard.size(), global_begin, rows.rows});
+    shard.rows.append(global_begin, rows.rows);
     shard.store->append(rows);
   }
 
@@ -142,7 +133,7 @@ struct ShardedIndex::Impl {
       SearchParams kp = shard_params(checked, s, shard.size());
       kp.stats = &st;
       detail::KeyResult keys = shard.store->search(queries, kp);
-      for (int64_t& i : keys.indices) i = shard.global_index(i);
+      shard.rows.to_global(keys.indices);
       parts[size_t(s)] = std::move(keys);
     });
     std::vector<detail::KeyListsView> views;
@@ -153,12 +144,12 @@ struct ShardedIndex::Impl {
     return merged;
   }
 
-  /// Replicated: shard s answers queries [q*s/P, q*(s+1)/P) against its full copy of the base.
+  /// Replicated: shard s answers its near-equal part of the queries against its full copy of the base.
   detail::KeyResult replicated_keys(FloatView queries, const SearchParams& checked, SearchStats& stats) const {
     const int64_t q = queries.rows, k = std::min(checked.k, rows), parts = int64_t(shards.size());
     detail::KeyResult out{q, k, std::vector<float>(size_t(q * k)), std::vector<int64_t>(size_t(q * k))};
     stats = run_shards([&](int s, SearchStats& st) {
-      const int64_t first = q * s / parts, last = q * (s + 1) / parts;
+      const auto [first, last] = detail::near_equal_part(q, s, parts);
       if (last == first) return;
       SearchParams kp = shard_params(checked, s, rows);
       kp.stats = &st;
@@ -191,7 +182,10 @@ ShardedIndex& ShardedIndex::operator=(ShardedIndex&&) noexcept = default;
 void ShardedIndex::add(FloatView vectors) {
   const int64_t parts = shard_count();
   std::vector<int64_t> cut(static_cast<size_t>(parts));
-  for (int64_t s = 0; s < parts; ++s) cut[size_t(s)] = vectors.rows / parts + (s < vectors.rows % parts ? 1 : 0);
+  for (int64_t s = 0; s < parts; ++s) {
+    const detail::PartRange range = detail::near_equal_part(vectors.rows, s, parts);
+    cut[size_t(s)] = range.end - range.begin;
+  }
   if (impl_->mode == ShardMode::Sharded) return add(vectors, cut);
   std::vector<float> normalized;
   const FloatView rows = impl_->checked_rows(vectors, normalized);
@@ -243,7 +237,7 @@ Result ShardedIndex::search(FloatView queries, const SearchParams& params) const
 void ShardedIndex::reset() {
   for (Shard& shard : impl_->shards) {
     shard.store->clear();
-    shard.segments.clear();
+    shard.rows.clear();
   }
   impl_->rows = 0;
 }
@@ -278,8 +272,8 @@ SearchParams ShardedAccess::checked_params(const ShardedIndex& index, const Sear
   if (params.metric == Metric::Lp && params_in.metric != Metric::Lp) params.p = impl.p;
   GKNN_EXPECT(params.k > 0, ErrorCode::InvalidArgument, "ShardedIndex::search: k must be positive (got ", params.k,
               ")");
-  GKNN_EXPECT(params.metric != Metric::Lp || params.p > 0, ErrorCode::InvalidArgument,
-              "ShardedIndex::search: p must be > 0 for lp (got ", params.p, ")");
+  GKNN_EXPECT(params.metric != Metric::Lp || (params.p > 0 && std::isfinite(params.p)), ErrorCode::InvalidArgument,
+              "ShardedIndex::search: metric lp needs a finite p > 0 (got p = ", params.p, ")");
   GKNN_EXPECT(params.threads >= 0 && params.threads <= kMaxThreads, ErrorCode::InvalidArgument,
               "ShardedIndex::search: threads must be in [0, ", kMaxThreads, "] (got ", params.threads, ")");
   return params;
