@@ -75,4 +75,10 @@ class DistributedIndex {
   std::unique_ptr<Impl> impl_;
 };
 
+/// Replicated across ranks: every rank's `replica` holds the whole base; the queries read on `root` are
+/// broadcast, each rank answers its near-equal part of them (rank_rows), and root gathers the rows in order.
+/// Root gets the result; other ranks a Result with 0 rows.
+Result replicated_search(const ShardedIndex& replica, FloatView queries, const SearchParams& params, MPI_Comm comm,
+                         int root = 0);
+
 }  // namespace gknn::mpi

@@ -150,6 +150,30 @@ const ShardedIndex& DistributedIndex::local() const noexcept { return impl_->loc
 
 void DistributedIndex::set_p(double p) { impl_->local.set_p(p); }
 
+Result replicated_search(const ShardedIndex& replica, FloatView queries, const SearchParams& params, MPI_Comm comm,
+                         int root) {
+  const int rank = rank_of(comm), ranks = size_of(comm);
+  const bool same = same_everywhere(params.k, comm) && same_everywhere(root, comm) &&
+                    same_everywhere(replica.size(), comm);
+  collectively(comm, [&] {
+    GKNN_EXPECT(same, ErrorCode::InvalidArgument,
+                "replicated_search: the ranks passed different k, root or replica sizes (the call is collective)");
+    GKNN_EXPECT(root >= 0 && root < ranks, ErrorCode::InvalidArgument, "replicated_search: root ", root,
+                " is not a rank of the communicator (", ranks, " ranks)");
+  });
+  std::vector<float> storage;
+  const FloatView q = broadcast_queries(queries, root, comm, storage);
+  const RowRange mine = rank_rows(q.rows, rank, ranks);
+  Result part;
+  collectively(comm, [&] {
+    part = replica.search(FloatView{q.row(mine.begin), mine.count(), q.cols, q.row_stride()}, params);
+  });
+  std::vector<int64_t> counts;
+  Result out{q.rows, part.k, gather(part.distances, root, comm, counts), gather(part.indices, root, comm, counts)};
+  if (rank != root) return Result{0, part.k, {}, {}};
+  return out;
+}
+
 RowRange rank_rows(int64_t n, int rank, int ranks) {
   GKNN_EXPECT(ranks > 0 && rank >= 0 && rank < ranks && n >= 0, ErrorCode::InvalidArgument, "rank_rows: rank ",
               rank, " of ", ranks, " ranks, ", n, " rows");

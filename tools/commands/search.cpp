@@ -10,6 +10,7 @@
 #include "gknn/search.hpp"
 #include "progress.hpp"
 #include "recall_report.hpp"
+#include "scale_search.hpp"
 #include "search_setup.hpp"
 
 namespace gknn::cli {
@@ -17,6 +18,7 @@ namespace {
 
 struct SearchCommand {
   SearchOptions search;
+  ScaleOptions scale;
   std::string indices_out;
   std::string distances_out;
   std::string groundtruth;
@@ -40,17 +42,18 @@ struct SearchCommand {
   int run() const {
     check_outputs();  // before any long work
     const SearchParams base_params = search.params();
-    const Dataset data = load_dataset(search);
+    const Dataset data = load_scaled_dataset(search, scale, groundtruth);
     HostMatrix<int64_t> truth;
     if (!groundtruth.empty()) truth = with_option("--groundtruth", [&] { return load_indices(groundtruth); });
 
-    ProgressBar bar("search", !no_progress);
+    ProgressBar bar("search", !no_progress && output_rank());
     SearchParams params = base_params;
     params.progress = bar.callback();
     Stopwatch clock;
-    const Result result = run_search(data, search, params);
+    const Result result = run_scaled_search(data, search, scale, params);
     const double seconds = clock.seconds();
     bar.finish();
+    if (!output_rank()) return 0;  // MPI ranks > 0: rank 0 writes and prints
 
     if (!indices_out.empty()) save_indices(indices_out, MatrixView<const int64_t>{result.indices.data(), result.rows,
                                                                                  result.k, 0});
@@ -72,7 +75,7 @@ struct SearchCommand {
                 to_string(params.backend).c_str());
     std::printf("algorithms   distance %s, select %s\n", to_string(params.distance).c_str(),
                 select_name(params.select, params.select_options.tang).c_str());
-    std::printf("base         %lld x %lld  %s\n", static_cast<long long>(data.base.rows),
+    std::printf("base         %lld x %lld  %s\n", static_cast<long long>(base_rows(data)),
                 static_cast<long long>(data.base.cols), search.base.c_str());
     std::printf("queries      %lld x %lld  %s\n", static_cast<long long>(data.queries.rows),
                 static_cast<long long>(data.queries.cols), search.query.c_str());
@@ -90,6 +93,7 @@ Command add_search_command(CLI::App& root) {
   auto cmd = std::make_shared<SearchCommand>();
   CLI::App* app = root.add_subcommand("search", "exact k-nearest-neighbour search of --query in --base");
   cmd->search.add_to(*app);
+  cmd->scale.add_to(*app);
   app->add_option("-o,--output", cmd->indices_out, "write neighbour indices (.ivecs int32 or .npy int64)");
   app->add_option("--distances-out", cmd->distances_out, "write neighbour distances (.fvecs or .npy)");
   app->add_option("--groundtruth", cmd->groundtruth,
