@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 #include "cli_common.hpp"
 #include "gknn/error.hpp"
@@ -17,12 +18,6 @@ namespace gknn::cli {
 namespace {
 
 int64_t g_total_base_rows = -1;  // the whole base's rows under MPI (each rank loads only its block)
-
-bool mpi_environment() {
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"})
-    if (std::getenv(name)) return true;
-  return false;
-}
 
 /// Runs search() and adds the input file names to any error (the library only knows "base" and "queries").
 template <class Search>
@@ -132,7 +127,7 @@ bool ScaleOptions::active() const { return !devices.empty() || cpu_shards > 0 ||
 
 bool under_mpi() {
 #ifdef GKNN_HAS_MPI
-  static const bool launched = mpi_environment();
+  static const bool launched = mpi::launched_by_mpirun();
   if (launched) static const MpiSession session;
   return launched;
 #else

@@ -22,6 +22,10 @@
 
 namespace gknn::mpi {
 
+/// True when this process was started by mpirun / mpiexec / srun (Open MPI, MPICH, PMIx or Slurm-PMI
+/// environment variables), i.e. when a tool should initialise MPI and split its work by rank.
+bool launched_by_mpirun();
+
 /// Rows [begin, end) of n that rank `rank` of `ranks` takes under the near-equal split (the first n % ranks
 /// ranks get one row more) — the cut of ShardedIndex::add and of read_rank_rows.
 struct RowRange {

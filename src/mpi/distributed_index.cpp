@@ -2,6 +2,7 @@
 // partial key lists gathered to the root and merged by the ShardedIndex's exact k-way merge.
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 
 #include "core/finalize.hpp"
 #include "core/validate.hpp"
@@ -172,6 +173,12 @@ Result replicated_search(const ShardedIndex& replica, FloatView queries, const S
   Result out{q.rows, part.k, gather(part.distances, root, comm, counts), gather(part.indices, root, comm, counts)};
   if (rank != root) return Result{0, part.k, {}, {}};
   return out;
+}
+
+bool launched_by_mpirun() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"})
+    if (std::getenv(name)) return true;
+  return false;
 }
 
 RowRange rank_rows(int64_t n, int rank, int ranks) {
