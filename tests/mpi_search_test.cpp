@@ -121,7 +121,7 @@ TEST(MpiSearch, SeveralBatchesSeveralShardsOwnQueries) {
 
 TEST(MpiSearch, RowsReadFromSharedFiles) {
   const HostMatrix<float> base = integer_matrix(41, 6, 0, 9, 91), queries = integer_matrix(5, 6, 0, 9, 92);
-  const std::string stem = "mpi_rows_" + std::to_string(ranks());
+  const std::string stem = std::string(g_cuda ? "mpi_rows_cuda_" : "mpi_rows_") + std::to_string(ranks());
   HostMatrix<uint8_t> bytes(base.rows, base.cols);
   for (size_t i = 0; i < base.data.size(); ++i) bytes.data[i] = uint8_t(base.data[i]);
   if (rank() == 0) {

@@ -152,20 +152,23 @@ Dataset load_scaled_dataset(const SearchOptions& options, const ScaleOptions& sc
   Dataset data;
   mpi::RankRows part;
   if (scale.replicate) {
-    data.base = with_option("--base", [&] { return load_matrix(options.base); });
+    mpi::collectively(MPI_COMM_WORLD,
+                      [&] { data.base = with_option("--base", [&] { return load_matrix(options.base); }); });
     g_total_base_rows = data.base.rows;
   } else {
     part = with_option("--base", [&] { return mpi::read_rank_rows(options.base, MPI_COMM_WORLD); });
     data.base = std::move(part.rows);
     g_total_base_rows = part.total;
   }
-  if (output_rank()) data.queries = with_option("--query", [&] { return load_matrix(options.query); });
-  data.load_seconds = clock.seconds();
   GKNN_EXPECT(g_total_base_rows > 0, ErrorCode::InvalidArgument, "--base: '", options.base, "' has no vectors");
-  const MatrixShape base_shape = with_option("--base", [&] { return matrix_shape(options.base); });
-  GKNN_EXPECT(!output_rank() || base_shape.cols == data.queries.cols, ErrorCode::InvalidArgument,
-              "dimension mismatch: --base '", options.base, "' has dimension ", base_shape.cols, " but --query '",
-              options.query, "' has dimension ", data.queries.cols);
+  mpi::collectively(MPI_COMM_WORLD, [&] {  // rank 0 alone reads the queries; its failure stops every rank
+    if (!output_rank()) return;
+    data.queries = with_option("--query", [&] { return load_matrix(options.query); });
+    GKNN_EXPECT(data.base.cols == data.queries.cols, ErrorCode::InvalidArgument, "dimension mismatch: --base '",
+                options.base, "' has dimension ", data.base.cols, " but --query '", options.query,
+                "' has dimension ", data.queries.cols);
+  });
+  data.load_seconds = clock.seconds();
   return data;
 #else
   (void)scale, (void)groundtruth;

@@ -13,6 +13,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,6 +26,11 @@ namespace gknn::mpi {
 /// True when this process was started by mpirun / mpiexec / srun (Open MPI, MPICH, PMIx or Slurm-PMI
 /// environment variables), i.e. when a tool should initialise MPI and split its work by rank.
 bool launched_by_mpirun();
+
+/// Runs step() on every rank of comm; when it throws on some ranks, every rank throws the lowest failing rank's
+/// error (that rank its own exception, the others gknn::Error with its code and "rank R: message"). For a tool's
+/// own steps that may fail on some ranks only (reading a file on the root), so that no rank waits forever.
+void collectively(MPI_Comm comm, const std::function<void()>& step);
 
 /// Rows [begin, end) of n that rank `rank` of `ranks` takes under the near-equal split (the first n % ranks
 /// ranks get one row more) — the cut of ShardedIndex::add and of read_rank_rows.

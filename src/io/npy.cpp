@@ -269,7 +269,7 @@ HostMatrix<float> read_npy_float(const std::string& path, int64_t first, int64_t
   with_type(layout.dtype, [&](auto tag) {
     const size_t skipped = static_cast<size_t>(first * layout.cols) * sizeof(decltype(tag));
     io_detail::convert_to_float<decltype(tag)>(file.data() + layout.data_offset + skipped, m.data.size(),
-                                               m.data.data(), {path, layout.cols});
+                                               m.data.data(), {path, layout.cols, first});
   });
   return m;
 }

@@ -43,7 +43,8 @@ FloatView broadcast_queries(FloatView queries, int root, MPI_Comm comm, std::vec
   }
   storage.resize(size_t(shape[0] * shape[1]));
   if (is_root)
-    for (int64_t i = 0; i < queries.rows; ++i) std::copy(queries.row(i), queries.row(i) + queries.cols, storage.data() + i * queries.cols);
+    for (int64_t i = 0; i < queries.rows; ++i)
+      std::copy(queries.row(i), queries.row(i) + queries.cols, storage.data() + i * queries.cols);
   broadcast(storage.data(), storage.size() * sizeof(float), root, comm);
   return FloatView{storage.data(), shape[0], shape[1], 0};
 }
@@ -174,6 +175,8 @@ Result replicated_search(const ShardedIndex& replica, FloatView queries, const S
   if (rank != root) return Result{0, part.k, {}, {}};
   return out;
 }
+
+void collectively(MPI_Comm comm, const std::function<void()>& step) { mpi_detail::collectively(comm, step); }
 
 bool launched_by_mpirun() {
   for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"})

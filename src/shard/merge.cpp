@@ -27,7 +27,10 @@ bool after(const Head& a, const Head& b) { return ranks_before(b.key, b.index, a
 void start_row(const std::vector<KeyListsView>& parts, int64_t row, std::vector<Head>& heads) {
   heads.clear();
   for (size_t p = 0; p < parts.size(); ++p)
-    if (parts[p].k > 0) heads.push_back({parts[p].keys[row * parts[p].k], parts[p].indices[row * parts[p].k], int(p), 0});
+    if (parts[p].k > 0) {
+      const int64_t at = row * parts[p].k;
+      heads.push_back({parts[p].keys[at], parts[p].indices[at], int(p), 0});
+    }
 }
 
 /// Moves `head` to its part's next entry; false when the part is exhausted.

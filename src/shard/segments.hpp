@@ -1,5 +1,6 @@
-// segments.hpp: how gknn cuts rows into parts, and local row -> global index of a part of a base that was appended in several batches (a shard of
-// a ShardedIndex, the rows of one MPI rank): each batch is one contiguous global range.
+// segments.hpp: how gknn cuts rows into parts, and local row -> global index of a part of a base that was
+// appended in several batches (a shard of a ShardedIndex, the rows of one MPI rank): each batch is one contiguous
+// global range.
 #pragma once
 
 #include <algorithm>
