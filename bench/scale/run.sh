@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run.sh [BUILD_DIR] [--quick] [--only model|two-gpu]: the scale-out measurements, from the repository root
+# run.sh [BUILD_DIR] [--quick] [--only model|two-gpu] [--data uint8|float32]: the scale-out measurements, from the repository root
 # after a build with the benchmarks (default build-device, as scripts/device-check.sh makes it). --only runs one
 # part (each fits a 10-minute command on an H100/H200); the plot is redrawn either way.
 #   1. issue 17: stage costs on device 0 and the model for P = 2, 4, 8 (10M x 128 uint8, 10k queries,
@@ -7,13 +7,14 @@
 #   2. issue 18, when two or more GPUs are visible: 10M x 128 uint8 and float32, sharded and replicated, one
 #      process with devices 0,1 and two MPI ranks with one device each -> bench/results/scale_2gpu_*.{csv,md}
 #   3. bench/scale/plot.py -> bench/results/scale.png
-# --quick: 1M rows and 2k queries (minutes less; not the issue's shape).
+# --quick: 1M rows and 2k queries (minutes less; not the issue's shape). --data: one element type of step 2.
 set -euo pipefail
-build=build-device quick='' only=''
+build=build-device quick='' only='' datas='uint8 float32'
 while (($#)); do
   case $1 in
     --quick) quick=--quick ;;
     --only) only=$2; shift ;;
+    --data) datas=$2; shift ;;
     *) build=$1 ;;
   esac
   shift
@@ -36,7 +37,7 @@ gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 if [[ $only == model ]]; then
   :
 elif ((gpus >= 2)); then
-  for data in uint8 float32; do
+  for data in $datas; do
     dtype=()
     [[ $data == float32 ]] && dtype=(--float)
     for mode in shard replicate; do
