@@ -33,6 +33,8 @@ requirements=(
   "libgtest-dev       required cmake find_package(GTest)"
   "libhdf5-dev        optional cmake find_package(HDF5 COMPONENTS C)"
   "nlohmann-json3-dev optional cmake find_package(nlohmann_json 3)"
+  "libopenmpi-dev     optional cmake find_package(MPI COMPONENTS CXX)"
+  "openmpi-bin        optional command mpiexec"
 )
 # For trying the script (and its test): more lines of the same form, separated by newlines.
 if [[ -n ${GKNN_DEPS_EXTRA:-} ]]; then

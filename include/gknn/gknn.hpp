@@ -8,4 +8,5 @@
 #include "gknn/io.hpp"
 #include "gknn/recall.hpp"
 #include "gknn/search.hpp"
+#include "gknn/sharded_index.hpp"
 #include "gknn/types.hpp"

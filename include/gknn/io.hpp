@@ -60,7 +60,8 @@ NpyArray read_npy(const std::string& path);
 /// Converts any supported dtype to float32 / int64. Format, naming the row and column, for a value the target
 /// cannot hold: an integer float32 cannot represent exactly (e.g. 2^24+1), a finite float64 beyond the float32
 /// range, or a non-integral value read as int64.
-HostMatrix<float> read_npy_float(const std::string& path);
+/// first/count: rows [first, first+count) only (count < 0: to the end; InvalidArgument outside the file).
+HostMatrix<float> read_npy_float(const std::string& path, int64_t first = 0, int64_t count = -1);
 HostMatrix<int64_t> read_npy_int64(const std::string& path);
 void write_npy(const std::string& path, MatrixView<const float> m);
 void write_npy(const std::string& path, MatrixView<const int64_t> m);
@@ -86,6 +87,17 @@ bool hdf5_supported() noexcept;
 /// Loads a float matrix from .fvecs, .bvecs (converted), .npy, or "file.hdf5[:dataset]" / "file.h5[:dataset]"
 /// (default train; any 1-D or 2-D numeric dataset). Other extensions: InvalidArgument naming the accepted ones.
 HostMatrix<float> load_matrix(const std::string& path);
+/// Rows and columns of a matrix file (.fvecs, .bvecs, .npy: from the header; HDF5: the dataset is read).
+struct MatrixShape {
+  int64_t rows = 0;
+  int64_t cols = 0;
+};
+MatrixShape matrix_shape(const std::string& path);
+MatrixShape npy_shape(const std::string& path);
+/// Rows [first, first+count) of a matrix file (count < 0: to the end), as load_matrix converts them. .fvecs,
+/// .bvecs and .npy read only those rows (what an MPI rank reads of a shared file); HDF5 reads the dataset and
+/// cuts it. InvalidArgument, naming the file, for a range outside it.
+HostMatrix<float> load_matrix_rows(const std::string& path, int64_t first, int64_t count);
 /// Loads ground-truth indices from .ivecs, .npy or "file.hdf5[:dataset]" (default neighbors).
 HostMatrix<int64_t> load_indices(const std::string& path);
 /// Writes indices as .ivecs (int32, Format error if an index exceeds int32) or .npy (int64) by extension.

@@ -45,6 +45,11 @@ struct OutputSpec {
   std::function<ResultView()> destination;
 };
 
+/// The keys of a store's search (key form, k = key_params.k, not finalised): for merging several stores' lists
+/// (sharded and distributed search) before one finalisation.
+KeyResult search_keys(const ResidentStore& store, FloatView queries, const SearchParams& key_params,
+                      const ValueStats& query_stats);
+
 /// Writes key results into the destination in the user's form, on `threads` threads (0 = all): key -> value,
 /// ties re-ordered by index, padding, ids. The host finaliser of the CPU backend and of select_k.
 void finalize_into(const KeyResult& keys, const OutputSpec& out, int threads);

@@ -88,6 +88,23 @@ Result finalize(KeyResult keys, Metric metric, double p, int64_t k) {
   return out;
 }
 
+KeyResult search_keys(const ResidentStore& store, FloatView queries, const SearchParams& key_params,
+                      const ValueStats& query_stats) {
+  // Keys come out unchanged through a squared-L2 "finalisation" (the identity on keys), k = the key k, no ids.
+  KeyResult keys;
+  keys.rows = queries.rows;
+  keys.k = key_params.k;
+  OutputSpec spec;
+  spec.metric = Metric::SquaredL2;
+  spec.k = key_params.k;
+  spec.destination = [&keys, &queries, &key_params] {
+    keys = allocate_result(queries.rows, key_params.k);
+    return view_of(keys);
+  };
+  if (queries.rows > 0) store.search_into(queries, key_params, query_stats, spec);
+  return keys;
+}
+
 SearchParams key_params(const SearchParams& params, int64_t n) {
   SearchParams kp = params;
   kp.metric = key_metric(params.metric);

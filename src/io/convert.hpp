@@ -17,13 +17,14 @@ namespace gknn::io_detail {
 struct Place {
   const std::string& path;
   int64_t cols;
+  int64_t first_row = 0;  ///< file row of element 0 (a reader of a row range)
 };
 
 template <class V>
 [[noreturn]] void fail_value(const Place& place, size_t i, V value, const char* problem) {
   auto cols = static_cast<size_t>(place.cols > 0 ? place.cols : 1);
-  detail::fail(ErrorCode::Format, "'", place.path, "': value ", +value, " at row ", i / cols, ", column ",
-               i % cols, " ", problem);
+  detail::fail(ErrorCode::Format, "'", place.path, "': value ", +value, " at row ",
+               i / cols + static_cast<size_t>(place.first_row), ", column ", i % cols, " ", problem);
 }
 
 template <class Src>

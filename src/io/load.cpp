@@ -9,6 +9,7 @@
 #include "gknn/io.hpp"
 #include "io/convert.hpp"
 #include "io/hdf5.hpp"
+#include "io/row_range.hpp"
 
 namespace gknn {
 namespace {
@@ -62,6 +63,27 @@ HostMatrix<float> load_matrix(const std::string& path) {
   if (ends_with(path, ".bvecs")) return to_float_matrix(read_bvecs(path), path);
   if (ends_with(path, ".npy")) return read_npy_float(path);
   unknown_extension(path, "load a matrix from", ".fvecs, .bvecs, .npy, .hdf5[:dataset], .h5[:dataset]");
+}
+
+MatrixShape matrix_shape(const std::string& path) {
+  if (ends_with(path, ".fvecs") || ends_with(path, ".bvecs")) {
+    const VecsShape shape = vecs_shape(path, ends_with(path, ".bvecs") ? 1 : 4);
+    return {shape.rows, shape.dim};
+  }
+  if (ends_with(path, ".npy")) return npy_shape(path);
+  const HostMatrix<float> whole = load_matrix(path);
+  return {whole.rows, whole.cols};
+}
+
+HostMatrix<float> load_matrix_rows(const std::string& path, int64_t first, int64_t count) {
+  if (ends_with(path, ".fvecs")) return read_fvecs(path, first, count);
+  if (ends_with(path, ".bvecs")) return to_float_matrix(read_bvecs(path, first, count), path);
+  if (ends_with(path, ".npy")) return read_npy_float(path, first, count);
+  const HostMatrix<float> whole = load_matrix(path);
+  count = io_detail::checked_count(path, whole.rows, first, count);
+  HostMatrix<float> part(count, whole.cols);
+  std::copy(whole.row(first), whole.row(first) + count * whole.cols, part.data.begin());
+  return part;
 }
 
 HostMatrix<int64_t> load_indices(const std::string& path) {

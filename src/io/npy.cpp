@@ -13,6 +13,7 @@
 #include "gknn/io.hpp"
 #include "io/convert.hpp"
 #include "io/mapped_file.hpp"
+#include "io/row_range.hpp"
 
 namespace gknn {
 namespace {
@@ -260,15 +261,23 @@ NpyArray read_npy(const std::string& path) {
   return a;
 }
 
-HostMatrix<float> read_npy_float(const std::string& path) {
+HostMatrix<float> read_npy_float(const std::string& path, int64_t first, int64_t count) {
   io_detail::MappedFile file(path);
   NpyLayout layout = parse_layout(file);
-  HostMatrix<float> m(layout.rows, layout.cols);
+  count = io_detail::checked_count(path, layout.rows, first, count);
+  HostMatrix<float> m(count, layout.cols);
   with_type(layout.dtype, [&](auto tag) {
-    io_detail::convert_to_float<decltype(tag)>(file.data() + layout.data_offset, m.data.size(), m.data.data(),
-                                               {path, layout.cols});
+    const size_t skipped = static_cast<size_t>(first * layout.cols) * sizeof(decltype(tag));
+    io_detail::convert_to_float<decltype(tag)>(file.data() + layout.data_offset + skipped, m.data.size(),
+                                               m.data.data(), {path, layout.cols, first});
   });
   return m;
+}
+
+MatrixShape npy_shape(const std::string& path) {
+  io_detail::MappedFile file(path);
+  const NpyLayout layout = parse_layout(file);
+  return {layout.rows, layout.cols};
 }
 
 HostMatrix<int64_t> read_npy_int64(const std::string& path) {

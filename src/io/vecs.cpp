@@ -7,6 +7,7 @@
 #include "gknn/error.hpp"
 #include "gknn/io.hpp"
 #include "io/mapped_file.hpp"
+#include "io/row_range.hpp"
 
 namespace gknn {
 namespace {
@@ -53,20 +54,11 @@ VecsShape shape_of(const io_detail::MappedFile& file, size_t element_size) {
   return {whole_rows, dim};
 }
 
-/// Resolves count < 0 to "to the end" and rejects ranges outside [0, rows].
-int64_t checked_count(const std::string& path, int64_t rows, int64_t first, int64_t count) {
-  if (first < 0 || first > rows || (count >= 0 && count > rows - first))
-    detail::fail(ErrorCode::InvalidArgument, "row range [", first, ", ",
-                 count < 0 ? std::string("end") : std::to_string(first + count), ") is outside the ", rows,
-                 " rows of '", path, "'");
-  return count < 0 ? rows - first : count;
-}
-
 template <class T>
 HostMatrix<T> read_vecs(const std::string& path, int64_t first, int64_t count) {
   io_detail::MappedFile file(path);
   VecsShape shape = shape_of(file, sizeof(T));
-  count = checked_count(path, shape.rows, first, count);
+  count = io_detail::checked_count(path, shape.rows, first, count);
   size_t row_bytes = kHeaderBytes + static_cast<size_t>(shape.dim) * sizeof(T);
   check_headers(file, shape.dim, row_bytes, first, first + count);
   HostMatrix<T> m(count, shape.dim);

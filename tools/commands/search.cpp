@@ -11,6 +11,7 @@
 #include "oracle_sample.hpp"
 #include "progress.hpp"
 #include "recall_report.hpp"
+#include "scale_search.hpp"
 #include "search_setup.hpp"
 #include "timed_search.hpp"
 
@@ -19,6 +20,7 @@ namespace {
 
 struct SearchCommand {
   SearchOptions search;
+  ScaleOptions scale;
   std::string indices_out;
   std::string distances_out;
   std::string groundtruth;
@@ -45,23 +47,35 @@ struct SearchCommand {
     check_outputs();  // before any long work
     const SearchParams base_params = search.params();
     const std::string backend = backend_description(base_params);  // an impossible combination fails before loading
-    const Dataset data = load_dataset(search);
+    const Dataset data = load_scaled_dataset(search, scale, groundtruth);
     HostMatrix<int64_t> truth;
     if (!groundtruth.empty()) truth = with_option("--groundtruth", [&] { return load_indices(groundtruth); });
 
-    ProgressBar bar("search", !no_progress);
+    ProgressBar bar("search", !no_progress && output_rank());
     SearchParams params = base_params;
     params.progress = bar.callback();
-    const SearchTimings timings = timed_search(data, search, params, repeat);
+    // Several shards or ranks: one timed search on that layout; otherwise cold + warm searches of one Index.
+    SearchTimings timings;
+    if (scale.active()) {
+      Stopwatch clock;
+      timings.result = run_scaled_search(data, search, scale, params);
+      timings.cold_ms = clock.seconds() * 1000.0;
+    } else {
+      timings = timed_search(data, search, params, repeat);
+    }
     bar.finish();
+    if (!output_rank()) return 0;  // MPI ranks > 0: rank 0 writes and prints
     const Result& result = timings.result;
 
     if (!indices_out.empty()) save_indices(indices_out, MatrixView<const int64_t>{result.indices.data(), result.rows,
                                                                                  result.k, 0});
     if (!distances_out.empty())
       save_matrix(distances_out, FloatView{result.distances.data(), result.rows, result.k, 0});
-    print_summary(data, params, backend);
-    print_timings(timings, data);
+    print_summary(data, params, scale.active() ? std::string("sharded (see the line above)") : backend);
+    if (scale.active())
+      std::printf("search       %10.3f ms  wall time of the sharded search\n", timings.cold_ms);
+    else
+      print_timings(timings, data);
     if (!groundtruth.empty()) {
       const HostMatrix<float> values = with_option("--groundtruth", [&] {
         return truth_values(groundtruth, data.base.view(), data.queries.view(), truth, params.k, params.metric,
@@ -76,7 +90,7 @@ struct SearchCommand {
     std::printf("backend      %s\n", backend.c_str());
     std::printf("algorithms   distance %s, select %s\n", to_string(params.distance).c_str(),
                 select_name(params.select, params.select_options.tang).c_str());
-    std::printf("base         %lld x %lld  %s\n", static_cast<long long>(data.base.rows),
+    std::printf("base         %lld x %lld  %s\n", static_cast<long long>(base_rows(data)),
                 static_cast<long long>(data.base.cols), search.base.c_str());
     std::printf("queries      %lld x %lld  %s\n", static_cast<long long>(data.queries.rows),
                 static_cast<long long>(data.queries.cols), search.query.c_str());
@@ -107,6 +121,7 @@ Command add_search_command(CLI::App& root) {
   auto cmd = std::make_shared<SearchCommand>();
   CLI::App* app = root.add_subcommand("search", "exact k-nearest-neighbour search of --query in --base");
   cmd->search.add_to(*app);
+  cmd->scale.add_to(*app);
   app->add_option("-o,--output", cmd->indices_out, "write neighbour indices (.ivecs int32 or .npy int64)");
   app->add_option("--distances-out", cmd->distances_out, "write neighbour distances (.fvecs or .npy)");
   app->add_option("--groundtruth", cmd->groundtruth,

@@ -1,0 +1,325 @@
+// scale_bench.cpp: the cost of each stage of a sharded / replicated search on one device, and a model of the
+// efficiency on P devices or hosts (issue 17); with --devices or under mpirun, the real multi-device run
+// against one device of the same machine (issue 18).
+//
+//   gknn_scale_bench [--rows N] [--dim D] [--queries Q] [--k 10,100,1000] [--float] [--backend B]
+//                    [--distance NAME] [--parts 2,4,8] [--link-gbps G] [--reps R]
+//                    [--devices 0,1 [--replicate]] [--csv FILE] [--md FILE]
+//   mpirun -n P gknn_scale_bench ... : P ranks, one device each (host rank % visible devices)
+//
+// Model (sharded, P parts of N/P rows each): T_P = T_shard(N/P) + T_merge(P) + T_comm(P), where T_shard is
+// measured (one shard's search of all Q queries, its uploads and result download included), T_merge is the
+// measured host k-way merge of P lists of Q x k, and T_comm the MPI traffic over a link of --link-gbps
+// (queries broadcast, (P-1) Q k (4+8) bytes gathered); T_comm = 0 for P devices of one process, whose
+// downloads are part of T_shard. Replicated: T_P = T(Q/P queries on N rows). Efficiency = T_1 / (P T_P).
+// Data: uniform uint8 values (float32 with --float), a hash of (row, column): a rank makes only its rows.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gknn/error.hpp"
+#include "gknn/index.hpp"
+#include "gknn/info.hpp"
+#include "gknn/search.hpp"
+#include "gknn/sharded_index.hpp"
+#include "shard/merge.hpp"
+#ifdef GKNN_HAS_MPI
+#include "gknn/mpi.hpp"
+#endif
+
+namespace {
+
+using namespace gknn;
+
+struct Args {
+  int64_t rows = 10'000'000, dim = 128, queries = 10'000;
+  std::vector<int64_t> ks{10, 100, 1000};
+  std::vector<int64_t> parts{2, 4, 8};
+  bool float_data = false;
+  Backend backend = Backend::Auto;
+  DistanceAlgorithm distance = DistanceAlgorithm::Auto;
+  double link_gbps = 25.0;  // InfiniBand HDR-class link per host, GB/s
+  int reps = 3;
+  std::string devices;  // real one-process run
+  bool replicate = false;
+  std::string csv = "bench/results/scale.csv", md = "bench/results/scale.md";
+};
+
+std::vector<int64_t> parse_list(const char* text) {
+  std::vector<int64_t> out;
+  for (const char* p = text; *p;) {
+    char* end = nullptr;
+    out.push_back(std::strtoll(p, &end, 10));
+    if (end == p || out.back() <= 0) throw Error(ErrorCode::InvalidArgument, std::string("bad list '") + text + "'");
+    p = *end == ',' ? end + 1 : end;
+  }
+  return out;
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string opt = argv[i];
+    auto value = [&]() -> const char* {
+      if (i + 1 >= argc) throw Error(ErrorCode::InvalidArgument, opt + " needs a value");
+      return argv[++i];
+    };
+    if (opt == "--rows") a.rows = parse_list(value())[0];
+    else if (opt == "--dim") a.dim = parse_list(value())[0];
+    else if (opt == "--queries") a.queries = parse_list(value())[0];
+    else if (opt == "--k") a.ks = parse_list(value());
+    else if (opt == "--parts") a.parts = parse_list(value());
+    else if (opt == "--float") a.float_data = true;
+    else if (opt == "--backend") a.backend = parse_backend(value());
+    else if (opt == "--distance") a.distance = parse_distance(value());
+    else if (opt == "--link-gbps") a.link_gbps = std::atof(value());
+    else if (opt == "--reps") a.reps = int(parse_list(value())[0]);
+    else if (opt == "--devices") a.devices = value();
+    else if (opt == "--replicate") a.replicate = true;
+    else if (opt == "--csv") a.csv = value();
+    else if (opt == "--md") a.md = value();
+    else throw Error(ErrorCode::InvalidArgument, "unknown option " + opt + " (see the comment at the top of "
+                                                 "bench/scale/scale_bench.cpp)");
+  }
+  return a;
+}
+
+/// Rows [first, first + count) of the benchmark's data set `seed`: a hash of (row, column), so any process
+/// can make any rows. uint8 values as floats, or uniform floats in [0, 1).
+std::vector<float> make_rows(int64_t first, int64_t count, int64_t dim, uint64_t seed, bool float_data) {
+  std::vector<float> out(size_t(count * dim));
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < count * dim; ++i) {
+    uint64_t z = (uint64_t(first * dim + i) + seed * 0x9E3779B97F4A7C15ull) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 31)) * 0x94D049BB133111EBull;
+    z ^= z >> 29;
+    out[size_t(i)] = float_data ? float(z >> 40) * 0x1p-24f : float(z & 255);
+  }
+  return out;
+}
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+/// Median wall time of `reps` calls after one warm-up; the last result in *last.
+template <class F>
+double median_ms(int reps, F&& f, Result* last = nullptr) {
+  f();
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    const double start = now_ms();
+    Result res = f();
+    t.push_back(now_ms() - start);
+    if (last) *last = std::move(res);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+SearchParams params_of(const Args& a, int64_t k, int device) {
+  SearchParams p;
+  p.k = k;
+  p.backend = a.backend;
+  p.distance = a.distance;
+  p.device = device;
+  return p;
+}
+
+bool identical(const Result& a, const Result& b) {
+  return a.indices == b.indices && a.distances.size() == b.distances.size() &&
+         std::memcmp(a.distances.data(), b.distances.data(), a.distances.size() * sizeof(float)) == 0;
+}
+
+/// Host k-way merge of P lists of Q x k (the shard result with shifted indices), median ms.
+double merge_ms(const Result& shard, int64_t parts, int reps) {
+  std::vector<std::vector<int64_t>> indices(size_t(parts), shard.indices);
+  std::vector<detail::KeyListsView> views;
+  for (int64_t p = 0; p < parts; ++p) {
+    for (int64_t& i : indices[size_t(p)]) i += p * (1 << 30);
+    views.push_back({shard.distances.data(), indices[size_t(p)].data(), shard.rows, shard.k});
+  }
+  return median_ms(reps, [&] { return detail::merge_key_lists(views, shard.rows, shard.k); });
+}
+
+struct Row {
+  std::string mode;  // sharded / replicated, model / measured
+  int64_t k, parts;
+  double t1_ms, part_ms, merge_ms, comm_ms, predicted_ms, efficiency;
+  std::string note;
+};
+
+void write(const Args& a, const std::vector<Row>& rows, const std::string& device) {
+  std::ofstream csv(a.csv);
+  csv << "mode,k,parts,t1_ms,part_ms,merge_ms,comm_ms,total_ms,efficiency,note\n";
+  for (const Row& r : rows)
+    csv << r.mode << ',' << r.k << ',' << r.parts << ',' << r.t1_ms << ',' << r.part_ms << ',' << r.merge_ms << ','
+        << r.comm_ms << ',' << r.predicted_ms << ',' << r.efficiency << ',' << r.note << '\n';
+  std::ofstream md(a.md);
+  md << "# Scale-out: stage costs and efficiency (gknn_scale_bench)\n\n"
+     << "Device: " << device << ". Base " << a.rows << " x " << a.dim << (a.float_data ? " float32" : " uint8")
+     << ", " << a.queries << " queries, median of " << a.reps << ". Link for the MPI model: " << a.link_gbps
+     << " GB/s.\n\n"
+     << "| mode | k | P | T1 ms | part ms | merge ms | comm ms | T_P ms | efficiency | note |\n"
+     << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n";
+  char line[512];
+  for (const Row& r : rows) {
+    std::snprintf(line, sizeof line, "| %s | %lld | %lld | %.1f | %.1f | %.2f | %.2f | %.1f | %.1f%% | %s |\n",
+                  r.mode.c_str(), (long long)r.k, (long long)r.parts, r.t1_ms, r.part_ms, r.merge_ms, r.comm_ms,
+                  r.predicted_ms, 100 * r.efficiency, r.note.c_str());
+    md << line;
+    std::fputs(line, stdout);
+  }
+}
+
+/// An Index (CUDA device 0 or the CPU: pick the device with CUDA_VISIBLE_DEVICES) of rows [first, first+count).
+Index make_index(const Args& a, int64_t first, int64_t count) {
+  Index index(a.dim, Metric::SquaredL2, a.backend);
+  const std::vector<float> rows = make_rows(first, count, a.dim, 1, a.float_data);
+  index.add(FloatView{rows.data(), count, a.dim, 0});
+  return index;
+}
+
+/// The stage costs on one device and the model for every P (issue 17).
+void model(const Args& a, const std::vector<float>& queries, std::vector<Row>& out) {
+  const FloatView q{queries.data(), a.queries, a.dim, 0};
+  const Index full = make_index(a, 0, a.rows);
+  for (int64_t k : a.ks) {
+    Result single;
+    const double t1 = median_ms(a.reps, [&] { return full.search(q, params_of(a, k, 0)); }, &single);
+    std::printf("k=%lld: one device %.1f ms\n", (long long)k, t1);
+    for (int64_t parts : a.parts) {
+      const Index shard = make_index(a, 0, a.rows / parts);
+      Result part;
+      const double ts = median_ms(a.reps, [&] { return shard.search(q, params_of(a, k, 0)); }, &part);
+      const double tm = merge_ms(part, parts, a.reps);
+      const double gb = 1e-9 * double(a.queries) * double(std::min(k, a.rows / parts)) * 12.0 * double(parts - 1) +
+                        1e-9 * double(a.queries * a.dim) * 4.0 * std::ceil(std::log2(double(parts)));
+      const double tc = 1e3 * gb / a.link_gbps;
+      out.push_back({"sharded model, one process", k, parts, t1, ts, tm, 0, ts + tm, t1 / (parts * (ts + tm)), ""});
+      out.push_back({"sharded model, MPI hosts", k, parts, t1, ts, tm, tc, ts + tm + tc,
+                     t1 / (parts * (ts + tm + tc)), ""});
+      const FloatView qp{queries.data(), a.queries / parts, a.dim, 0};
+      const double tr = median_ms(a.reps, [&] { return full.search(qp, params_of(a, k, 0)); });
+      out.push_back({"replicated model", k, parts, t1, tr, 0, 0, tr, t1 / (parts * tr), ""});
+    }
+  }
+}
+
+/// The real run on --devices in one process: sharded or replicated ShardedIndex against device list[0].
+void devices_run(const Args& a, const std::vector<float>& queries, std::vector<Row>& out) {
+  const std::vector<ShardDevice> shards = parse_devices(a.devices);
+  const FloatView q{queries.data(), a.queries, a.dim, 0};
+  const std::vector<float> base = make_rows(0, a.rows, a.dim, 1, a.float_data);
+  const FloatView b{base.data(), a.rows, a.dim, 0};
+  ShardedIndex one(a.dim, {shards[0]}), many(a.dim, shards, a.replicate ? ShardMode::Replicated : ShardMode::Sharded);
+  one.add(b);
+  many.add(b);
+  for (int64_t k : a.ks) {
+    Result r1, rp;
+    SearchStats stats;
+    SearchParams p = params_of(a, k, 0);
+    const double t1 = median_ms(a.reps, [&] { return one.search(q, p); }, &r1);
+    p.stats = &stats;
+    const double tp = median_ms(a.reps, [&] { return many.search(q, p); }, &rp);
+    const int64_t parts = int64_t(shards.size());
+    out.push_back({std::string(a.replicate ? "replicated" : "sharded") + " measured, one process, devices " +
+                       a.devices,
+                   k, parts, t1, tp - stats.merge_ms, stats.merge_ms, 0, tp, t1 / (parts * tp),
+                   identical(r1, rp) ? "identical" : "DIFFERS from one device"});
+  }
+}
+
+#ifdef GKNN_HAS_MPI
+/// The real run under mpirun: ranks with one device each (host rank % visible devices) against rank 0's
+/// device alone on the whole base.
+void mpi_run(const Args& a, const std::vector<float>& queries, std::vector<Row>& out) {
+  int rank = 0, ranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  MPI_Comm host;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host);
+  int host_rank = 0;
+  MPI_Comm_rank(host, &host_rank);
+  MPI_Comm_free(&host);
+  const bool cuda = backend_available(Backend::Cuda) && a.backend != Backend::Cpu;
+  const int devices = cuda ? int(cuda_devices().size()) : 1;
+  const ShardDevice mine{cuda ? Backend::Cuda : Backend::Cpu, cuda ? host_rank % devices : 0};
+  const FloatView q{queries.data(), a.queries, a.dim, 0};
+  const mpi::RowRange range = a.replicate ? mpi::RowRange{0, a.rows} : mpi::rank_rows(a.rows, rank, ranks);
+  const std::vector<float> rows = make_rows(range.begin, range.count(), a.dim, 1, a.float_data);
+  mpi::DistributedIndex index(MPI_COMM_WORLD, a.dim, Metric::SquaredL2, {mine});
+  ShardedIndex replica(a.dim, {mine});
+  if (a.replicate) replica.add(FloatView{rows.data(), range.count(), a.dim, 0});
+  else index.add(FloatView{rows.data(), range.count(), a.dim, 0});
+  for (int64_t k : a.ks) {
+    const SearchParams p = params_of(a, k, mine.device);
+    Result rp;
+    SearchStats stats;
+    SearchParams ps = p;
+    ps.stats = &stats;
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double tp = median_ms(a.reps, [&] {
+      MPI_Barrier(MPI_COMM_WORLD);
+      return a.replicate ? mpi::replicated_search(replica, q, p, MPI_COMM_WORLD) : index.search(q, ps);
+    }, &rp);
+    if (rank != 0) continue;
+    ShardedIndex one(a.dim, {mine});  // rank 0's device alone, whole base (after the parallel run)
+    const std::vector<float> base = make_rows(0, a.rows, a.dim, 1, a.float_data);
+    one.add(FloatView{base.data(), a.rows, a.dim, 0});
+    Result r1;
+    const double t1 = median_ms(a.reps, [&] { return one.search(q, p); }, &r1);
+    out.push_back({std::string(a.replicate ? "replicated" : "sharded") + " measured, MPI ranks", k, ranks, t1,
+                   tp - stats.merge_ms, stats.merge_ms, 0, tp, t1 / (ranks * tp),
+                   identical(r1, rp) ? "identical" : "DIFFERS from one device"});
+  }
+}
+#endif
+
+std::string device_name(const Args& a) {
+  if (a.backend == Backend::Cpu || !backend_available(Backend::Cuda)) return "CPU";
+  const std::vector<DeviceInfo> d = cuda_devices();
+  return d.empty() ? "CUDA" : d[0].name + " (" + std::to_string(d.size()) + " visible)";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+#ifdef GKNN_HAS_MPI
+  const bool under_mpi = mpi::launched_by_mpirun();
+  if (under_mpi) MPI_Init(&argc, &argv);
+#else
+  const bool under_mpi = false;
+#endif
+  int status = 0;
+  try {
+    const Args a = parse(argc, argv);
+    const std::vector<float> queries = make_rows(0, a.queries, a.dim, 2, a.float_data);
+    std::vector<Row> rows;
+    bool output = true;
+#ifdef GKNN_HAS_MPI
+    if (under_mpi) {
+      mpi_run(a, queries, rows);
+      int rank = 0;
+      MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+      output = rank == 0;
+    }
+#endif
+    if (!under_mpi && !a.devices.empty()) devices_run(a, queries, rows);
+    else if (!under_mpi) model(a, queries, rows);
+    if (output) write(a, rows, device_name(a));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gknn_scale_bench: %s\n", e.what());
+    status = 1;
+  }
+#ifdef GKNN_HAS_MPI
+  if (under_mpi) MPI_Finalize();
+#endif
+  return status;
+}

@@ -1,0 +1,135 @@
+// collective.cpp: see collective.hpp.
+#include "mpi/collective.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <string>
+
+#include "gknn/error.hpp"
+
+namespace gknn::mpi_detail {
+namespace {
+
+constexpr size_t kPieceBytes = size_t(1) << 30;
+
+/// Code and message of whatever a step threw.
+std::pair<ErrorCode, std::string> describe(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& e) {
+    return {e.code(), e.what()};
+  } catch (const std::bad_alloc&) {
+    return {ErrorCode::OutOfMemory, "out of host memory"};
+  } catch (const std::exception& e) {
+    return {ErrorCode::Internal, e.what()};
+  } catch (...) {
+    return {ErrorCode::Internal, "unknown exception"};
+  }
+}
+
+}  // namespace
+
+void check(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int length = 0;
+  MPI_Error_string(rc, text, &length);
+  detail::fail(ErrorCode::Internal, "MPI: ", what, " failed: ", std::string(text, size_t(length)));
+}
+
+int rank_of(MPI_Comm comm) {
+  int rank = 0;
+  check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  return rank;
+}
+
+int size_of(MPI_Comm comm) {
+  int size = 0;
+  check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  return size;
+}
+
+void collectively(MPI_Comm comm, const std::function<void()>& step) {
+  std::exception_ptr error;
+  try {
+    step();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  const int rank = rank_of(comm);
+  int failing = error ? rank : INT_MAX;
+  check(MPI_Allreduce(MPI_IN_PLACE, &failing, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce (error agreement)");
+  if (failing == INT_MAX) return;
+  auto [code, message] = rank == failing ? describe(error) : std::pair<ErrorCode, std::string>{};
+  int64_t header[2] = {int64_t(code), int64_t(message.size())};
+  check(MPI_Bcast(header, 2, MPI_INT64_T, failing, comm), "MPI_Bcast (error)");
+  message.resize(size_t(header[1]));
+  broadcast(message.data(), message.size(), failing, comm);
+  if (rank == failing) std::rethrow_exception(error);
+  throw Error(static_cast<ErrorCode>(header[0]), "rank " + std::to_string(failing) + ": " + message);
+}
+
+void broadcast(void* data, size_t bytes, int root, MPI_Comm comm) {
+  auto* p = static_cast<char*>(data);
+  for (size_t done = 0; done < bytes; done += kPieceBytes)
+    check(MPI_Bcast(p + done, int(std::min(kPieceBytes, bytes - done)), MPI_BYTE, root, comm), "MPI_Bcast");
+}
+
+template <class T>
+std::vector<T> gather(const std::vector<T>& local, int root, MPI_Comm comm, std::vector<int64_t>& counts) {
+  const int rank = rank_of(comm), size = size_of(comm);
+  const int64_t mine = int64_t(local.size());
+  counts.assign(rank == root ? size_t(size) : 0, 0);
+  check(MPI_Gather(&mine, 1, MPI_INT64_T, counts.data(), 1, MPI_INT64_T, root, comm), "MPI_Gather (counts)");
+  std::vector<T> all;
+  if (rank == root) {
+    int64_t total = 0;
+    for (int64_t c : counts) total += c;
+    all.resize(size_t(total));
+  }
+  // Point to point from each rank to root, in pieces: Gatherv's int counts and displacements would cap the
+  // total at 2^31 elements.
+  constexpr int kTag = 7;
+  if (rank != root) {
+    const auto* p = reinterpret_cast<const char*>(local.data());
+    const size_t bytes = local.size() * sizeof(T);
+    for (size_t done = 0; done < bytes; done += kPieceBytes)
+      check(MPI_Send(p + done, int(std::min(kPieceBytes, bytes - done)), MPI_BYTE, root, kTag, comm), "MPI_Send");
+    return all;
+  }
+  size_t offset = 0;
+  for (int r = 0; r < size; ++r) {
+    auto* p = reinterpret_cast<char*>(all.data() + offset);
+    const size_t bytes = size_t(counts[size_t(r)]) * sizeof(T);
+    if (r == root) std::copy(local.begin(), local.end(), all.begin() + std::ptrdiff_t(offset));
+    else
+      for (size_t done = 0; done < bytes; done += kPieceBytes)
+        check(MPI_Recv(p + done, int(std::min(kPieceBytes, bytes - done)), MPI_BYTE, r, kTag, comm,
+                       MPI_STATUS_IGNORE),
+              "MPI_Recv");
+    offset += size_t(counts[size_t(r)]);
+  }
+  return all;
+}
+
+template std::vector<float> gather(const std::vector<float>&, int, MPI_Comm, std::vector<int64_t>&);
+template std::vector<int64_t> gather(const std::vector<int64_t>&, int, MPI_Comm, std::vector<int64_t>&);
+
+int64_t sum(int64_t value, MPI_Comm comm) {
+  check(MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_INT64_T, MPI_SUM, comm), "MPI_Allreduce (sum)");
+  return value;
+}
+
+int64_t prefix_sum(int64_t value, MPI_Comm comm) {
+  int64_t before = 0;
+  check(MPI_Exscan(&value, &before, 1, MPI_INT64_T, MPI_SUM, comm), "MPI_Exscan");
+  return rank_of(comm) == 0 ? 0 : before;  // MPI leaves rank 0's result undefined
+}
+
+bool same_everywhere(int64_t value, MPI_Comm comm) {
+  int64_t range[2] = {value, -value};
+  check(MPI_Allreduce(MPI_IN_PLACE, range, 2, MPI_INT64_T, MPI_MAX, comm), "MPI_Allreduce (max)");
+  return range[0] == -range[1];
+}
+
+}  // namespace gknn::mpi_detail

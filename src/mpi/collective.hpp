@@ -1,0 +1,39 @@
+// collective.hpp: the MPI calls of gknn::mpi with gknn's error handling: every MPI failure becomes a
+// gknn::Error, a failure on one rank becomes an Error on all ranks, and payloads of any size are sent in
+// pieces that MPI's int counts can address.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <vector>
+
+namespace gknn::mpi_detail {
+
+/// Throws gknn::Error(Internal... or Io) naming `what` unless rc == MPI_SUCCESS.
+void check(int rc, const char* what);
+
+int rank_of(MPI_Comm comm);
+int size_of(MPI_Comm comm);
+
+/// Runs step() on every rank, then agrees: when it threw on some ranks, the lowest failing rank's error is
+/// thrown on every rank (its own exception there, gknn::Error with its code and "rank R: message" elsewhere).
+void collectively(MPI_Comm comm, const std::function<void()>& step);
+
+/// Broadcasts `bytes` bytes from root, in pieces of at most 1 GiB.
+void broadcast(void* data, size_t bytes, int root, MPI_Comm comm);
+
+/// Gathers on root every rank's `local` (any length; root's included) into one vector in rank order, and
+/// each rank's length in `counts` (root only).
+template <class T>
+std::vector<T> gather(const std::vector<T>& local, int root, MPI_Comm comm, std::vector<int64_t>& counts);
+
+/// Sum over ranks and exclusive prefix sum (0 on rank 0) of one int64.
+int64_t sum(int64_t value, MPI_Comm comm);
+int64_t prefix_sum(int64_t value, MPI_Comm comm);
+/// True when every rank passed the same value.
+bool same_everywhere(int64_t value, MPI_Comm comm);
+
+}  // namespace gknn::mpi_detail

@@ -1,0 +1,205 @@
+// distributed_index.cpp: DistributedIndex: a local ShardedIndex per rank, queries broadcast from the root,
+// partial key lists gathered to the root and merged by the ShardedIndex's exact k-way merge.
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+
+#include "core/finalize.hpp"
+#include "core/validate.hpp"
+#include "gknn/error.hpp"
+#include "gknn/mpi.hpp"
+#include "mpi/collective.hpp"
+#include "shard/merge.hpp"
+#include "shard/segments.hpp"
+#include "shard/sharded_keys.hpp"
+
+namespace gknn::mpi {
+
+using namespace mpi_detail;
+
+struct DistributedIndex::Impl {
+  MPI_Comm comm;
+  int64_t dim;
+  Metric metric;
+  ShardedIndex local;
+  detail::GlobalRows rows;  // this rank's rows -> global indices
+  int64_t total = 0;        // rows on all ranks
+};
+
+namespace {
+
+double elapsed_ms(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();
+}
+
+/// The root's queries on every rank (the root's own view when it is contiguous).
+FloatView broadcast_queries(FloatView queries, int root, MPI_Comm comm, std::vector<float>& storage) {
+  const bool is_root = rank_of(comm) == root;
+  int64_t shape[2] = {queries.rows, queries.cols};
+  check(MPI_Bcast(shape, 2, MPI_INT64_T, root, comm), "MPI_Bcast (query shape)");
+  if (is_root && (queries.row_stride() == queries.cols || queries.rows == 0) && queries.data) {
+    broadcast(const_cast<float*>(queries.data), size_t(shape[0] * shape[1]) * sizeof(float), root, comm);
+    return queries;
+  }
+  storage.resize(size_t(shape[0] * shape[1]));
+  if (is_root)
+    for (int64_t i = 0; i < queries.rows; ++i)
+      std::copy(queries.row(i), queries.row(i) + queries.cols, storage.data() + i * queries.cols);
+  broadcast(storage.data(), storage.size() * sizeof(float), root, comm);
+  return FloatView{storage.data(), shape[0], shape[1], 0};
+}
+
+}  // namespace
+
+DistributedIndex::DistributedIndex(MPI_Comm comm, int64_t dimension, Metric metric,
+                                   std::vector<ShardDevice> local_shards, ShardMode local_mode) {
+  collectively(comm, [&] {
+    impl_ = std::unique_ptr<Impl>(
+        new Impl{comm, dimension, metric, ShardedIndex(dimension, std::move(local_shards), local_mode, metric), {}, 0});
+  });
+}
+
+DistributedIndex::~DistributedIndex() = default;
+DistributedIndex::DistributedIndex(DistributedIndex&&) noexcept = default;
+DistributedIndex& DistributedIndex::operator=(DistributedIndex&&) noexcept = default;
+
+void DistributedIndex::add(FloatView local_rows) {
+  Impl& impl = *impl_;
+  collectively(impl.comm, [&] {  // every rank's rows are valid before any rank stores its own
+    if (local_rows.rows == 0) return;  // an empty rank may pass any view, e.g. FloatView{}
+    detail::validate_matrix(local_rows, "DistributedIndex::add rows", true);
+    GKNN_EXPECT(local_rows.cols == impl.dim, ErrorCode::InvalidArgument,
+                "DistributedIndex::add: rows have dimension ", local_rows.cols, ", the index has ", impl.dim);
+  });
+  const int64_t before = prefix_sum(local_rows.rows, impl.comm), added = sum(local_rows.rows, impl.comm);
+  collectively(impl.comm, [&] {
+    if (local_rows.rows > 0) impl.local.add(local_rows);
+  });
+  impl.rows.append(impl.total + before, local_rows.rows);
+  impl.total += added;
+}
+
+Result DistributedIndex::search(FloatView queries, const SearchParams& params, int root) const {
+  const auto start = std::chrono::steady_clock::now();
+  const Impl& impl = *impl_;
+  const int rank = rank_of(impl.comm), ranks = size_of(impl.comm);
+  const bool same = same_everywhere(params.k, impl.comm) && same_everywhere(root, impl.comm) &&
+                    same_everywhere(int64_t(params.metric), impl.comm);
+  SearchParams checked;
+  collectively(impl.comm, [&] {
+    GKNN_EXPECT(same, ErrorCode::InvalidArgument,
+                "DistributedIndex::search: the ranks passed different k, metric or root (the call is collective)");
+    GKNN_EXPECT(root >= 0 && root < ranks, ErrorCode::InvalidArgument, "DistributedIndex::search: root ", root,
+                " is not a rank of the communicator (", ranks, " ranks)");
+    checked = detail::ShardedAccess::checked_params(impl.local, params);
+    GKNN_EXPECT(impl.total > 0, ErrorCode::InvalidArgument, "DistributedIndex::search: the index is empty");
+  });
+  std::vector<float> storage;
+  const FloatView q = broadcast_queries(queries, root, impl.comm, storage);
+
+  SearchStats local_stats;
+  SearchParams local_params = checked;
+  local_params.stats = &local_stats;
+  if (rank != root) local_params.progress = {};
+  detail::KeyResult keys;
+  collectively(impl.comm, [&] {
+    keys = detail::ShardedAccess::search_keys(impl.local, q, local_params);
+    impl.rows.to_global(keys.indices);
+  });
+
+  const auto merge_start = std::chrono::steady_clock::now();
+  std::vector<int64_t> counts;
+  const std::vector<float> all_keys = gather(keys.distances, root, impl.comm, counts);
+  const std::vector<int64_t> all_indices = gather(keys.indices, root, impl.comm, counts);
+  if (rank != root) return Result{0, checked.k, {}, {}};
+
+  const int64_t k = std::min(checked.k, impl.total);
+  detail::KeyResult merged{q.rows, k, {}, {}};
+  if (q.rows > 0) {
+    std::vector<detail::KeyListsView> parts;
+    int64_t offset = 0;
+    for (int64_t count : counts) {
+      parts.push_back({all_keys.data() + offset, all_indices.data() + offset, q.rows, count / q.rows});
+      offset += count;
+    }
+    merged = detail::merge_key_lists(parts, q.rows, k, checked.threads);
+  }
+  Result out = detail::finalize(std::move(merged), checked.metric, checked.p, checked.k);
+  if (params.stats) {
+    *params.stats = local_stats;
+    params.stats->merge_ms += elapsed_ms(merge_start);
+    params.stats->total_ms = elapsed_ms(start);
+  }
+  return out;
+}
+
+Result DistributedIndex::search_own_queries(FloatView local_queries, const SearchParams& params) const {
+  Result mine;
+  const int rank = rank_of(impl_->comm);
+  for (int root = 0; root < size_of(impl_->comm); ++root) {
+    Result r = search(local_queries, params, root);
+    if (root == rank) mine = std::move(r);
+  }
+  return mine;
+}
+
+int64_t DistributedIndex::size() const noexcept { return impl_->total; }
+int64_t DistributedIndex::local_size() const noexcept { return impl_->local.size(); }
+int64_t DistributedIndex::dimension() const noexcept { return impl_->dim; }
+Metric DistributedIndex::metric() const noexcept { return impl_->metric; }
+MPI_Comm DistributedIndex::comm() const noexcept { return impl_->comm; }
+const ShardedIndex& DistributedIndex::local() const noexcept { return impl_->local; }
+
+void DistributedIndex::set_p(double p) { impl_->local.set_p(p); }
+
+Result replicated_search(const ShardedIndex& replica, FloatView queries, const SearchParams& params, MPI_Comm comm,
+                         int root) {
+  const int rank = rank_of(comm), ranks = size_of(comm);
+  const bool same = same_everywhere(params.k, comm) && same_everywhere(root, comm) &&
+                    same_everywhere(replica.size(), comm);
+  collectively(comm, [&] {
+    GKNN_EXPECT(same, ErrorCode::InvalidArgument,
+                "replicated_search: the ranks passed different k, root or replica sizes (the call is collective)");
+    GKNN_EXPECT(root >= 0 && root < ranks, ErrorCode::InvalidArgument, "replicated_search: root ", root,
+                " is not a rank of the communicator (", ranks, " ranks)");
+  });
+  std::vector<float> storage;
+  const FloatView q = broadcast_queries(queries, root, comm, storage);
+  const RowRange mine = rank_rows(q.rows, rank, ranks);
+  Result part;
+  collectively(comm, [&] {
+    part = replica.search(FloatView{q.row(mine.begin), mine.count(), q.cols, q.row_stride()}, params);
+  });
+  std::vector<int64_t> counts;
+  Result out{q.rows, part.k, gather(part.distances, root, comm, counts), gather(part.indices, root, comm, counts)};
+  if (rank != root) return Result{0, part.k, {}, {}};
+  return out;
+}
+
+void collectively(MPI_Comm comm, const std::function<void()>& step) { mpi_detail::collectively(comm, step); }
+
+bool launched_by_mpirun() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"})
+    if (std::getenv(name)) return true;
+  return false;
+}
+
+RowRange rank_rows(int64_t n, int rank, int ranks) {
+  GKNN_EXPECT(ranks > 0 && rank >= 0 && rank < ranks && n >= 0, ErrorCode::InvalidArgument, "rank_rows: rank ",
+              rank, " of ", ranks, " ranks, ", n, " rows");
+  const detail::PartRange range = detail::near_equal_part(n, rank, ranks);
+  return {range.begin, range.end};
+}
+
+RankRows read_rank_rows(const std::string& path, MPI_Comm comm) {
+  RankRows out;
+  collectively(comm, [&] {
+    out.total = matrix_shape(path).rows;
+    const RowRange range = rank_rows(out.total, rank_of(comm), size_of(comm));
+    out.first = range.begin;
+    out.rows = load_matrix_rows(path, range.begin, range.count());
+  });
+  return out;
+}
+
+}  // namespace gknn::mpi

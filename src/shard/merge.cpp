@@ -1,0 +1,108 @@
+// merge.cpp: k-way merge of sorted (key, index) lists with a binary heap of the parts' heads.
+#include "shard/merge.hpp"
+
+#include <algorithm>
+
+#include "core/order.hpp"
+#include "cpu/parallel.hpp"
+#include "gknn/error.hpp"
+
+namespace gknn::detail {
+namespace {
+
+constexpr size_t kScanMaxParts = 8;  // up to here a linear scan of the heads beats a heap
+
+/// The next unread entry of one part's list for the current row.
+struct Head {
+  float key;
+  int64_t index;
+  int part;
+  int64_t pos;
+};
+
+/// std heap algorithms keep the greatest on top, so "greater" ranks the best (first in total order) on top.
+bool after(const Head& a, const Head& b) { return ranks_before(b.key, b.index, a.key, a.index); }
+
+/// The heads of the parts' lists for one row (parts with entries only).
+void start_row(const std::vector<KeyListsView>& parts, int64_t row, std::vector<Head>& heads) {
+  heads.clear();
+  for (size_t p = 0; p < parts.size(); ++p)
+    if (parts[p].k > 0) {
+      const int64_t at = row * parts[p].k;
+      heads.push_back({parts[p].keys[at], parts[p].indices[at], int(p), 0});
+    }
+}
+
+/// Moves `head` to its part's next entry; false when the part is exhausted.
+bool advance(const std::vector<KeyListsView>& parts, int64_t row, Head& head) {
+  const KeyListsView& part = parts[size_t(head.part)];
+  if (++head.pos >= part.k) return false;
+  head.key = part.keys[row * part.k + head.pos];
+  head.index = part.indices[row * part.k + head.pos];
+  return true;
+}
+
+[[noreturn]] void too_few(int64_t k, int64_t row) {
+  fail(ErrorCode::Internal, "merge_key_lists: the parts hold fewer than k = ", k, " entries for row ", row);
+}
+
+/// Few parts (the devices of one host): the best head by a linear scan, no heap upkeep.
+void merge_row_scan(const std::vector<KeyListsView>& parts, int64_t row, int64_t k, std::vector<Head>& heads,
+                    float* keys, int64_t* indices) {
+  start_row(parts, row, heads);
+  for (int64_t j = 0; j < k; ++j) {
+    if (heads.empty()) too_few(k, row);
+    size_t best = 0;
+    for (size_t h = 1; h < heads.size(); ++h)
+      if (ranks_before(heads[h].key, heads[h].index, heads[best].key, heads[best].index)) best = h;
+    keys[j] = heads[best].key;
+    indices[j] = heads[best].index;
+    if (!advance(parts, row, heads[best])) heads.erase(heads.begin() + std::ptrdiff_t(best));
+  }
+}
+
+/// Many parts (MPI ranks): a binary heap of the heads, O(log P) per entry.
+void merge_row_heap(const std::vector<KeyListsView>& parts, int64_t row, int64_t k, std::vector<Head>& heap,
+                    float* keys, int64_t* indices) {
+  start_row(parts, row, heap);
+  std::make_heap(heap.begin(), heap.end(), after);
+  for (int64_t j = 0; j < k; ++j) {
+    if (heap.empty()) too_few(k, row);
+    std::pop_heap(heap.begin(), heap.end(), after);
+    keys[j] = heap.back().key;
+    indices[j] = heap.back().index;
+    if (advance(parts, row, heap.back())) std::push_heap(heap.begin(), heap.end(), after);
+    else heap.pop_back();
+  }
+}
+
+}  // namespace
+
+KeyResult merge_key_lists(const std::vector<KeyListsView>& parts, int64_t rows, int64_t k, int threads) {
+  int64_t available = 0;
+  for (const KeyListsView& part : parts) {
+    GKNN_EXPECT(part.k == 0 || part.rows == rows, ErrorCode::Internal, "merge_key_lists: a part has ", part.rows,
+                " rows, expected ", rows);
+    available += part.k;
+  }
+  GKNN_EXPECT(k >= 0 && k <= available, ErrorCode::Internal, "merge_key_lists: k = ", k, " but the parts hold ",
+              available, " entries per row");
+  KeyResult out{rows, k, std::vector<float>(size_t(rows * k)), std::vector<int64_t>(size_t(rows * k))};
+  constexpr int64_t kRowsPerItem = 64;          // amortises the scheduling of one OpenMP item
+  constexpr int64_t kEntriesPerThread = 1 << 16;  // below this a thread costs more to wake than it saves
+  const int64_t items = (rows + kRowsPerItem - 1) / kRowsPerItem;
+  const int64_t useful = std::max<int64_t>(1, rows * k / kEntriesPerThread);
+  cpu::parallel_for(int(std::min<int64_t>(cpu::resolve_threads(threads), useful)), items, [&](int64_t item) {
+    std::vector<Head> heads;
+    heads.reserve(parts.size());
+    for (int64_t row = item * kRowsPerItem; row < std::min(rows, (item + 1) * kRowsPerItem); ++row) {
+      float* keys = out.distances.data() + row * k;
+      int64_t* indices = out.indices.data() + row * k;
+      if (parts.size() <= kScanMaxParts) merge_row_scan(parts, row, k, heads, keys, indices);
+      else merge_row_heap(parts, row, k, heads, keys, indices);
+    }
+  });
+  return out;
+}
+
+}  // namespace gknn::detail

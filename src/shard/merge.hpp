@@ -1,0 +1,32 @@
+// merge.hpp: the exact merge of partial top-k lists (one per shard, device or MPI rank) into one top-k list.
+//
+// Every part holds, for each query row, its best entries in KEY form (keys.hpp: ascending keys, before any
+// sqrt/pow/negation of finalize) with GLOBAL base indices, sorted in the total order (order.hpp). Because the
+// parts partition the base, the k best of their union under (key, index) are exactly the k best of the whole
+// base: merging keys, not reported values, keeps L2 and Lp exact where sqrt/pow map distinct keys to one value.
+// The one-process ShardedIndex and the MPI layer both merge here.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/backend.hpp"
+
+namespace gknn::detail {
+
+/// One part's lists: `rows` rows of `k` entries each (row-major, row stride k). k may be 0 (an empty shard).
+struct KeyListsView {
+  const float* keys = nullptr;
+  const int64_t* indices = nullptr;
+  int64_t rows = 0;
+  int64_t k = 0;
+};
+
+inline KeyListsView lists_of(const KeyResult& r) { return {r.distances.data(), r.indices.data(), r.rows, r.k}; }
+
+/// Per row, the `k` first entries of the union of the parts in the total order (a k-way merge of sorted lists).
+/// Every part must have `rows` rows, and the parts together at least k entries per row (k <= total base rows).
+/// Rows are merged in parallel (OpenMP, `threads`; 0 = all hardware threads).
+KeyResult merge_key_lists(const std::vector<KeyListsView>& parts, int64_t rows, int64_t k, int threads = 0);
+
+}  // namespace gknn::detail

@@ -1,0 +1,51 @@
+// segments.hpp: how gknn cuts rows into parts, and local row -> global index of a part of a base that was
+// appended in several batches (a shard of a ShardedIndex, the rows of one MPI rank): each batch is one contiguous
+// global range.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace gknn::detail {
+
+/// Part `part` of `parts` of n rows under the near-equal cut that every split of gknn uses (shards of a
+/// ShardedIndex, replicated query ranges, MPI ranks): the first n % parts parts get one row more.
+struct PartRange {
+  int64_t begin, end;
+};
+inline PartRange near_equal_part(int64_t n, int64_t part, int64_t parts) {
+  const int64_t base = n / parts, extra = n % parts;
+  const int64_t begin = part * base + std::min(part, extra);
+  return {begin, begin + base + (part < extra ? 1 : 0)};
+}
+
+class GlobalRows {
+ public:
+  /// The next `count` local rows are global rows [global_begin, global_begin + count).
+  void append(int64_t global_begin, int64_t count) {
+    if (count > 0) segments_.push_back({local_rows_, global_begin}), local_rows_ += count;
+  }
+  void clear() { segments_.clear(), local_rows_ = 0; }
+  int64_t local_rows() const { return local_rows_; }
+
+  int64_t global(int64_t local) const {
+    auto after = std::upper_bound(segments_.begin(), segments_.end(), local,
+                                  [](int64_t i, const Segment& s) { return i < s.local_begin; });
+    return (after - 1)->global_begin + (local - (after - 1)->local_begin);
+  }
+  /// Rewrites local indices to global ones (every entry must be a valid local row).
+  void to_global(std::vector<int64_t>& indices) const {
+    if (segments_.size() == 1 && segments_[0].global_begin == 0) return;  // the common one-batch case
+    for (int64_t& i : indices) i = global(i);
+  }
+
+ private:
+  struct Segment {
+    int64_t local_begin, global_begin;
+  };
+  std::vector<Segment> segments_;
+  int64_t local_rows_ = 0;
+};
+
+}  // namespace gknn::detail

@@ -1,0 +1,311 @@
+// sharded_index.cpp: ShardedIndex: rows cut into per-shard ResidentStores, searches run per device group on
+// host threads, partial key lists merged (sharded) or concatenated (replicated), then finalised once.
+#include "gknn/sharded_index.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <numeric>
+
+#include "core/finalize.hpp"
+#include "core/validate.hpp"
+#include "cpu/parallel.hpp"
+#include "gknn/error.hpp"
+#include "shard/merge.hpp"
+#include "shard/segments.hpp"
+#include "shard/shard_threads.hpp"
+#include "shard/sharded_keys.hpp"
+
+namespace gknn {
+namespace {
+
+struct Shard {
+  ShardDevice where;
+  std::unique_ptr<detail::ResidentStore> store;
+  detail::GlobalRows rows;
+
+  int64_t size() const { return store->size(); }
+};
+
+std::unique_ptr<detail::ResidentStore> make_store(ShardDevice where, int64_t dim) {
+  if (where.backend == Backend::Cuda) return detail::cuda::make_store(dim, where.device);
+  return detail::cpu::make_store(dim);
+}
+
+double elapsed_ms(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();
+}
+
+/// Phase times of concurrent shards: each phase's slowest shard (the critical path).
+void add_slowest(SearchStats& into, const SearchStats& s) {
+  into.upload_ms = std::max(into.upload_ms, s.upload_ms);
+  into.distance_ms = std::max(into.distance_ms, s.distance_ms);
+  into.select_ms = std::max(into.select_ms, s.select_ms);
+  into.merge_ms = std::max(into.merge_ms, s.merge_ms);
+  into.download_ms = std::max(into.download_ms, s.download_ms);
+  into.device_ms = std::max(into.device_ms, s.device_ms);
+  into.query_tiles = std::max(into.query_tiles, s.query_tiles);
+  into.base_tiles = std::max(into.base_tiles, s.base_tiles);
+}
+
+}  // namespace
+
+struct ShardedIndex::Impl {
+  int64_t dim;
+  Metric metric;
+  ShardMode mode;
+  double p = 2.0;
+  std::vector<ShardDevice> devices;
+  std::vector<Shard> shards;
+  int64_t rows = 0;
+
+  /// Shards that share a CUDA device run one after the other on one thread (each search sizes its working
+  /// memory from the device's free memory); every CPU shard and every other device gets its own thread.
+  std::vector<std::vector<int>> thread_groups() const {
+    std::map<int, std::vector<int>> by_device;
+    std::vector<std::vector<int>> groups;
+    for (int s = 0; s < int(shards.size()); ++s) {
+      if (shards[size_t(s)].where.backend == Backend::Cuda) by_device[shards[size_t(s)].where.device].push_back(s);
+      else groups.push_back({s});
+    }
+    for (auto& [device, members] : by_device) groups.push_back(members);
+    std::sort(groups.begin(), groups.end());  // group of shard 0 first: it runs on the caller's thread
+    return groups;
+  }
+
+  /// The key params one shard runs with: its backend and device, its share of the CPU threads, and k clipped
+  /// to the rows it searches.
+  SearchParams shard_params(const SearchParams& checked, int s, int64_t rows_searched) const {
+    SearchParams kp = detail::key_params(checked, rows_searched);
+    const ShardDevice& where = shards[size_t(s)].where;
+    kp.backend = where.backend;
+    kp.device = where.device;
+    if (where.backend == Backend::Cpu && checked.threads == 0) {
+      const int cpu_shards = int(std::count_if(shards.begin(), shards.end(),
+                                               [](const Shard& x) { return x.where.backend == Backend::Cpu; }));
+      kp.threads = std::max(1, detail::cpu::resolve_threads(0) / std::max(1, cpu_shards));
+    }
+    kp.progress = s == 0 ? checked.progress : ProgressCallback{};
+    kp.stats = nullptr;
+    return kp;
+  }
+
+  /// Validated rows to store, normalised into `normalized` for cosine (as Index stores them); their value facts
+  /// into `stats`.
+  FloatView checked_rows(FloatView vectors, std::vector<float>& normalized, detail::ValueStats& stats) const {
+    stats = detail::validate_matrix(vectors, "ShardedIndex::add vectors", true);
+    GKNN_EXPECT(vectors.cols == dim, ErrorCode::InvalidArgument, "ShardedIndex::add: vectors have dimension ",
+                vectors.cols, ", the index has ", dim);
+    if (metric != Metric::Cosine) return vectors;
+    normalized = detail::normalized_rows(vectors);
+    stats = detail::ValueStats{false, false, 1.f};  // normalised rows: fractions
+    return FloatView{normalized.data(), vectors.rows, vectors.cols, 0};
+  }
+
+  void append(int s, FloatView rows, int64_t global_begin, const detail::ValueStats& stats) {
+    if (rows.rows == 0) return;
+    Shard& shard = shards[size_t(s)];
+    shard.rows.append(global_begin, rows.rows);
+    shard.store->append(rows, stats);
+  }
+
+  /// Runs search(shard, stats) for every shard, grouped by thread_groups(); returns the slowest phases.
+  template <class Search>
+  SearchStats run_shards(Search&& search) const {
+    const std::vector<std::vector<int>> groups = thread_groups();
+    std::vector<SearchStats> stats(shards.size());
+    detail::run_concurrently(int(groups.size()), [&](int g) {
+      for (int s : groups[size_t(g)]) search(s, stats[size_t(s)]);
+    });
+    SearchStats slowest;
+    for (const SearchStats& st : stats) add_slowest(slowest, st);
+    return slowest;
+  }
+
+  detail::KeyResult sharded_keys(FloatView queries, const detail::ValueStats& query_stats, const SearchParams& checked,
+                                 SearchStats& stats) const {
+    const int64_t q = queries.rows;
+    std::vector<detail::KeyResult> parts(shards.size());
+    stats = run_shards([&](int s, SearchStats& st) {
+      const Shard& shard = shards[size_t(s)];
+      if (shard.size() == 0) {
+        parts[size_t(s)] = detail::KeyResult{q, 0, {}, {}};
+        return;
+      }
+      SearchParams kp = shard_params(checked, s, shard.size());
+      kp.stats = &st;
+      detail::KeyResult keys = detail::search_keys(*shard.store, queries, kp, query_stats);
+      shard.rows.to_global(keys.indices);
+      parts[size_t(s)] = std::move(keys);
+    });
+    std::vector<detail::KeyListsView> views;
+    for (const detail::KeyResult& part : parts) views.push_back(detail::lists_of(part));
+    const auto merge_start = std::chrono::steady_clock::now();
+    detail::KeyResult merged = detail::merge_key_lists(views, q, std::min(checked.k, rows), checked.threads);
+    stats.merge_ms += elapsed_ms(merge_start);
+    return merged;
+  }
+
+  /// Replicated: shard s answers its near-equal part of the queries against its full copy of the base.
+  detail::KeyResult replicated_keys(FloatView queries, const detail::ValueStats& query_stats,
+                                    const SearchParams& checked, SearchStats& stats) const {
+    const int64_t q = queries.rows, k = std::min(checked.k, rows), parts = int64_t(shards.size());
+    detail::KeyResult out{q, k, std::vector<float>(size_t(q * k)), std::vector<int64_t>(size_t(q * k))};
+    stats = run_shards([&](int s, SearchStats& st) {
+      const auto [first, last] = detail::near_equal_part(q, s, parts);
+      if (last == first) return;
+      SearchParams kp = shard_params(checked, s, rows);
+      kp.stats = &st;
+      const FloatView range{queries.row(first), last - first, queries.cols, queries.row_stride()};
+      const detail::KeyResult keys = detail::search_keys(*shards[size_t(s)].store, range, kp, query_stats);
+      std::copy(keys.distances.begin(), keys.distances.end(), out.distances.begin() + first * k);
+      std::copy(keys.indices.begin(), keys.indices.end(), out.indices.begin() + first * k);
+    });
+    return out;
+  }
+};
+
+ShardedIndex::ShardedIndex(int64_t dimension, std::vector<ShardDevice> shards, ShardMode mode, Metric metric) {
+  GKNN_EXPECT(dimension > 0, ErrorCode::InvalidArgument, "ShardedIndex: dimension must be positive (got ", dimension,
+              ")");
+  GKNN_EXPECT(!shards.empty(), ErrorCode::InvalidArgument, "ShardedIndex: the list of shards is empty");
+  impl_ = std::make_unique<Impl>(Impl{dimension, metric, mode, 2.0, {}, {}, 0});
+  for (ShardDevice& where : shards) {
+    where.backend = detail::resolve_backend(where.backend);
+    if (where.backend == Backend::Cpu) where.device = 0;
+    impl_->shards.push_back({where, make_store(where, dimension), {}});
+  }
+  impl_->devices = std::move(shards);
+}
+
+ShardedIndex::~ShardedIndex() = default;
+ShardedIndex::ShardedIndex(ShardedIndex&&) noexcept = default;
+ShardedIndex& ShardedIndex::operator=(ShardedIndex&&) noexcept = default;
+
+void ShardedIndex::add(FloatView vectors) {
+  const int64_t parts = shard_count();
+  std::vector<int64_t> cut(static_cast<size_t>(parts));
+  for (int64_t s = 0; s < parts; ++s) {
+    const detail::PartRange range = detail::near_equal_part(vectors.rows, s, parts);
+    cut[size_t(s)] = range.end - range.begin;
+  }
+  if (impl_->mode == ShardMode::Sharded) return add(vectors, cut);
+  std::vector<float> normalized;
+  detail::ValueStats stats;
+  const FloatView rows = impl_->checked_rows(vectors, normalized, stats);
+  for (int s = 0; s < shard_count(); ++s) impl_->append(s, rows, impl_->rows, stats);
+  impl_->rows += vectors.rows;
+}
+
+void ShardedIndex::add(FloatView vectors, const std::vector<int64_t>& rows_per_shard) {
+  GKNN_EXPECT(impl_->mode == ShardMode::Sharded, ErrorCode::InvalidArgument,
+              "ShardedIndex::add: an explicit cut needs sharded mode (a replicated index copies every row)");
+  GKNN_EXPECT(int64_t(rows_per_shard.size()) == shard_count(), ErrorCode::InvalidArgument,
+              "ShardedIndex::add: rows_per_shard has ", rows_per_shard.size(), " entries for ", shard_count(),
+              " shards");
+  for (size_t s = 0; s < rows_per_shard.size(); ++s)
+    GKNN_EXPECT(rows_per_shard[s] >= 0, ErrorCode::InvalidArgument, "ShardedIndex::add: rows_per_shard[", s,
+                "] = ", rows_per_shard[s], " is negative");
+  const int64_t total = std::accumulate(rows_per_shard.begin(), rows_per_shard.end(), int64_t(0));
+  GKNN_EXPECT(total == vectors.rows, ErrorCode::InvalidArgument, "ShardedIndex::add: rows_per_shard sums to ", total,
+              " but ", vectors.rows, " rows were given");
+  std::vector<float> normalized;
+  detail::ValueStats stats;
+  const FloatView rows = impl_->checked_rows(vectors, normalized, stats);
+  int64_t first = 0;
+  for (int s = 0; s < shard_count(); ++s) {
+    const int64_t count = rows_per_shard[size_t(s)];
+    impl_->append(s, FloatView{rows.row(first), count, rows.cols, rows.row_stride()}, impl_->rows + first, stats);
+    first += count;
+  }
+  impl_->rows += vectors.rows;
+}
+
+Result ShardedIndex::search(FloatView queries, int64_t k) const {
+  SearchParams params;
+  params.k = k;
+  params.metric = impl_->metric;
+  params.p = impl_->p;
+  return search(queries, params);
+}
+
+Result ShardedIndex::search(FloatView queries, const SearchParams& params) const {
+  const auto start = std::chrono::steady_clock::now();
+  const SearchParams checked = detail::ShardedAccess::checked_params(*this, params);
+  GKNN_EXPECT(impl_->rows > 0, ErrorCode::InvalidArgument, "ShardedIndex::search: the index is empty");
+  Result out = detail::finalize(detail::ShardedAccess::search_keys(*this, queries, checked), checked.metric,
+                                checked.p, checked.k);
+  if (params.stats) params.stats->total_ms = elapsed_ms(start);
+  return out;
+}
+
+void ShardedIndex::reset() {
+  for (Shard& shard : impl_->shards) {
+    shard.store->clear();
+    shard.rows.clear();
+  }
+  impl_->rows = 0;
+}
+
+int64_t ShardedIndex::size() const noexcept { return impl_->rows; }
+int64_t ShardedIndex::dimension() const noexcept { return impl_->dim; }
+Metric ShardedIndex::metric() const noexcept { return impl_->metric; }
+ShardMode ShardedIndex::mode() const noexcept { return impl_->mode; }
+int ShardedIndex::shard_count() const noexcept { return int(impl_->shards.size()); }
+const std::vector<ShardDevice>& ShardedIndex::shards() const noexcept { return impl_->devices; }
+
+int64_t ShardedIndex::shard_size(int shard) const {
+  GKNN_EXPECT(shard >= 0 && shard < shard_count(), ErrorCode::InvalidArgument, "ShardedIndex::shard_size: shard ",
+              shard, " is outside [0, ", shard_count(), ")");
+  return impl_->shards[size_t(shard)].size();
+}
+
+void ShardedIndex::set_p(double p) {
+  GKNN_EXPECT(p > 0, ErrorCode::InvalidArgument, "ShardedIndex::set_p: p must be > 0 (got ", p, ")");
+  impl_->p = p;
+}
+
+namespace detail {
+
+SearchParams ShardedAccess::checked_params(const ShardedIndex& index, const SearchParams& params_in) {
+  const ShardedIndex::Impl& impl = *index.impl_;
+  SearchParams params = params_in;
+  GKNN_EXPECT(params.metric == impl.metric || params.metric == Metric::SquaredL2, ErrorCode::InvalidArgument,
+              "ShardedIndex::search: metric ", to_string(params.metric), " differs from the index metric ",
+              to_string(impl.metric));
+  params.metric = impl.metric;
+  if (params.metric == Metric::Lp && params_in.metric != Metric::Lp) params.p = impl.p;
+  GKNN_EXPECT(params.k > 0, ErrorCode::InvalidArgument, "ShardedIndex::search: k must be positive (got ", params.k,
+              ")");
+  GKNN_EXPECT(params.metric != Metric::Lp || (params.p > 0 && std::isfinite(params.p)), ErrorCode::InvalidArgument,
+              "ShardedIndex::search: metric lp needs a finite p > 0 (got p = ", params.p, ")");
+  GKNN_EXPECT(params.threads >= 0 && params.threads <= kMaxThreads, ErrorCode::InvalidArgument,
+              "ShardedIndex::search: threads must be in [0, ", kMaxThreads, "] (got ", params.threads, ")");
+  return params;
+}
+
+KeyResult ShardedAccess::search_keys(const ShardedIndex& index, FloatView queries, const SearchParams& checked) {
+  const ShardedIndex::Impl& impl = *index.impl_;
+  ValueStats query_stats = validate_matrix(queries, "queries", true);
+  GKNN_EXPECT(queries.cols == impl.dim, ErrorCode::InvalidArgument, "ShardedIndex::search: queries have dimension ",
+              queries.cols, ", the index has ", impl.dim);
+  const int64_t k = std::min(checked.k, impl.rows);
+  if (queries.rows == 0 || impl.rows == 0)
+    return KeyResult{queries.rows, k, std::vector<float>(size_t(queries.rows * k)),
+                     std::vector<int64_t>(size_t(queries.rows * k))};
+  std::vector<float> normalized;
+  if (checked.metric == Metric::Cosine) {
+    normalized = normalized_rows(queries);
+    query_stats = ValueStats{false, false, 1.f};
+  }
+  const FloatView q = normalized.empty() ? queries : FloatView{normalized.data(), queries.rows, queries.cols, 0};
+  SearchStats stats;
+  KeyResult keys = impl.mode == ShardMode::Sharded ? impl.sharded_keys(q, query_stats, checked, stats)
+                                                   : impl.replicated_keys(q, query_stats, checked, stats);
+  if (checked.stats) *checked.stats = stats;
+  return keys;
+}
+
+}  // namespace detail
+}  // namespace gknn

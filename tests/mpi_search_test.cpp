@@ -1,0 +1,202 @@
+// mpi_search_test.cpp: gknn::mpi::DistributedIndex on 1..4 ranks (CTest runs it under mpiexec -n 1, 2, 3, 4)
+// against one Index bit for bit: every metric, k = 1 / 10 / k > n, balanced, uneven, empty and tiny (< k rows)
+// rank shares, several add batches, each rank its own queries, several shards per rank, rows read from shared
+// files by row range, errors raised on every rank. --cuda: the ranks' rows on CUDA device 0 (ranks share it).
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gknn/error.hpp"
+#include "gknn/io.hpp"
+#include "gknn/mpi.hpp"
+#include "gknn/search.hpp"
+#include "shard_common.hpp"
+#include "testing/data.hpp"
+#include "testing/expect_error.hpp"
+
+namespace gknn::testing {
+namespace {
+
+bool g_cuda = false;
+
+int rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+int ranks() {
+  int n = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+
+/// A communicator of its own (the layer must not assume MPI_COMM_WORLD): the world's ranks in reverse order.
+class ReversedComm {
+ public:
+  ReversedComm() { MPI_Comm_split(MPI_COMM_WORLD, 0, ranks() - rank(), &comm_); }
+  ~ReversedComm() { MPI_Comm_free(&comm_); }
+  MPI_Comm get() const { return comm_; }
+
+ private:
+  MPI_Comm comm_;
+};
+
+int rank_in(MPI_Comm comm) {
+  int r = 0;
+  MPI_Comm_rank(comm, &r);
+  return r;
+}
+
+std::vector<ShardDevice> local_shards(int count = 1) {
+  return std::vector<ShardDevice>(size_t(count), ShardDevice{g_cuda ? Backend::Cuda : Backend::Cpu, 0});
+}
+
+SearchParams params_for(Metric metric, int64_t k) {
+  SearchParams p;
+  p.k = k;
+  p.metric = metric;
+  p.p = metric == Metric::Lp ? 3.0 : 2.0;
+  p.backend = g_cuda ? Backend::Cuda : Backend::Cpu;
+  p.distance = g_cuda ? DistanceAlgorithm::GarciaGlobal : DistanceAlgorithm::Direct;  // pairwise keys
+  return p;
+}
+
+/// Rows [first, first + count) of m.
+FloatView rows_of(const HostMatrix<float>& m, int64_t first, int64_t count) {
+  return {m.data.data() + first * m.cols, count, m.cols, 0};
+}
+
+/// This rank's rows under `cut` (one entry per rank of comm).
+FloatView my_rows(const HostMatrix<float>& base, const std::vector<int64_t>& cut, int my_rank) {
+  int64_t first = 0;
+  for (int r = 0; r < my_rank; ++r) first += cut[size_t(r)];
+  return rows_of(base, first, cut[size_t(my_rank)]);
+}
+
+TEST(MpiSearch, EveryMetricEveryCutEqualsOneIndex) {
+  ReversedComm comm;
+  const int me = rank_in(comm.get());
+  const HostMatrix<float> base = integer_matrix(97, 7, -3, 3, 71), queries = integer_matrix(13, 7, -3, 3, 72);
+  for (Metric metric : every_metric())
+    for (int64_t k : {int64_t(1), int64_t(10), int64_t(120)}) {
+      const SearchParams params = params_for(metric, k);
+      const Result want = single_search(base.view(), queries.view(), params);
+      for (const std::vector<int64_t>& cut : shard_cuts(base.rows, ranks())) {
+        SCOPED_TRACE(to_string(metric) + " k=" + std::to_string(k) + " cut " + cut_name(cut));
+        mpi::DistributedIndex index(comm.get(), base.cols, metric, local_shards());
+        index.set_p(params.p);
+        index.add(my_rows(base, cut, me));
+        EXPECT_EQ(index.size(), base.rows);
+        EXPECT_EQ(index.local_size(), cut[size_t(me)]);
+        const int root = int(k % ranks());  // not always rank 0
+        const Result got = index.search(me == root ? queries.view() : FloatView{}, params, root);
+        if (me == root) expect_identical(got, want);
+        else EXPECT_EQ(got.rows, 0);
+      }
+    }
+}
+
+TEST(MpiSearch, SeveralBatchesSeveralShardsOwnQueries) {
+  ReversedComm comm;
+  const int me = rank_in(comm.get()), n_ranks = ranks();
+  const HostMatrix<float> base = integer_matrix(150, 5, -4, 4, 81), queries = integer_matrix(20, 5, -4, 4, 82);
+  // Batch 1: rows [0, 60) near-equally; batch 2: rows [60, 150) all on the last rank. Global indices follow
+  // rank order within each batch, so the base the ranks hold is the file's rows in this order.
+  const mpi::RowRange first = mpi::rank_rows(60, me, n_ranks);
+  const SearchParams params = params_for(Metric::L2, 30);
+  mpi::DistributedIndex index(comm.get(), base.cols, Metric::L2, local_shards(2));
+  index.add(rows_of(base, first.begin, first.count()));
+  index.add(me == n_ranks - 1 ? rows_of(base, 60, 90) : rows_of(base, 60, 0));
+  EXPECT_EQ(index.size(), 150);
+  // each rank its own queries: rows [rank_rows(20)) of the query file
+  const mpi::RowRange mine = mpi::rank_rows(queries.rows, me, n_ranks);
+  const FloatView own = rows_of(queries, mine.begin, mine.count());
+  expect_identical(index.search_own_queries(own, params), single_search(base.view(), own, params));
+}
+
+TEST(MpiSearch, RowsReadFromSharedFiles) {
+  const HostMatrix<float> base = integer_matrix(41, 6, 0, 9, 91), queries = integer_matrix(5, 6, 0, 9, 92);
+  const std::string stem = std::string(g_cuda ? "mpi_rows_cuda_" : "mpi_rows_") + std::to_string(ranks());
+  HostMatrix<uint8_t> bytes(base.rows, base.cols);
+  for (size_t i = 0; i < base.data.size(); ++i) bytes.data[i] = uint8_t(base.data[i]);
+  if (rank() == 0) {
+    write_fvecs(stem + ".fvecs", base.view());
+    write_bvecs(stem + ".bvecs", std::as_const(bytes).view());
+    write_npy(stem + ".npy", base.view());
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  const SearchParams params = params_for(Metric::SquaredL2, 8);
+  const Result want = single_search(base.view(), queries.view(), params);
+  for (const char* ext : {".fvecs", ".bvecs", ".npy"}) {
+    SCOPED_TRACE(ext);
+    const mpi::RankRows part = mpi::read_rank_rows(stem + ext, MPI_COMM_WORLD);
+    EXPECT_EQ(part.total, base.rows);
+    const mpi::RowRange range = mpi::rank_rows(base.rows, rank(), ranks());
+    EXPECT_EQ(part.first, range.begin);
+    ASSERT_EQ(part.rows.rows, range.count());
+    EXPECT_TRUE(std::equal(part.rows.data.begin(), part.rows.data.end(), base.data.begin() + range.begin * 6));
+    mpi::DistributedIndex index(MPI_COMM_WORLD, base.cols, Metric::SquaredL2, local_shards());
+    index.add(part.rows.view());
+    const Result got = index.search(queries.view(), params);
+    if (rank() == 0) expect_identical(got, want);
+  }
+  expect_error([&] { mpi::read_rank_rows(stem + ".missing.fvecs", MPI_COMM_WORLD); }, ErrorCode::Io,
+               {"missing.fvecs"});
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank() == 0)
+    for (const char* ext : {".fvecs", ".bvecs", ".npy"}) std::remove((stem + ext).c_str());
+}
+
+TEST(MpiSearch, ErrorsReachEveryRank) {
+  const HostMatrix<float> base = integer_matrix(10, 3, 0, 5, 95);
+  mpi::DistributedIndex index(MPI_COMM_WORLD, 3, Metric::SquaredL2, local_shards());
+  expect_error([&] { index.search(base.view(), params_for(Metric::SquaredL2, 2)); }, ErrorCode::InvalidArgument,
+               {"empty"});
+  index.add(rank() == 0 ? base.view() : FloatView{nullptr, 0, 3, 0});
+  HostMatrix<float> bad = base;
+  bad.row(4)[1] = NAN;
+  expect_error([&] { index.search(bad.view(), params_for(Metric::SquaredL2, 2)); }, ErrorCode::InvalidArgument,
+               {"row 4"});
+  if (ranks() > 1)
+    expect_error([&] { index.search(base.view(), params_for(Metric::SquaredL2, rank() == 0 ? 3 : 2)); },
+                 ErrorCode::InvalidArgument, {"different k"});
+  expect_error([&] { index.search(base.view(), params_for(Metric::SquaredL2, 2), ranks()); },
+               ErrorCode::InvalidArgument, {"root"});
+  // a failure on one rank only: rank (last)'s rows have the wrong dimension
+  const HostMatrix<float> wide = integer_matrix(2, 4, 0, 5, 96);
+  expect_error([&] { index.add(rank() == ranks() - 1 ? wide.view() : FloatView{nullptr, 0, 3, 0}); },
+               ErrorCode::InvalidArgument, {"dimension 4"});
+  EXPECT_EQ(index.size(), 10);  // nothing was added anywhere
+}
+
+}  // namespace
+}  // namespace gknn::testing
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int out = 1;
+  bool require_gpu = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--cuda") == 0) gknn::testing::g_cuda = require_gpu = true;
+    else argv[out++] = argv[i];
+  }
+  argc = out;
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (require_gpu && !gknn::backend_available(gknn::Backend::Cuda)) {  // the same answer on every rank
+    if (rank == 0) std::printf("MPI GPU tests SKIPPED: no CUDA device is visible (or no CUDA backend)\n");
+    MPI_Finalize();
+    return 77;
+  }
+  ::testing::InitGoogleTest(&argc, argv);
+  if (rank != 0) ::testing::GTEST_FLAG(brief) = true;  // full report from rank 0, only failures from the others
+  int failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return failed;
+}

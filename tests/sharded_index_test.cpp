@@ -1,0 +1,246 @@
+// sharded_index_test.cpp: ShardedIndex against one Index, bit for bit: 1..5 shards, balanced/uneven/empty/tiny
+// shards, every metric, ties, k > shard size and k > n, both modes, every distance and selection algorithm of
+// the backend. Built twice: CPU shards (label cpu) and, with GKNN_SHARD_TEST_CUDA, logical shards on CUDA
+// device 0 (plus every other visible device) (label gpu).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "gknn/error.hpp"
+#include "gknn/info.hpp"
+#include "gknn/search.hpp"
+#include "gknn/sharded_index.hpp"
+#include "shard_common.hpp"
+#include "testing/data.hpp"
+#include "testing/expect_error.hpp"
+#include "testing/oracle.hpp"
+
+namespace gknn::testing {
+namespace {
+
+#ifdef GKNN_SHARD_TEST_CUDA
+constexpr Backend kBackend = Backend::Cuda;
+constexpr DistanceAlgorithm kPairwise = DistanceAlgorithm::GarciaGlobal;
+/// `count` logical shards on device 0 (the same code path as separate devices), and a real second device
+/// in the list when one is visible.
+std::vector<ShardDevice> test_shards(int count) {
+  const int devices = int(cuda_devices().size());
+  std::vector<ShardDevice> out;
+  for (int s = 0; s < count; ++s) out.push_back({Backend::Cuda, s % 2 == 1 && devices > 1 ? 1 : 0});
+  return out;
+}
+#else
+constexpr Backend kBackend = Backend::Cpu;
+constexpr DistanceAlgorithm kPairwise = DistanceAlgorithm::Direct;
+std::vector<ShardDevice> test_shards(int count) { return cpu_shards(count); }
+#endif
+
+/// Parameters with a distance kernel whose key of a (query, row) pair does not depend on the other rows
+/// (kPairwise): the identity then holds for any data, cosine's normalised rows included.
+SearchParams params_for(Metric metric, int64_t k) {
+  SearchParams p;
+  p.k = k;
+  p.metric = metric;
+  p.p = metric == Metric::Lp ? 3.0 : 2.0;
+  p.backend = kBackend;
+  p.distance = kPairwise;
+  return p;
+}
+
+ShardedIndex sharded(FloatView base, Metric metric, double p, int shards, const std::vector<int64_t>* cut,
+                     ShardMode mode = ShardMode::Sharded) {
+  ShardedIndex index(base.cols, test_shards(shards), mode, metric);
+  index.set_p(p);
+  if (cut) index.add(base, *cut);
+  else index.add(base);
+  return index;
+}
+
+// Small integers: many exact ties.
+TEST(ShardedIndex, EveryMetricEveryCutEqualsOneIndex) {
+  const HostMatrix<float> base = integer_matrix(203, 9, -3, 3, 11), queries = integer_matrix(17, 9, -3, 3, 12);
+  for (Metric metric : every_metric())
+    for (int64_t k : {int64_t(1), int64_t(10), int64_t(250)}) {
+      const SearchParams params = params_for(metric, k);
+      const Result want = single_search(base.view(), queries.view(), params);
+      for (int parts = 1; parts <= 5; ++parts)
+        for (const std::vector<int64_t>& cut : shard_cuts(base.rows, parts)) {
+          SCOPED_TRACE(to_string(metric) + " k=" + std::to_string(k) + " cut " + cut_name(cut));
+          const ShardedIndex index = sharded(base.view(), metric, params.p, parts, &cut);
+          ASSERT_EQ(index.size(), base.rows);
+          expect_identical(index.search(queries.view(), params), want);
+        }
+    }
+}
+
+// The GEMM kernels (Auto's choice for the dot-product metrics) compute exactly on small integers, so there too
+// the shards reproduce one index bit for bit.
+TEST(ShardedIndex, GemmOnIntegerDataEqualsOneIndex) {
+  const HostMatrix<float> base = integer_matrix(203, 40, 0, 255, 13), queries = integer_matrix(17, 40, 0, 255, 14);
+  for (Metric metric : {Metric::SquaredL2, Metric::L2, Metric::InnerProduct}) {
+    SearchParams params = params_for(metric, 25);
+    params.distance = DistanceAlgorithm::Auto;
+    const Result want = single_search(base.view(), queries.view(), params);
+    for (int parts = 2; parts <= 5; ++parts)
+      for (const std::vector<int64_t>& cut : shard_cuts(base.rows, parts)) {
+        SCOPED_TRACE(to_string(metric) + " cut " + cut_name(cut));
+        expect_identical(sharded(base.view(), metric, 2.0, parts, &cut).search(queries.view(), params), want);
+      }
+  }
+}
+
+// More shards than the merge's linear scan serves (8): the heap merge, with empty and tiny shards.
+TEST(ShardedIndex, ManyShardsEqualOneIndex) {
+  const HostMatrix<float> base = integer_matrix(150, 5, -2, 2, 15), queries = integer_matrix(9, 5, -2, 2, 16);
+  for (Metric metric : {Metric::L2, Metric::Cosine, Metric::Linf}) {
+    const SearchParams params = params_for(metric, 40);
+    const Result want = single_search(base.view(), queries.view(), params);
+    for (const std::vector<int64_t>& cut : shard_cuts(base.rows, 11)) {
+      SCOPED_TRACE(to_string(metric) + " cut " + cut_name(cut));
+      expect_identical(sharded(base.view(), metric, 2.0, 11, &cut).search(queries.view(), params), want);
+    }
+  }
+}
+
+TEST(ShardedIndex, MatchesTheOracle) {
+  const HostMatrix<float> base = integer_matrix(120, 6, -4, 4, 3), queries = integer_matrix(9, 6, -4, 4, 4);
+  for (Metric metric : every_metric()) {
+    SCOPED_TRACE(to_string(metric));
+    const SearchParams params = params_for(metric, 15);
+    const ShardedIndex index = sharded(base.view(), metric, params.p, 3, nullptr);
+    CheckOptions opt;
+    opt.exact_indices = metric != Metric::Cosine && metric != Metric::L2 && metric != Metric::Lp;
+    EXPECT_EQ("", check_search(index.search(queries.view(), params), base.view(), queries.view(), params, opt));
+  }
+}
+
+// Float data: every distance and selection algorithm, each against one Index with the same algorithms.
+TEST(ShardedIndex, EveryAlgorithmOnFloatData) {
+  const HostMatrix<float> base = random_matrix(157, 13, 5), queries = random_matrix(11, 13, 6);
+  const std::vector<int64_t> cut{40, 0, 100, 17};
+  for (Metric metric : {Metric::SquaredL2, Metric::InnerProduct, Metric::L1})
+    for (DistanceAlgorithm distance : distance_algorithms(kBackend, metric))
+      for (const SelectCapability& select : select_algorithms(kBackend)) {
+        SearchParams params = params_for(metric, std::min<int64_t>(select.max_k, 20));
+        params.distance = distance;
+        params.select = select.algorithm;
+        SCOPED_TRACE(to_string(metric) + " " + to_string(distance) + " " + to_string(select.algorithm));
+        Result want;
+        try {
+          want = single_search(base.view(), queries.view(), params);
+        } catch (const Error& e) {  // a combination the backend refuses must be refused the same way
+          EXPECT_EQ(e.code(), ErrorCode::Unsupported) << e.what();
+          continue;
+        }
+        // GEMM keys of float data depend on the tile shape, atomic's on the order of its additions
+        // (docs/scale-out.md): those are compared with the oracle instead.
+        const bool pairwise = distance != DistanceAlgorithm::Gemm && distance != DistanceAlgorithm::Cublas &&
+                              distance != DistanceAlgorithm::Atomic;
+        const Result got = sharded(base.view(), metric, 2.0, 4, &cut).search(queries.view(), params);
+        if (!pairwise) EXPECT_EQ("", check_search(got, base.view(), queries.view(), params));
+        else expect_identical(got, want);
+      }
+}
+
+TEST(ShardedIndex, ReplicatedEqualsOneIndex) {
+  const HostMatrix<float> base = integer_matrix(90, 7, -2, 2, 21), queries = integer_matrix(13, 7, -2, 2, 22);
+  for (Metric metric : every_metric())
+    for (int parts = 1; parts <= 5; ++parts) {
+      SCOPED_TRACE(to_string(metric) + " parts " + std::to_string(parts));
+      const SearchParams params = params_for(metric, 12);
+      const ShardedIndex index = sharded(base.view(), metric, params.p, parts, nullptr, ShardMode::Replicated);
+      EXPECT_EQ(index.size(), base.rows);
+      EXPECT_EQ(index.shard_size(parts - 1), base.rows);
+      expect_identical(index.search(queries.view(), params), single_search(base.view(), queries.view(), params));
+      // fewer queries than shards: some shards get none
+      const FloatView two{queries.row(0), 2, queries.cols, 0};
+      expect_identical(index.search(two, params), single_search(base.view(), two, params));
+    }
+}
+
+TEST(ShardedIndex, AllEqualRowsKeepIndexOrder) {
+  HostMatrix<float> base(50, 4), queries(3, 4);
+  std::fill(base.data.begin(), base.data.end(), 1.f);
+  std::fill(queries.data.begin(), queries.data.end(), 2.f);
+  const std::vector<int64_t> cut{0, 7, 1, 0, 42};
+  const Result got = sharded(base.view(), Metric::L2, 2.0, 5, &cut).search(queries.view(), params_for(Metric::L2, 60));
+  for (int64_t q = 0; q < 3; ++q) {
+    for (int64_t j = 0; j < 50; ++j) EXPECT_EQ(got.index(q, j), j);
+    for (int64_t j = 50; j < 60; ++j) EXPECT_EQ(got.index(q, j), -1);
+  }
+}
+
+TEST(ShardedIndex, SeveralAddsKeepGlobalIndices) {
+  const HostMatrix<float> base = integer_matrix(77, 5, -3, 3, 31), queries = integer_matrix(6, 5, -3, 3, 32);
+  ShardedIndex index(5, test_shards(3), ShardMode::Sharded, Metric::L1);
+  index.add(FloatView{base.row(0), 10, 5, 0});
+  index.add(FloatView{base.row(10), 0, 5, 0});
+  index.add(FloatView{base.row(10), 30, 5, 0}, {0, 30, 0});
+  index.add(FloatView{base.row(40), 37, 5, 0});
+  EXPECT_EQ(index.shard_size(0) + index.shard_size(1) + index.shard_size(2), 77);
+  const SearchParams params = params_for(Metric::L1, 77);
+  expect_identical(index.search(queries.view(), params), single_search(base.view(), queries.view(), params));
+  index.reset();
+  EXPECT_EQ(index.size(), 0);
+  expect_error([&] { index.search(queries.view(), params); }, ErrorCode::InvalidArgument, {"empty"});
+}
+
+TEST(ShardedIndex, OneRowAndNoQueries) {
+  const HostMatrix<float> base = integer_matrix(1, 3, 0, 5, 41), queries = integer_matrix(4, 3, 0, 5, 42);
+  const SearchParams params = params_for(Metric::SquaredL2, 3);
+  const ShardedIndex index = sharded(base.view(), Metric::SquaredL2, 2.0, 4, nullptr);
+  expect_identical(index.search(queries.view(), params), single_search(base.view(), queries.view(), params));
+  const Result none = index.search(FloatView{queries.data.data(), 0, 3, 0}, params);
+  EXPECT_EQ(none.rows, 0);
+  EXPECT_EQ(none.k, 3);
+}
+
+TEST(ShardedIndex, StatsAreFilled) {
+  const HostMatrix<float> base = random_matrix(300, 8, 51), queries = random_matrix(20, 8, 52);
+  SearchStats stats;
+  SearchParams params = params_for(Metric::SquaredL2, 5);
+  params.stats = &stats;
+  sharded(base.view(), Metric::SquaredL2, 2.0, 3, nullptr).search(queries.view(), params);
+  EXPECT_GT(stats.total_ms, 0);
+  EXPECT_GE(stats.total_ms, stats.merge_ms);
+}
+
+TEST(ShardedIndex, BadInputIsNamed) {
+  const HostMatrix<float> base = random_matrix(10, 4, 61);
+  expect_error([] { ShardedIndex(4, {}); }, ErrorCode::InvalidArgument, {"shards", "empty"});
+  expect_error([] { ShardedIndex(0, test_shards(2)); }, ErrorCode::InvalidArgument, {"dimension"});
+  ShardedIndex index(4, test_shards(2));
+  expect_error([&] { index.add(base.view(), {3, 3}); }, ErrorCode::InvalidArgument, {"sums to 6", "10 rows"});
+  expect_error([&] { index.add(base.view(), {11, -1}); }, ErrorCode::InvalidArgument, {"rows_per_shard[1]"});
+  expect_error([&] { index.add(base.view(), {10}); }, ErrorCode::InvalidArgument, {"1 entries for 2 shards"});
+  expect_error([&] { index.add(FloatView{base.data.data(), 2, 3, 0}); }, ErrorCode::InvalidArgument, {"dimension 3"});
+  ShardedIndex replicated(4, test_shards(2), ShardMode::Replicated);
+  expect_error([&] { replicated.add(base.view(), {5, 5}); }, ErrorCode::InvalidArgument, {"sharded mode"});
+  index.add(base.view());
+  expect_error([&] { index.search(base.view(), 0); }, ErrorCode::InvalidArgument, {"k must be positive"});
+  SearchParams ip = params_for(Metric::InnerProduct, 3);
+  expect_error([&] { index.search(base.view(), ip); }, ErrorCode::InvalidArgument, {"inner_product", "squared_l2"});
+  expect_error([&] { index.shard_size(2); }, ErrorCode::InvalidArgument, {"shard 2"});
+  HostMatrix<float> nan_queries = random_matrix(2, 4, 62);
+  nan_queries.row(1)[2] = std::nanf("");
+  expect_error([&] { index.search(nan_queries.view(), 3); }, ErrorCode::InvalidArgument, {"queries", "row 1"});
+}
+
+TEST(ShardedIndex, DeviceListsAreParsed) {
+  EXPECT_EQ(cpu_shards(3).size(), 3u);
+  expect_error([] { cpu_shards(0); }, ErrorCode::InvalidArgument, {"CPU shards"});
+  expect_error([] { parse_devices("0,x"); }, ErrorCode::InvalidArgument, {"'x'", "0,x"});
+  expect_error([] { parse_devices("0,,1"); }, ErrorCode::InvalidArgument, {"''"});
+  const int visible = int(cuda_devices().size());
+  expect_error([&] { parse_devices(std::to_string(visible)); }, ErrorCode::InvalidArgument, {"not visible"});
+  if (visible > 0) {
+    EXPECT_EQ(parse_devices("all").size(), size_t(visible));
+    EXPECT_EQ(parse_devices("0,0").size(), 2u);
+  } else {
+    expect_error([] { parse_devices("all"); }, ErrorCode::Unsupported, {"no CUDA device"});
+  }
+}
+
+}  // namespace
+}  // namespace gknn::testing
