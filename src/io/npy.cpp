@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "gknn/error.hpp"
@@ -235,6 +236,23 @@ void write_npy_matrix(const std::string& path, MatrixView<const T> m, DType dtyp
   out.close();
 }
 
+/// The payload converted to Out (float or int64), each value checked by the converter of io/convert.hpp.
+template <class Out>
+HostMatrix<Out> read_npy_as(const std::string& path) {
+  io_detail::MappedFile file(path);
+  const NpyLayout layout = parse_layout(file);
+  HostMatrix<Out> m(layout.rows, layout.cols);
+  with_type(layout.dtype, [&](auto tag) {
+    using In = decltype(tag);
+    const unsigned char* payload = file.data() + layout.data_offset;
+    if constexpr (std::is_same_v<Out, float>)
+      io_detail::convert_to_float<In>(payload, m.data.size(), m.data.data(), {path, layout.cols});
+    else
+      io_detail::convert_to_int64<In>(payload, m.data.size(), m.data.data(), {path, layout.cols});
+  });
+  return m;
+}
+
 }  // namespace
 
 std::string to_string(DType t) {
@@ -260,27 +278,8 @@ NpyArray read_npy(const std::string& path) {
   return a;
 }
 
-HostMatrix<float> read_npy_float(const std::string& path) {
-  io_detail::MappedFile file(path);
-  NpyLayout layout = parse_layout(file);
-  HostMatrix<float> m(layout.rows, layout.cols);
-  with_type(layout.dtype, [&](auto tag) {
-    io_detail::convert_to_float<decltype(tag)>(file.data() + layout.data_offset, m.data.size(), m.data.data(),
-                                               {path, layout.cols});
-  });
-  return m;
-}
-
-HostMatrix<int64_t> read_npy_int64(const std::string& path) {
-  io_detail::MappedFile file(path);
-  NpyLayout layout = parse_layout(file);
-  HostMatrix<int64_t> m(layout.rows, layout.cols);
-  with_type(layout.dtype, [&](auto tag) {
-    io_detail::convert_to_int64<decltype(tag)>(file.data() + layout.data_offset, m.data.size(), m.data.data(),
-                                               {path, layout.cols});
-  });
-  return m;
-}
+HostMatrix<float> read_npy_float(const std::string& path) { return read_npy_as<float>(path); }
+HostMatrix<int64_t> read_npy_int64(const std::string& path) { return read_npy_as<int64_t>(path); }
 
 void write_npy(const std::string& path, MatrixView<const float> m) { write_npy_matrix(path, m, DType::Float32); }
 void write_npy(const std::string& path, MatrixView<const int64_t> m) { write_npy_matrix(path, m, DType::Int64); }

@@ -1,14 +1,14 @@
-// block_sort.cuh: bitonic sort of a power-of-two array in shared memory by one block, keys alone or
-// (key, label) pairs in the library's total order (core/order.hpp). Used for the random sample of sample
-// select and for the final candidates of every large-k search (thesis 4.3: "sorted using Bitonic sort").
+// shared_bitonic.cuh: bitonic sort of a power-of-two array in shared memory by one block of kThreads threads,
+// 32-bit ordered keys alone or (key, label) pairs in the library's total order (core/order.hpp). The register
+// networks of the same family are in bitonic.cuh. Used by large-k selection for the random sample of sample
+// select and for the final candidates of every search (thesis 4.3: "sorted using Bitonic sort").
 #pragma once
 
 #include <cstdint>
 
 #include "core/order.hpp"
-#include "cuda/select/large_k/common.cuh"
 
-namespace gknn::cuda_detail::large_k {
+namespace gknn::cuda_detail::bitonic {
 
 /// True when entry a comes strictly before entry b.
 template <bool kPairs>
@@ -19,8 +19,8 @@ __device__ __forceinline__ bool precedes(const uint32_t* keys, const int64_t* la
 
 /// Sorts keys[0, n) (and labels[0, n) with them when kPairs) ascending; n is a power of two. Every thread of
 /// the block must call it; ends with a barrier.
-template <bool kPairs>
-__device__ void bitonic_sort(uint32_t* keys, int64_t* labels, uint32_t n) {
+template <int kThreads, bool kPairs>
+__device__ void shared_sort(uint32_t* keys, int64_t* labels, uint32_t n) {
   __syncthreads();
   for (uint32_t size = 2; size <= n; size <<= 1) {
     for (uint32_t stride = size / 2; stride > 0; stride >>= 1) {
@@ -53,4 +53,4 @@ __host__ __device__ constexpr uint32_t next_pow2(uint32_t n) {
   return p;
 }
 
-}  // namespace gknn::cuda_detail::large_k
+}  // namespace gknn::cuda_detail::bitonic

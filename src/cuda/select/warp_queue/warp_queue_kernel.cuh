@@ -1,4 +1,5 @@
-// warp_queue_kernel.cuh: the warp_select and block_select kernels, included only by the bucket files.
+// warp_queue_kernel.cuh: the warp_select and block_select kernels, included only by the bucket units that
+// src/cuda/select/buckets.cmake generates (one per bucket of tuning.hpp's WarpQueueBuckets).
 //
 // warp_select: one warp per row, four rows per block. block_select: one block of four warps per row, each
 // warp with its own queues over an interleaved quarter of the row; the four warp queues are then merged
@@ -10,10 +11,10 @@
 #include "cuda/common/error.cuh"
 #include "cuda/primitives/bitonic.cuh"
 #include "cuda/primitives/row_scan.cuh"
-#include "cuda/primitives/select_support.cuh"
-#include "cuda/select/warp_select/thread_queue_defaults.hpp"
-#include "cuda/select/warp_select/warp_queue.cuh"
-#include "cuda/select/warp_select/warp_select.cuh"
+#include "cuda/select/support.cuh"
+#include "cuda/select/warp_queue/tuning.hpp"
+#include "cuda/select/warp_queue/warp_queue.cuh"
+#include "cuda/select/warp_queue/warp_select.cuh"
 
 #ifndef GKNN_SELECT_TUNING
 #define GKNN_SELECT_TUNING 0
@@ -22,11 +23,10 @@
 namespace gknn::cuda_detail {
 namespace warp_queue_impl {
 
-constexpr int kWarps = 4;         ///< warps per block (rows per block for warp_select)
-constexpr int kLoads = 2;         ///< 16-byte loads in flight per lane per round
-/// Resident blocks per SM the register allocation must allow: the warp queue takes 2*K/32 registers (3*K/32
-/// with int64 labels), so large buckets get up to 255 registers rather than spilling.
-constexpr int min_blocks(int K) { return K <= 128 ? 6 : K <= 512 ? 4 : 2; }
+using warp_queue::kLoads;
+using warp_queue::kWarps;
+/// The tuning policy of a kernel (tuning.hpp).
+constexpr warp_queue::Policy policy(bool block, int K) { return warp_queue::policy(warp_queue::kPolicyArch, block, K); }
 
 struct Args {
   const float* keys;
@@ -74,7 +74,8 @@ __device__ __forceinline__ void write_queue(const WarpQueue<K, NT, Idx>& q, cons
 }
 
 template <int K, int NT, class Idx>
-__global__ void __launch_bounds__(32 * kWarps, min_blocks(K)) warp_select_kernel(const Args a, const Idx* labels) {
+__global__ void __launch_bounds__(32 * kWarps, policy(false, K).min_blocks)
+    warp_select_kernel(const Args a, const Idx* labels) {
   const int64_t row = int64_t(blockIdx.x) * kWarps + threadIdx.x / 32;
   if (row >= a.rows) return;  // whole warps leave; no block barrier follows
   WarpQueue<K, NT, Idx> q;
@@ -85,7 +86,8 @@ __global__ void __launch_bounds__(32 * kWarps, min_blocks(K)) warp_select_kernel
 }
 
 template <int K, int NT, class Idx>
-__global__ void __launch_bounds__(32 * kWarps, min_blocks(K)) block_select_kernel(const Args a, const Idx* labels) {
+__global__ void __launch_bounds__(32 * kWarps, policy(true, K).min_blocks)
+    block_select_kernel(const Args a, const Idx* labels) {
   constexpr int Q = K / 32;
   extern __shared__ __align__(16) unsigned char smem[];
   float* sk = reinterpret_cast<float*>(smem);
@@ -122,7 +124,7 @@ __global__ void __launch_bounds__(32 * kWarps, min_blocks(K)) block_select_kerne
 
 template <int NT>
 constexpr bool always_built() {
-  for (int n : thread_queue::kAlwaysBuilt)
+  for (int n : warp_queue::kAlwaysBuilt)
     if (n == NT) return true;
   return false;
 }
@@ -130,11 +132,11 @@ constexpr bool always_built() {
 template <bool block, int K, int NT>
 constexpr bool built() {
   // 32+ slot queues (K >= 1024) compile slowly: only their default thread-queue length is built.
-  return GKNN_SELECT_TUNING || NT == thread_queue::default_length(block, K) || (K < 1024 && always_built<NT>());
+  return GKNN_SELECT_TUNING || NT == policy(block, K).thread_queue || (K < 1024 && always_built<NT>());
 }
 
 template <bool block, int K, int NT, class Idx>
-void launch_typed(const WarpQueueLaunch& l) {
+void launch_typed(const RowsLaunch& l) {
   const SelectInput& in = *l.in;
   const Args a{in.keys, in.stride, in.rows, static_cast<int>(in.cols), l.k, l.out->keys, l.out->labels,
                l.out->stride, in.label_offset};
@@ -152,7 +154,7 @@ void launch_typed(const WarpQueueLaunch& l) {
 }
 
 template <bool block, int K, int NT>
-void launch_length(const WarpQueueLaunch& l) {
+void launch_length(const RowsLaunch& l) {
   if constexpr (built<block, K, NT>()) {
     launch_typed<block, K, NT, int32_t>(l);
   } else {
@@ -162,9 +164,9 @@ void launch_length(const WarpQueueLaunch& l) {
 }
 
 template <bool block, int K>
-void launch(const WarpQueueLaunch& l) {
+void launch(const RowsLaunch& l) {
   if (l.in->labels) {  // int64 labels: the default length only (the choice changes speed, never the result)
-    launch_typed<block, K, thread_queue::default_length(block, K), int64_t>(l);
+    launch_typed<block, K, policy(block, K).thread_queue, int64_t>(l);
     return;
   }
   switch (l.thread_queue) {
@@ -184,18 +186,18 @@ void launch(const WarpQueueLaunch& l) {
 }  // namespace warp_queue_impl
 
 template <int K>
-void warp_select_launch(const WarpQueueLaunch& l) {
+void warp_select_launch(const RowsLaunch& l) {
   warp_queue_impl::launch<false, K>(l);
 }
 template <int K>
-void block_select_launch(const WarpQueueLaunch& l) {
+void block_select_launch(const RowsLaunch& l) {
   warp_queue_impl::launch<true, K>(l);
 }
 
 }  // namespace gknn::cuda_detail
 
-/// One bucket: the whole content of warp_select_kNNNN.cu / block_select_kNNNN.cu.
+/// One bucket: what the generated units warp_select_kNNNN.cu / block_select_kNNNN.cu instantiate (bucket.cu.in).
 #define GKNN_WARP_SELECT_BUCKET(K) \
-  namespace gknn::cuda_detail { template void warp_select_launch<K>(const WarpQueueLaunch&); }
+  namespace gknn::cuda_detail { template void warp_select_launch<K>(const RowsLaunch&); }
 #define GKNN_BLOCK_SELECT_BUCKET(K) \
-  namespace gknn::cuda_detail { template void block_select_launch<K>(const WarpQueueLaunch&); }
+  namespace gknn::cuda_detail { template void block_select_launch<K>(const RowsLaunch&); }

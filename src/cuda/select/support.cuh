@@ -1,5 +1,5 @@
-// select_support.cuh: small pieces shared by the register/shared-memory selection families
-// (partial_bitonic, warp_select, block_select, bits, bits_global).
+// support.cuh: small pieces shared by the register/shared-memory selection families (partial_bitonic, the
+// warp-queue family, bits); their k-buckets are buckets.hpp's.
 #pragma once
 
 #include <cstdint>
@@ -11,15 +11,6 @@
 #include "gknn/error.hpp"
 
 namespace gknn::cuda_detail::selsup {
-
-/// Smallest bucket >= k among `buckets` (ascending); every k in between is served exactly (the kernel keeps
-/// `bucket` slots and reads its threshold at position k-1).
-template <size_t N>
-int bucket_for(int64_t k, const int (&buckets)[N], const char* family) {
-  for (int b : buckets)
-    if (k <= b) return b;
-  detail::fail(ErrorCode::Unsupported, family, ": k = ", k, " exceeds the largest bucket ", buckets[N - 1]);
-}
 
 /// Indices travel as int32 columns (label = label_offset + column) or as the caller's int64 labels.
 template <class Idx>

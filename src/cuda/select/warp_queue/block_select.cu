@@ -1,7 +1,7 @@
 // block_select.cu: the block_select entry; kernels and dispatch are shared with warp_select
-// (warp_select/warp_queue_kernel.cuh, warp_select/warp_select.cu).
+// (warp_queue_kernel.cuh, warp_select.cu).
 #include "cuda/select/families.cuh"
-#include "cuda/select/warp_select/warp_select.cuh"
+#include "cuda/select/warp_queue/warp_select.cuh"
 
 namespace gknn::cuda_detail {
 

@@ -1,17 +1,14 @@
 // bits_global.cu: bits with each block row's top-k kept in global memory (workspace) between merges, so that
 // k is not limited by shared memory (k <= 4096 here); only the candidate buffer lives in shared memory.
-// Kernel and host logic are bits' (bits/bits_kernel.cuh with kGlobal = true, bits/bits.cu).
-#include <iterator>
-
+// Kernel and host logic are bits' (bits_kernel.cuh with kGlobal = true, bits.cu).
 #include "cuda/select/bits/bits.cuh"
+#include "cuda/select/bits/tuning.hpp"
 #include "cuda/select/families.cuh"
 
 namespace gknn::cuda_detail {
 namespace {
 
-const BitsBucket kBitsGlobalBuckets[] = {GKNN_BITS_TABLE_ROW(256, true), GKNN_BITS_TABLE_ROW(1024, true),
-                                         GKNN_BITS_TABLE_ROW(4096, true)};
-const BitsFamily kBitsGlobal{"bits_global", true, kBitsGlobalBuckets, int(std::size(kBitsGlobalBuckets))};
+constexpr BitsFamily kBitsGlobal = make_bits_family<bits_tuning::BitsGlobalBuckets, true>("bits_global");
 
 }  // namespace
 

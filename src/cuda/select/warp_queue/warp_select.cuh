@@ -9,19 +9,11 @@
 
 namespace gknn::cuda_detail {
 
-struct WarpQueueLaunch {
-  const SelectInput* in;
-  int k;
-  const SelectOutput* out;
-  int thread_queue;  ///< resolved length (2..10); with labels the bucket's default is used
-  cudaStream_t stream;
-};
-
-/// Explicitly instantiated once per bucket (warp_select_kNNNN.cu, block_select_kNNNN.cu).
+/// Explicitly instantiated once per bucket by the units buckets.cmake generates (warp_select_kNNNN.cu, ...).
 template <int K>
-void warp_select_launch(const WarpQueueLaunch& launch);
+void warp_select_launch(const RowsLaunch& launch);
 template <int K>
-void block_select_launch(const WarpQueueLaunch& launch);
+void block_select_launch(const RowsLaunch& launch);
 
 /// Runs warp_select (block == false) or block_select for any k <= 2048.
 void warp_queue_family_run(bool block, const SelectInput& in, int64_t k, const SelectOutput& out,
