@@ -1,18 +1,20 @@
 // gpu_host_logic_test.cpp: the index logic of CUDA kernels that is plain host/device code, checked on the CPU
 // (label cpu, so CI without a GPU runs it): the merge-path pick of the tile merge, and the bounded insertion
 // step of the insertion selector, against std::sort in the total order (ties, -0.0, infinities, user labels);
-// the row split of bits (the single-query path).
+// the row split of bits (the single-query path); the k-bucket mechanism of the selection families.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "core/order.hpp"
 #include "cuda/pipeline/merge_path.hpp"
-#include "cuda/select/bits/split_plan.hpp"
+#include "cuda/select/bits/tuning.hpp"
+#include "cuda/select/buckets.hpp"
 #include "cuda/select/insertion/insert_bounded.hpp"
 
 namespace gknn::cuda_detail {
@@ -83,12 +85,35 @@ TEST(InsertBounded, KeepsTheKBestInTotalOrder) {
 }
 
 TEST(BitsSplit, OnlyFewRowsAreSpreadOverTheDevice) {
-  EXPECT_EQ(bits_split_parts(1, int64_t{1} << 27, 32, 132), 528);  // 4 blocks per SM
-  EXPECT_EQ(bits_split_parts(1, 20000, 32, 132), 2);                // segments of at least 8192 keys
-  EXPECT_EQ(bits_split_parts(1, 5000, 32, 132), 1);
-  EXPECT_EQ(bits_split_parts(131, 8192, 2048, 132), 1);            // 8 * k > row
-  EXPECT_EQ(bits_split_parts(132, int64_t{1} << 27, 32, 132), 1);  // a block per SM already
-  EXPECT_EQ(bits_split_parts(1024, int64_t{1} << 20, 128, 132), 1);
+  EXPECT_EQ(bits_tuning::split_parts(1, int64_t{1} << 27, 32, 132), 528);  // 4 blocks per SM
+  EXPECT_EQ(bits_tuning::split_parts(1, 20000, 32, 132), 2);                // segments of at least 8192 keys
+  EXPECT_EQ(bits_tuning::split_parts(1, 5000, 32, 132), 1);
+  EXPECT_EQ(bits_tuning::split_parts(131, 8192, 2048, 132), 1);            // 8 * k > row
+  EXPECT_EQ(bits_tuning::split_parts(132, int64_t{1} << 27, 32, 132), 1);  // a block per SM already
+  EXPECT_EQ(bits_tuning::split_parts(1024, int64_t{1} << 20, 128, 132), 1);
+}
+
+TEST(Buckets, EveryKGoesToTheSmallestBucketThatHoldsIt) {
+  using List = BucketList<32, 128, 1024>;
+  static_assert(List::count == 3 && List::largest == 1024);
+  for (int64_t k : {1, 31, 32, 33, 127, 128, 129, 1000, 1024}) {
+    int called = 0;
+    with_bucket(List{}, k, "test", [&](auto bucket) { called = decltype(bucket)::value; });
+    EXPECT_EQ(called, List::smallest_at_least(k)) << "k = " << k;
+    EXPECT_GE(called, k);
+    for (int b : List::values) {
+      if (b >= k) {
+        EXPECT_LE(called, b) << "k = " << k;
+      }
+    }
+  }
+  try {
+    with_bucket(List{}, 1025, "test_family", [](auto) { FAIL() << "called beyond the largest bucket"; });
+    FAIL() << "k above the largest bucket was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::Unsupported);
+    EXPECT_NE(std::string(e.what()).find("test_family"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

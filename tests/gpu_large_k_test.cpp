@@ -15,7 +15,6 @@
 
 #include "core/order.hpp"
 #include "cuda/common/buffer.cuh"
-#include "cuda/hooks.hpp"
 #include "cuda/select/select.cuh"
 
 namespace gknn::testing {
@@ -115,7 +114,8 @@ void PrintTo(const Variant& v, std::ostream* os) { *os << variant_name(v); }
 
 /// Runs the variant on the device and compares with the expectation; "" when equal.
 std::string run_and_check(const Variant& v, const Rows& r, const DeviceRows& dev,
-                          const std::vector<std::vector<Entry>>& expected, int64_t k, bool sorted) {
+                          const std::vector<std::vector<Entry>>& expected, int64_t k, bool sorted,
+                          int bracket_shift) {
   const cuda_detail::SelectEntry* entry = cuda_detail::find_select(v.algorithm);
   if (!entry) return "algorithm not registered";
   if (entry->max_k < k) return "max_k below k";
@@ -126,6 +126,7 @@ std::string run_and_check(const Variant& v, const Rows& r, const DeviceRows& dev
   options.sorted = sorted;
   options.two_stage = v.two_stage;
   options.sampled_bracket = v.bracket;
+  options.overrides.bracket_rank_shift = bracket_shift;
   cuda_detail::Workspace workspace;
   cuda_detail::Stream stream;
   const cuda_detail::SelectContext ctx{options, workspace, stream.get(), 0};
@@ -166,7 +167,8 @@ std::vector<int64_t> k_values(int64_t n) {
   return ks;
 }
 
-void check_all_k(const Variant& v, const Rows& r, const std::vector<int64_t>& ks, bool both_orders = true) {
+void check_all_k(const Variant& v, const Rows& r, const std::vector<int64_t>& ks, bool both_orders = true,
+                 int bracket_shift = 0) {
   const DeviceRows dev(r);
   const auto expected = sorted_rows(r);
   for (int64_t k : ks)
@@ -174,7 +176,7 @@ void check_all_k(const Variant& v, const Rows& r, const std::vector<int64_t>& ks
       if (!sorted && !both_orders) continue;
       SCOPED_TRACE(r.name + " k=" + std::to_string(k) + (sorted ? " sorted" : " unsorted"));
       std::string failure;
-      ASSERT_NO_THROW(failure = run_and_check(v, r, dev, expected, k, sorted));
+      ASSERT_NO_THROW(failure = run_and_check(v, r, dev, expected, k, sorted, bracket_shift));
       ASSERT_EQ("", failure);
     }
 }
@@ -205,17 +207,13 @@ TEST_P(LargeK, ManyRows) {
   check_all_k(GetParam(), r, k_values(r.cols));
 }
 
-// A bracket that misses (moved far above or below the k-th key by the test hook) must fall back to the
-// passes from the input and still give the exact result (single-stage has already written outputs then).
+// A bracket that misses (moved far above or below the k-th key by SelectOverrides::bracket_rank_shift) must fall
+// back to the passes from the input and still give the exact result (single-stage has already written outputs).
 TEST_P(LargeK, MissedBracketFallsBack) {
   const Rows r = make_rows("uniform", 140, 40000, 35);
-  struct ResetShift {
-    ~ResetShift() { cuda_detail::set_bracket_rank_shift(0); }
-  } reset;  // also when an assertion returns early
   for (int shift : {-600, 600}) {
     SCOPED_TRACE("rank shift " + std::to_string(shift));
-    cuda_detail::set_bracket_rank_shift(shift);
-    check_all_k(GetParam(), r, {1, 2048, 4000, 20000, 39999});
+    check_all_k(GetParam(), r, {1, 2048, 4000, 20000, 39999}, /*both_orders=*/true, shift);
   }
 }
 

@@ -121,7 +121,7 @@ TEST(WarpQueues, EveryBuiltThreadQueueLength) {
     for (int length = 0; length <= 10; ++length) {
       if (length == 1) continue;
       SelectOptions options;
-      options.thread_queue = length;
+      options.overrides.thread_queue = length;
       for (int64_t k : {1, 33, 100, 250, 700, 2000}) {
         SCOPED_TRACE(to_string(a) + " thread_queue=" + std::to_string(length) + " k=" + std::to_string(k));
         const std::string msg = run_and_check(r, nullptr, k, a, options);
@@ -136,7 +136,7 @@ TEST(WarpQueues, EveryBuiltThreadQueueLength) {
 TEST(WarpQueues, RejectsInvalidThreadQueueLength) {
   const Rows r = make_rows("uniform", 2, 100, 100, 7);
   SelectOptions options;
-  options.thread_queue = 11;
+  options.overrides.thread_queue = 11;
   EXPECT_NE(std::string::npos, run_and_check(r, nullptr, 10, SelectAlgorithm::WarpSelect, options).find("thread_queue"));
 }
 
@@ -148,15 +148,15 @@ TEST(BitsSingleQuery, ForcedPartitions) {
   for (SelectAlgorithm a : {SelectAlgorithm::Bits, SelectAlgorithm::BitsGlobal}) {
     if (max_k(a) == 0) continue;
     for (int parts : {2, 7, 64, 1000}) {  // 1000 parts: segments of 51 keys, shorter than most k below
-      cuda_detail::bits_force_parts(parts);
+      SelectOptions options;
+      options.overrides.split_parts = parts;
       for (int64_t k : {1, 100, 2048, 4096}) {
         if (k > max_k(a)) continue;
         SCOPED_TRACE(to_string(a) + " parts=" + std::to_string(parts) + " k=" + std::to_string(k));
-        EXPECT_EQ("", run_and_check(uniform, nullptr, k, a));
-        EXPECT_EQ("", run_and_check(ties, labels.data(), k, a));
+        EXPECT_EQ("", run_and_check(uniform, nullptr, k, a, options));
+        EXPECT_EQ("", run_and_check(ties, labels.data(), k, a, options));
       }
     }
-    cuda_detail::bits_force_parts(0);
   }
 }
 

@@ -7,9 +7,6 @@
 #include <vector>
 
 #include "cli_common.hpp"
-#include "core/keys.hpp"
-#include "core/validate.hpp"
-#include "cpu/distance/exact.hpp"
 #include "gknn/error.hpp"
 #include "gknn/recall.hpp"
 
@@ -17,18 +14,6 @@ namespace gknn::cli {
 namespace {
 
 constexpr double kEpsilon = 1e-3;  // ann-benchmarks' default tolerance
-
-float exact_value(const float* query, const float* point, int64_t dim, Metric metric, double p) {
-  if (metric != Metric::Cosine)
-    return detail::key_to_value(metric, p, static_cast<float>(detail::cpu::exact_key(detail::key_metric(metric), p,
-                                                                                     query, point, dim)));
-  // Cosine is the inner product of normalised rows (a zero row stays zero: similarity 0), as in search().
-  const std::vector<float> q = detail::normalized_rows(FloatView{query, 1, dim, 0});
-  const std::vector<float> x = detail::normalized_rows(FloatView{point, 1, dim, 0});
-  return detail::key_to_value(metric, p,
-                              static_cast<float>(detail::cpu::exact_key(Metric::InnerProduct, p, q.data(), x.data(),
-                                                                        dim)));
-}
 
 std::string path_without_dataset(const std::string& path) {
   const size_t colon = path.rfind(':');
@@ -65,8 +50,9 @@ HostMatrix<float> exact_truth_values(FloatView base, FloatView queries, const Ho
       const int64_t id = truth.row(i)[j];
       GKNN_EXPECT(id >= -1 && id < base.rows, ErrorCode::Format, "ground truth '", what, "': row ", i, " column ", j,
                   " holds id ", id, ", outside the base of ", base.rows, " vectors");
-      out.row(i)[j] = id < 0 ? detail::padding_value(metric) : exact_value(queries.row(i), base.row(id), base.cols,
-                                                                            metric, p);
+      // id -1 pads rows when k > n: it stands for +inf distance (-inf similarity), as in search()'s output.
+      out.row(i)[j] = id < 0 ? (is_similarity(metric) ? -INFINITY : INFINITY)
+                             : exact_distance(queries.row(i), base.row(id), base.cols, metric, p);
     }
   return out;
 }

@@ -50,7 +50,7 @@ SearchParams SearchOptions::params() const {
   params.select_options.tang.m = tang_m;
   params.select_options.tang.group = tang_group;
   params.select = parse_select(select, &params.select_options.tang);
-  params.select_options.thread_queue = thread_queue;
+  params.select_options.overrides.thread_queue = thread_queue;
   params.select_options.prefetch = !no_prefetch;
   params.select_options.two_stage = !single_stage;
   params.select_options.sampled_bracket = !no_bracket;

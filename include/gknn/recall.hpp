@@ -26,4 +26,9 @@ double recall_ids(const Result& result, const HostMatrix<int64_t>& truth, int64_
 double recall_distance(const Result& result, const HostMatrix<float>& truth_distances, int64_t k,
                        double epsilon = 1e-3, bool similarity = false);
 
+/// The exact value of `metric` between vectors a and b of `dim` floats: computed in float64 (the library's oracle,
+/// the Reference algorithm's arithmetic), rounded once to float. Cosine normalises both (a zero vector has
+/// similarity 0 to everything); p is Lp's exponent. For ground-truth checks such as recall_distance's truth.
+float exact_distance(const float* a, const float* b, int64_t dim, Metric metric, double p = 2.0);
+
 }  // namespace gknn

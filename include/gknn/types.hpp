@@ -76,15 +76,24 @@ struct TangOptions {
   int group = 4;              ///< hierarchical partition group size G
 };
 
+/// Overrides of choices the selection algorithms make themselves (tuning sweeps, tests). Each 0 = the tuned
+/// choice; none changes the result, only the path taken and its speed.
+struct SelectOverrides {
+  int thread_queue = 0;        ///< WarpSelect/BlockSelect thread-queue length (2..10)
+  int split_parts = 0;         ///< Bits/BitsGlobal: split every row into this many segments (first level)
+  int bracket_rank_shift = 0;  ///< sample/radix select: move the sampled bracket's sample ranks by this much (a
+                               ///< large shift makes the bracket miss, so the fallback passes run)
+};
+
 /// Options shared by the selection algorithms.
 struct SelectOptions {
-  int thread_queue = 0;        ///< WarpSelect/BlockSelect thread-queue length; 0 = tuned default
   bool sorted = true;          ///< large-k selectors may skip the final sort when false (select_k only)
   bool two_stage = true;       ///< sample/radix select: two-stage (k-th value, then filter) or single-stage
   bool sampled_bracket = true; ///< sample/radix select: first one pass that keeps only the keys a sample says can
                                ///< hold the k-th (gknn, exact either way); false: the thesis' passes alone
   bool prefetch = true;        ///< bits: L2 prefetch ahead of the loads (faster on every measured shape)
   TangOptions tang;
+  SelectOverrides overrides;
 };
 
 /// Progress report: fraction of the work done in [0, 1].

@@ -45,6 +45,7 @@ struct OutputSpec {
   std::function<ResultView()> destination;
 };
 
+class ResidentStore;
 /// The keys of a store's search (key form, k = key_params.k, not finalised): for merging several stores' lists
 /// (sharded and distributed search) before one finalisation.
 KeyResult search_keys(const ResidentStore& store, FloatView queries, const SearchParams& key_params,

@@ -20,11 +20,6 @@ void set_texture_limit_override(int64_t elements);
 /// How many garcia_texture calls fell back to garcia_global since the process started.
 int64_t texture_fallback_count();
 
-/// Moves the sampled bracket of every later large-k search by `shift` sample ranks (a large shift makes it
-/// miss, so the fallback to the thesis' passes runs); 0 = normal use.
-void set_bracket_rank_shift(int shift);
-int bracket_rank_shift();
-
 /// Per-stage device time of the last search (CUDA events; only while stage timing is on).
 struct StageTimes {
   double upload_ms = 0;    ///< host -> device copies of query and base tiles (upload stream)

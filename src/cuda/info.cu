@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include "core/backend.hpp"
+#include "cuda/common/device.cuh"
 
 namespace gknn::detail::cuda {
 
@@ -16,17 +17,20 @@ std::vector<DeviceInfo> devices() {
   cudaGetDevice(&previous);
   std::vector<DeviceInfo> out;
   for (int ordinal = 0; ordinal < count; ++ordinal) {
-    cudaDeviceProp p{};
-    if (cudaGetDeviceProperties(&p, ordinal) != cudaSuccess) continue;
+    cuda_detail::DeviceProps p;
+    if (cuda_detail::read_device_props(ordinal, &p) != cudaSuccess) {
+      cudaGetLastError();
+      continue;
+    }
     DeviceInfo d;
     d.ordinal = ordinal;
     d.name = p.name;
     d.major = p.major;
     d.minor = p.minor;
-    d.multiprocessors = p.multiProcessorCount;
-    d.global_memory = p.totalGlobalMem;
-    d.l2_bytes = static_cast<size_t>(p.l2CacheSize);
-    d.shared_per_block_optin = p.sharedMemPerBlockOptin;
+    d.multiprocessors = p.sm_count;
+    d.global_memory = p.global_memory;
+    d.l2_bytes = p.l2_bytes;
+    d.shared_per_block_optin = p.shared_per_block_optin;
     size_t free_bytes = 0, total_bytes = 0;
     // Free memory needs a context on that device; on failure report 0 rather than omit the device.
     if (cudaSetDevice(ordinal) == cudaSuccess && cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess)

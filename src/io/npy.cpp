@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "gknn/error.hpp"
@@ -236,6 +237,26 @@ void write_npy_matrix(const std::string& path, MatrixView<const T> m, DType dtyp
   out.close();
 }
 
+/// The payload converted to Out (float or int64), each value checked by the converter of io/convert.hpp.
+/// Rows [first, first + count) (count -1: to the end), named by their row in the file in errors.
+template <class Out>
+HostMatrix<Out> read_npy_as(const std::string& path, int64_t first = 0, int64_t count = -1) {
+  io_detail::MappedFile file(path);
+  const NpyLayout layout = parse_layout(file);
+  count = io_detail::checked_count(path, layout.rows, first, count);
+  HostMatrix<Out> m(count, layout.cols);
+  with_type(layout.dtype, [&](auto tag) {
+    using In = decltype(tag);
+    const unsigned char* payload =
+        file.data() + layout.data_offset + static_cast<size_t>(first * layout.cols) * sizeof(In);
+    if constexpr (std::is_same_v<Out, float>)
+      io_detail::convert_to_float<In>(payload, m.data.size(), m.data.data(), {path, layout.cols, first});
+    else
+      io_detail::convert_to_int64<In>(payload, m.data.size(), m.data.data(), {path, layout.cols, first});
+  });
+  return m;
+}
+
 }  // namespace
 
 std::string to_string(DType t) {
@@ -262,33 +283,14 @@ NpyArray read_npy(const std::string& path) {
 }
 
 HostMatrix<float> read_npy_float(const std::string& path, int64_t first, int64_t count) {
-  io_detail::MappedFile file(path);
-  NpyLayout layout = parse_layout(file);
-  count = io_detail::checked_count(path, layout.rows, first, count);
-  HostMatrix<float> m(count, layout.cols);
-  with_type(layout.dtype, [&](auto tag) {
-    const size_t skipped = static_cast<size_t>(first * layout.cols) * sizeof(decltype(tag));
-    io_detail::convert_to_float<decltype(tag)>(file.data() + layout.data_offset + skipped, m.data.size(),
-                                               m.data.data(), {path, layout.cols, first});
-  });
-  return m;
+  return read_npy_as<float>(path, first, count);
 }
+HostMatrix<int64_t> read_npy_int64(const std::string& path) { return read_npy_as<int64_t>(path); }
 
 MatrixShape npy_shape(const std::string& path) {
   io_detail::MappedFile file(path);
   const NpyLayout layout = parse_layout(file);
   return {layout.rows, layout.cols};
-}
-
-HostMatrix<int64_t> read_npy_int64(const std::string& path) {
-  io_detail::MappedFile file(path);
-  NpyLayout layout = parse_layout(file);
-  HostMatrix<int64_t> m(layout.rows, layout.cols);
-  with_type(layout.dtype, [&](auto tag) {
-    io_detail::convert_to_int64<decltype(tag)>(file.data() + layout.data_offset, m.data.size(), m.data.data(),
-                                               {path, layout.cols});
-  });
-  return m;
 }
 
 void write_npy(const std::string& path, MatrixView<const float> m) { write_npy_matrix(path, m, DType::Float32); }

@@ -22,7 +22,6 @@
 #include <vector>
 
 #include "cuda/common/buffer.cuh"
-#include "cuda/select/bits/bits.cuh"
 #include "cuda/select/select.cuh"
 #include "gknn/error.hpp"
 #include "../common/command_line.hpp"
@@ -203,7 +202,6 @@ int run(const Args& args) {
   std::sort(ks.begin(), ks.end());
   variants.erase(std::remove_if(variants.begin(), variants.end(), [&](const Variant& v) { return !args.wanted(v.name()); }),
                  variants.end());
-  bits_force_parts(args.parts);
 
   int64_t max_elems = 0, max_out = 0;
   for (auto [q, n] : shapes) max_elems = std::max(max_elems, q * n), max_out = std::max(max_out, q * ks.back());
@@ -228,7 +226,8 @@ int run(const Args& args) {
         else {
           SelectOptions options;
           options.prefetch = v.prefetch;
-          options.thread_queue = v.thread_queue;
+          options.overrides.thread_queue = v.thread_queue;
+          options.overrides.split_parts = args.parts;
           const SelectContext ctx{options, ws, stream.get(), args.device};
           try {
             r.ms = time_ms([&] { entry->run(in, k, out, ctx); }, stream, args);

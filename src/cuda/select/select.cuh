@@ -38,6 +38,16 @@ struct SelectContext {
   int device;
 };
 
+/// What the launcher of a bucketed kernel needs (warp-queue family, partial_bitonic): rows, k, output, stream, and
+/// the resolved thread-queue length (warp-queue family only; 2..10).
+struct RowsLaunch {
+  const SelectInput* in;
+  int k;
+  const SelectOutput* out;
+  cudaStream_t stream;
+  int thread_queue = 0;
+};
+
 /// Runs asynchronously on ctx.stream; 1 <= k <= min(cols, max_k).
 using SelectFn = void (*)(const SelectInput& in, int64_t k, const SelectOutput& out, const SelectContext& ctx);
 /// Device scratch bytes one call needs (for memory planning); may over-estimate.

@@ -4,15 +4,13 @@
 #include <vector>
 
 #include "cuda/common/device.cuh"
-#include "cuda/primitives/select_support.cuh"
 #include "cuda/select/bits/bits.cuh"
-#include "cuda/select/bits/split_plan.hpp"
+#include "cuda/select/bits/tuning.hpp"
 #include "cuda/select/families.cuh"
+#include "cuda/select/support.cuh"
 
 namespace gknn::cuda_detail {
 namespace {
-
-int g_forced_parts = 0;
 
 /// One launch: rows of `cols` keys, each split into `parts` segments of `seg` keys.
 struct Level {
@@ -21,12 +19,14 @@ struct Level {
   int64_t seg;
 };
 
-std::vector<Level> plan_levels(int64_t rows, int64_t cols, int64_t k, int bucket, int sm_count) {
+/// forced_parts > 0: the first level splits every row into that many segments (clamped so that each segment
+/// holds at least one key); 0: bits_tuning::split_parts decides.
+std::vector<Level> plan_levels(int64_t rows, int64_t cols, int64_t k, int bucket, int sm_count, int forced_parts) {
   std::vector<Level> levels;
   for (bool first = true;; first = false) {
     selsup::check_columns(cols, "bits");
-    int64_t parts = first && g_forced_parts > 0 ? std::min<int64_t>(g_forced_parts, cols)
-                                                : bits_split_parts(rows, cols, bucket, sm_count);
+    int64_t parts = first && forced_parts > 0 ? std::min<int64_t>(forced_parts, cols)
+                                              : bits_tuning::split_parts(rows, cols, bucket, sm_count);
     if (parts <= 1) {
       levels.push_back({cols, 1, cols});
       return levels;
@@ -38,11 +38,11 @@ std::vector<Level> plan_levels(int64_t rows, int64_t cols, int64_t k, int bucket
   }
 }
 
-const BitsBucket& family_bucket(const BitsFamily& f, int64_t k) {
-  for (int i = 0; i < f.bucket_count; ++i)
-    if (k <= f.buckets[i].k) return f.buckets[i];
-  detail::fail(ErrorCode::Unsupported, f.name, ": k = ", k, " exceeds the largest bucket ",
-               f.buckets[f.bucket_count - 1].k);
+int family_bucket(const BitsFamily& f, int64_t k) {
+  const int bucket = f.bucket_for(k);
+  GKNN_EXPECT(bucket != 0, ErrorCode::Unsupported, f.name, ": k = ", k, " exceeds the largest bucket ",
+              f.largest_bucket);
+  return bucket;
 }
 
 /// Byte offsets of every level's partial output and of bits_global's top-k home inside one workspace.
@@ -82,14 +82,12 @@ int current_sm_count() {
 
 }  // namespace
 
-void bits_force_parts(int parts) { g_forced_parts = std::max(parts, 0); }
-
 void bits_family_run(const BitsFamily& f, const SelectInput& in, int64_t k, const SelectOutput& out,
                      const SelectContext& ctx) {
-  const BitsBucket& b = family_bucket(f, k);
-  const int bucket = b.k;
+  const int bucket = family_bucket(f, k);
   const bool idx64 = in.labels != nullptr;
-  const std::vector<Level> levels = plan_levels(in.rows, in.cols, k, bucket, device_props(ctx.device).sm_count);
+  const std::vector<Level> levels = plan_levels(in.rows, in.cols, k, bucket, device_props(ctx.device).sm_count,
+                                                std::max(ctx.options.overrides.split_parts, 0));
   const Carving c = carve(f, levels, in.rows, k, bucket, idx64 ? sizeof(int64_t) : sizeof(int32_t));
   unsigned char* ws = c.total ? static_cast<unsigned char*>(ctx.workspace.get(c.total)) : nullptr;
 
@@ -115,7 +113,7 @@ void bits_family_run(const BitsFamily& f, const SelectInput& in, int64_t k, cons
       l.out_keys = reinterpret_cast<float*>(ws + c.keys_at[i]), l.out_labels = nullptr;
       l.out_idx = ws + c.idx_at[i], l.out_stride = k;
     }
-    b.launch(l);
+    f.launch(k, l);
     if (!last) {  // the next level reads the per-segment results as rows of parts*k keys with explicit indices
       l.keys = l.out_keys, l.idx = l.out_idx, l.stride = levels[i].parts * k;
     }
@@ -123,19 +121,15 @@ void bits_family_run(const BitsFamily& f, const SelectInput& in, int64_t k, cons
 }
 
 size_t bits_family_workspace(const BitsFamily& f, int64_t rows, int64_t cols, int64_t k) {
-  const int bucket = family_bucket(f, k).k;
-  const std::vector<Level> levels = plan_levels(rows, cols, k, bucket, current_sm_count());
+  const int bucket = family_bucket(f, k);
+  const std::vector<Level> levels = plan_levels(rows, cols, k, bucket, current_sm_count(), 0);
   return carve(f, levels, rows, k, bucket, sizeof(int64_t)).total;  // labels unknown here: assume int64
 }
 
 // ---- the bits entry -----------------------------------------------------------------------------------------
 
 namespace {
-const BitsBucket kBitsBuckets[] = {GKNN_BITS_TABLE_ROW(32, false),   GKNN_BITS_TABLE_ROW(64, false),
-                                   GKNN_BITS_TABLE_ROW(128, false),  GKNN_BITS_TABLE_ROW(256, false),
-                                   GKNN_BITS_TABLE_ROW(512, false),  GKNN_BITS_TABLE_ROW(1024, false),
-                                   GKNN_BITS_TABLE_ROW(2048, false)};
-const BitsFamily kBits{"bits", false, kBitsBuckets, int(std::size(kBitsBuckets))};
+constexpr BitsFamily kBits = make_bits_family<bits_tuning::BitsBuckets, false>("bits");
 }  // namespace
 
 void bits_run(const SelectInput& in, int64_t k, const SelectOutput& out, const SelectContext& ctx) {

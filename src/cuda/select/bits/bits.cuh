@@ -11,6 +11,7 @@
 
 #include <cuda_runtime.h>
 
+#include "cuda/select/buckets.hpp"
 #include "cuda/select/select.cuh"
 
 namespace gknn::cuda_detail {
@@ -39,30 +40,33 @@ struct BitsLaunch {
   cudaStream_t stream = nullptr;
 };
 
-/// Explicitly instantiated once per bucket (bits/bits_kNNNN.cu, bits_global/bits_global_kNNNN.cu).
+/// Explicitly instantiated once per bucket by the units buckets.cmake generates (bits_kNNNN.cu, bits_global_kNNNN.cu).
 template <int K, bool kGlobal>
 void bits_launch(const BitsLaunch& launch);
 
-/// One k-bucket's kernels (a row of the runtime table that maps k to the smallest bucket >= k).
-struct BitsBucket {
-  int k;
-  void (*launch)(const BitsLaunch& launch);
-};
-#define GKNN_BITS_TABLE_ROW(K, GLOBAL) \
-  BitsBucket { K, &bits_launch<K, GLOBAL> }
-
-/// Shared host logic of bits and bits_global: bucket choice, single-query splitting, workspace carving.
+/// One member of the family (bits or bits_global): its buckets, and the launch of the bucket that serves k.
 struct BitsFamily {
   const char* name;
   bool global;
-  const BitsBucket* buckets;  ///< ascending k
-  int bucket_count;
+  int (*bucket_for)(int64_t k);  ///< smallest bucket >= k; 0 beyond the largest
+  int largest_bucket;
+  void (*launch)(int64_t k, const BitsLaunch& launch);
 };
+
+/// The family member of a bucket list (tuning.hpp).
+template <class Buckets, bool kGlobal>
+constexpr BitsFamily make_bits_family(const char* name) {
+  return {name, kGlobal, &Buckets::smallest_at_least, Buckets::largest, [](int64_t k, const BitsLaunch& l) {
+            with_bucket(Buckets{}, k, kGlobal ? "bits_global" : "bits",
+                        [&](auto bucket) { bits_launch<decltype(bucket)::value, kGlobal>(l); });
+          }};
+}
+
+/// Shared host logic of bits and bits_global: bucket choice, single-query splitting, workspace carving.
+/// SelectOptions::overrides.split_parts forces the first level's split (tests, benchmarks).
 void bits_family_run(const BitsFamily& family, const SelectInput& in, int64_t k, const SelectOutput& out,
                      const SelectContext& ctx);
+/// The workspace of the automatic split (a forced split may need more; the workspace then grows on demand).
 size_t bits_family_workspace(const BitsFamily& family, int64_t rows, int64_t cols, int64_t k);
-/// Testing/benchmark hook: every row is split into exactly `parts` segments (clamped so that each segment
-/// holds at least one key) at the first level; 0 restores the automatic choice. Not thread-safe.
-void bits_force_parts(int parts);
 
 }  // namespace gknn::cuda_detail

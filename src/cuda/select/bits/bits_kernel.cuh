@@ -1,4 +1,5 @@
-// bits_kernel.cuh: the buffered bitonic select kernel (thesis 4.1), included only by the bucket files.
+// bits_kernel.cuh: the buffered bitonic select kernel (thesis 4.1), included only by the bucket units that
+// src/cuda/select/buckets.cmake generates (one per bucket of tuning.hpp's BitsBuckets / BitsGlobalBuckets).
 //
 // One thread block per block row. Keys are streamed with several 16-byte loads in flight per thread; a key
 // that ranks before the current k-th pair (the threshold) is appended to a shared buffer of K slots through
@@ -19,30 +20,23 @@
 #include "cuda/common/error.cuh"
 #include "cuda/primitives/bitonic.cuh"
 #include "cuda/primitives/row_scan.cuh"
-#include "cuda/primitives/select_support.cuh"
 #include "cuda/select/bits/bits.cuh"
+#include "cuda/select/bits/tuning.hpp"
+#include "cuda/select/support.cuh"
 
 namespace gknn::cuda_detail {
 namespace bits_impl {
 
 using namespace bitonic;
 
-/// Tuning, in one place: threads per block for a bucket, 16-byte loads in flight per thread per round, and
-/// the resident blocks per SM the register allocation must allow. Measured on the H100 (1024 x 2^20 and
-/// 8192 x 2^17 keys, 2026-11-21): capping registers for 4 resident blocks of 256 threads (64 registers; the
-/// kernel was at 72 with 3 blocks, 37.5% occupancy, issue-bound per ncu) lifted bits+prefetch from 83/74/66% to
-/// 95/88/80% of the read bandwidth at k = 1/32/128; 4 loads in flight instead of 2 helped only from k = 1024 on
-/// (+7% at 2048), where merges keep 2 blocks per SM. GKNN_BITS_LOADS / GKNN_BITS_MIN_BLOCKS (compile
-/// definitions) override the small-k values for such experiments.
-#ifndef GKNN_BITS_LOADS
-#define GKNN_BITS_LOADS 2
-#endif
-#ifndef GKNN_BITS_MIN_BLOCKS
-#define GKNN_BITS_MIN_BLOCKS 4
-#endif
-constexpr int block_threads(int K, bool global) { return global && K >= 4096 ? 512 : 256; }
-constexpr int loads_in_flight(int K) { return K >= 1024 ? 4 : GKNN_BITS_LOADS; }
-constexpr int min_blocks(int K, bool global) { return global && K >= 4096 ? 1 : K >= 1024 ? 2 : GKNN_BITS_MIN_BLOCKS; }
+/// The tuning policy of a bucket (tuning.hpp): threads per block, 16-byte loads in flight per thread, and the
+/// resident blocks per SM the register allocation must allow.
+constexpr bits_tuning::Policy policy(int K, bool global) {
+  return bits_tuning::policy(bits_tuning::kPolicyArch, global, K);
+}
+constexpr int block_threads(int K, bool global) { return policy(K, global).threads; }
+constexpr int loads_in_flight(int K) { return policy(K, false).loads; }
+constexpr int min_blocks(int K, bool global) { return policy(K, global).min_blocks; }
 
 template <class Idx>
 struct Params {
@@ -229,7 +223,7 @@ void bits_launch(const BitsLaunch& l) {
 
 }  // namespace gknn::cuda_detail
 
-/// One bucket of bits / bits_global: the whole content of bits_kNNNN.cu / bits_global_kNNNN.cu.
+/// One bucket of bits / bits_global: what the generated units bits_kNNNN.cu / bits_global_kNNNN.cu instantiate.
 #define GKNN_BITS_BUCKET(K) \
   namespace gknn::cuda_detail { template void bits_launch<K, false>(const BitsLaunch&); }
 #define GKNN_BITS_GLOBAL_BUCKET(K) \

@@ -12,7 +12,7 @@
 
 #include <curand_kernel.h>
 
-#include "cuda/select/large_k/block_sort.cuh"
+#include "cuda/primitives/shared_bitonic.cuh"
 #include "cuda/select/large_k/common.cuh"
 
 namespace gknn::cuda_detail::large_k {
@@ -32,7 +32,7 @@ __device__ inline void sorted_sample(Shared& sh, const Source& src, uint32_t n, 
     const auto index = static_cast<uint32_t>((uint64_t{pick[j]} * n) >> 32);  // uniform in [0, n)
     sh.u.sort.keys[threadIdx.x * kPerThread + j] = src.key(index);
   }
-  bitonic_sort<false>(sh.u.sort.keys, nullptr, kSampleSize);
+  bitonic::shared_sort<kThreads, false>(sh.u.sort.keys, nullptr, kSampleSize);
 }
 
 /// Radix select (thesis 3.7.2): the most significant 8-bit digit not yet fixed. A pass whose candidates all
@@ -45,7 +45,7 @@ struct RadixBucketer {
     __syncthreads();
   }
   static __device__ __forceinline__ uint32_t bucket(const PassParams& p, uint32_t key) {
-    return (key >> p.shift) & (kBuckets - 1);
+    return (key >> p.shift) & (kBins - 1);
   }
   static __device__ bool advance(RowSearch& s, const PassParams& p, const Choice& c, bool, uint32_t* value) {
     s.prefix |= c.bucket << p.shift;
@@ -79,7 +79,7 @@ struct SampleBucketer {
       return;
     }
     sorted_sample(sh, src, n, kSeed, row, s.pass);
-    constexpr uint32_t kGap = kSampleSize / kBuckets;  // sample entries per bucket
+    constexpr uint32_t kGap = kSampleSize / kBins;  // sample entries per bucket
     if (threadIdx.x < kSplitters) {
       // Node j sits at depth d, position pos in its level; in-order it is splitter (2 pos + 1) 2^(7-d) - 1.
       const uint32_t j = threadIdx.x;

@@ -12,23 +12,26 @@
 #include <cub/block/block_scan.cuh>
 
 #include "cuda/select/large_k/ordered.cuh"
+#include "cuda/select/large_k/tuning.hpp"
 
 namespace gknn::cuda_detail::large_k {
 
-constexpr int kThreads = 256;                 ///< threads of every large-k block
+// The tuning numbers, from the policy (tuning.hpp).
+constexpr int kThreads = kPolicy.threads;
 constexpr int kWarps = kThreads / 32;
-constexpr int kMinBlocks = 4;              ///< resident blocks per SM the heavy kernels are built for
-constexpr int kBuckets = 256;                 ///< buckets per pass: one per thread in the bucket scan
-constexpr int kRadixBits = 8;                 ///< radix digit width: 256 buckets
-constexpr int kItems = 8;                     ///< keys per thread per tile (loads in flight)
+constexpr int kMinBlocks = kPolicy.min_blocks;
+constexpr int kItems = kPolicy.items;
 constexpr uint32_t kTile = kThreads * kItems;  ///< keys a block reads per tile
-constexpr uint32_t kSortCap = 2048;           ///< candidates a block sorts in shared memory (power of two)
-constexpr uint32_t kSampleSize = 1024;        ///< sample select: keys sampled per pass (power of two)
+constexpr uint32_t kSortCap = kPolicy.sort_cap;
+constexpr uint32_t kSampleSize = kPolicy.sample_size;
+// The structure of a pass.
+constexpr int kBins = 256;  ///< histogram bins (the thesis' buckets) per pass: one per thread in the bin scan
+constexpr int kRadixBits = 8;                 ///< radix digit width: 256 buckets
 constexpr int kTreeLevels = 8;                ///< sample select: depth of the splitter tree (2^8 leaves = buckets)
-constexpr int kSplitters = kBuckets - 1;
-static_assert(kBuckets == kThreads, "the bucket scan gives each thread one bucket");
-static_assert(kBuckets == (1 << kRadixBits) && kBuckets == (1 << kTreeLevels));
-static_assert(kSampleSize <= kSortCap && kSampleSize % kBuckets == 0);
+constexpr int kSplitters = kBins - 1;
+static_assert(kBins == kThreads, "the bucket scan gives each thread one bucket");
+static_assert(kBins == (1 << kRadixBits) && kBins == (1 << kTreeLevels));
+static_assert(kSampleSize <= kSortCap && kSampleSize % kBins == 0);
 
 /// Where a row's candidates are: the input row itself, or one of two auxiliary buffers (the second only for
 /// the multi-block passes, which cannot compact in place).
@@ -71,7 +74,7 @@ struct RowSearch {
 struct RowState {
   RowSearch search;
   PassParams params;
-  uint32_t hist[kBuckets];
+  uint32_t hist[kBins];
 };
 
 struct Choice {
@@ -182,7 +185,7 @@ struct Shared {
       uint32_t cols[kTile];
     } stage;  ///< a tile's selected entries, compacted before the coalesced write
   } u;
-  uint32_t hist[kWarps * kBuckets];  ///< privatised per warp: fewer collisions on skewed data
+  uint32_t hist[kWarps * kBins];  ///< privatised per warp: fewer collisions on skewed data
   PassParams params;
   BlockScan::TempStorage scan;
   Choice choice;
@@ -195,12 +198,12 @@ struct Shared {
 // ---- block-wide histogram helpers ---------------------------------------------------------------------
 
 __device__ __forceinline__ void clear_hist(Shared& sh) {
-  for (int i = threadIdx.x; i < kWarps * kBuckets; i += kThreads) sh.hist[i] = 0;
+  for (int i = threadIdx.x; i < kWarps * kBins; i += kThreads) sh.hist[i] = 0;
   __syncthreads();
 }
 
 __device__ __forceinline__ void hist_add(Shared& sh, uint32_t bucket, uint32_t count) {
-  atomicAdd(&sh.hist[(threadIdx.x / 32) * kBuckets + bucket], count);
+  atomicAdd(&sh.hist[(threadIdx.x / 32) * kBins + bucket], count);
 }
 
 /// Sums the warps' histograms: thread t returns the count of bucket t. Call after the histogram pass.
@@ -208,7 +211,7 @@ __device__ __forceinline__ uint32_t bucket_count(Shared& sh) {
   __syncthreads();
   uint32_t c = 0;
 #pragma unroll
-  for (int w = 0; w < kWarps; ++w) c += sh.hist[w * kBuckets + threadIdx.x];
+  for (int w = 0; w < kWarps; ++w) c += sh.hist[w * kBins + threadIdx.x];
   return c;
 }
 

@@ -12,7 +12,7 @@
 
 #include <cstdint>
 
-#include "cuda/select/large_k/block_sort.cuh"
+#include "cuda/primitives/shared_bitonic.cuh"
 #include "cuda/select/large_k/common.cuh"
 
 namespace gknn::cuda_detail::large_k {
@@ -144,10 +144,10 @@ __device__ __forceinline__ void filter_pass(Shared& sh, const RowIo& io, uint32_
 /// Two-stage end of the search: sorts the n <= kSortCap candidates' keys; sh.s gets kth (the k_rem-th),
 /// count_less (= already_less + candidates < kth) and count_eq, and found = 1.
 __device__ inline void sort_keys_final(Shared& sh, const Source& src, uint32_t n, uint32_t k_rem, uint32_t already_less) {
-  const uint32_t n_pad = next_pow2(n);
+  const uint32_t n_pad = bitonic::next_pow2(n);
   for (uint32_t i = threadIdx.x; i < n_pad; i += kThreads) sh.u.sort.keys[i] = i < n ? src.key(i) : kKeySentinel;
   if (threadIdx.x == 0) sh.count_lt = sh.count_eq = 0;
-  bitonic_sort<false>(sh.u.sort.keys, nullptr, n_pad);
+  bitonic::shared_sort<kThreads, false>(sh.u.sort.keys, nullptr, n_pad);
   const uint32_t kth = sh.u.sort.keys[k_rem - 1];
   uint32_t lt = 0, eq = 0;
   for (uint32_t i = threadIdx.x; i < n; i += kThreads) {
@@ -170,13 +170,13 @@ __device__ inline void sort_keys_final(Shared& sh, const Source& src, uint32_t n
 /// first k_rem to out[out_base, out_base + k_rem): ties are resolved by the sort itself.
 __device__ inline void sort_pairs_final(Shared& sh, const RowIo& io, const Source& src, uint32_t n, uint32_t k_rem,
                                  uint32_t out_base) {
-  const uint32_t n_pad = next_pow2(n);
+  const uint32_t n_pad = bitonic::next_pow2(n);
   for (uint32_t i = threadIdx.x; i < n_pad; i += kThreads) {
     const bool real = i < n;
     sh.u.sort.keys[i] = real ? src.key(i) : kKeySentinel;
     sh.u.sort.labels[i] = real ? io.label(src.col(i)) : INT64_MAX;
   }
-  bitonic_sort<true>(sh.u.sort.keys, sh.u.sort.labels, n_pad);
+  bitonic::shared_sort<kThreads, true>(sh.u.sort.keys, sh.u.sort.labels, n_pad);
   for (uint32_t i = threadIdx.x; i < k_rem; i += kThreads) {
     io.out_keys[out_base + i] = key_from_ordered(sh.u.sort.keys[i]);
     io.out_labels[out_base + i] = sh.u.sort.labels[i];
@@ -207,7 +207,7 @@ __device__ __noinline__ inline void select_ties(Shared& sh, const RowIo& io, con
         sh, m, 0, 1, [&](uint32_t i) { return ordered_label(io.label(ties.col(i))); },
         [&](uint64_t u) {
           const bool match = shift + kRadixBits == 64 || (u >> (shift + kRadixBits)) == (prefix >> (shift + kRadixBits));
-          return match ? static_cast<uint32_t>(u >> shift) & (kBuckets - 1) : kNoBucket;
+          return match ? static_cast<uint32_t>(u >> shift) & (kBins - 1) : kNoBucket;
         });
     const Choice c = choose_bucket(sh, bucket_count(sh), rem);
     rem -= c.before;

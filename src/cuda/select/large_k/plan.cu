@@ -3,7 +3,6 @@
 #include <cstdint>
 
 #include "cuda/common/device.cuh"
-#include "cuda/hooks.hpp"
 #include "cuda/select/large_k/plan.cuh"
 
 namespace gknn::cuda_detail::large_k {
@@ -78,20 +77,9 @@ Problem make_problem(const SelectInput& in, int64_t k, const SelectOutput& out, 
 }
 
 uint32_t cooperating_blocks(int64_t rows, int64_t cols, int device) {
-  constexpr int64_t kBlocksPerSm = 6;  // resident 256-thread blocks with ~34 KB shared memory each
-  const int64_t want = (device_props(device).sm_count * kBlocksPerSm + rows - 1) / rows;
+  const int64_t want = (device_props(device).sm_count * int64_t{kPolicy.blocks_per_sm} + rows - 1) / rows;
   const int64_t tiles = (cols + kTile - 1) / kTile;
   return static_cast<uint32_t>(std::clamp<int64_t>(want, 1, std::min<int64_t>(tiles, 65535)));
 }
 
 }  // namespace gknn::cuda_detail::large_k
-
-namespace gknn::cuda_detail {
-namespace {
-int g_bracket_shift = 0;
-}  // namespace
-
-void set_bracket_rank_shift(int shift) { g_bracket_shift = shift; }
-int bracket_rank_shift() { return g_bracket_shift; }
-
-}  // namespace gknn::cuda_detail

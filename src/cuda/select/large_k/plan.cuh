@@ -16,11 +16,9 @@
 
 namespace gknn::cuda_detail::large_k {
 
-/// Below this many rows one block per row leaves most of an H100's 132 SMs idle, so blocks cooperate on
-/// each row (a constant, not the device's SM count: the workspace size must not depend on the device).
-constexpr int64_t kMultiBlockMaxRows = 128;
-/// ... and only for rows long enough to give several blocks work.
-constexpr int64_t kMultiBlockMinCols = 8 * int64_t{kTile};
+/// When blocks cooperate on a row (tuning.hpp).
+constexpr int64_t kMultiBlockMaxRows = kPolicy.multi_block_max_rows;
+constexpr int64_t kMultiBlockMinCols = kPolicy.multi_block_min_tiles * int64_t{kTile};
 /// Cooperating passes before one block per row finishes (radix select has four 8-bit digits).
 constexpr int kMultiBlockPasses = 4;
 /// Columns and counts are uint32.

@@ -8,7 +8,6 @@
 #include <cstdint>
 
 #include "cuda/common/error.cuh"
-#include "cuda/hooks.hpp"
 #include "cuda/select/large_k/launch.cuh"
 #include "cuda/select/large_k/plan.cuh"
 #include "cuda/select/large_k/search.cuh"
@@ -68,7 +67,7 @@ void run(const SelectInput& in, int64_t k, const SelectOutput& out, const Select
   void* ws = ctx.workspace.get(plan.total);
   Problem pb = make_problem(in, k, out, plan, ws);
   pb.bracket = ctx.options.sampled_bracket && !plan.multi_block;
-  pb.bracket_shift = bracket_rank_shift();
+  pb.bracket_shift = ctx.options.overrides.bracket_rank_shift;
   if (single_stage) search<Bucketer, true>(pb, plan, ctx.device, ctx.stream);
   else search<Bucketer, false>(pb, plan, ctx.device, ctx.stream);
   if (plan.sorted)

@@ -6,6 +6,7 @@
 #include <cub/device/device_segmented_radix_sort.cuh>
 
 #include "cuda/common/error.cuh"
+#include "cuda/primitives/segments.cuh"
 #include "cuda/select/large_k/ordered.cuh"
 #include "cuda/select/large_k/sort_output.cuh"
 
@@ -67,11 +68,6 @@ Layout layout(int64_t chunk_rows, int64_t cols, int64_t k, bool user_labels) {
   return l;
 }
 
-__global__ void segment_offsets_kernel(int* offsets, int64_t count, int64_t k) {
-  const int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
-  if (i <= count) offsets[i] = static_cast<int>(i * k);
-}
-
 /// out rows [row0, row0 + gridDim.y) -> packed arrays: composite keys, or (labels, ordered keys).
 __global__ void gather_kernel(const float* keys, const int64_t* labels, int64_t stride, int64_t k, int64_t label_offset,
                               bool user_labels, int column_bits, uint64_t* composite, int64_t* packed_labels,
@@ -128,11 +124,7 @@ void sort_output(const SelectOutput& out, int64_t rows, int64_t cols, int64_t k,
   void* temp = base + l.temp;
   const int threads = 256;
   const int column_bits = composite_column_bits(static_cast<uint64_t>(cols));
-  if (plan.chunk_rows > 1) {
-    segment_offsets_kernel<<<static_cast<unsigned>((plan.chunk_rows + threads) / threads), threads, 0, stream>>>(
-        offsets, plan.chunk_rows, k);
-    GKNN_CUDA_CHECK_LAUNCH();
-  }
+  if (plan.chunk_rows > 1) fill_segment_offsets(offsets, plan.chunk_rows, k, stream);
   for (int64_t row0 = 0; row0 < rows; row0 += plan.chunk_rows) {
     const int64_t chunk = std::min(plan.chunk_rows, rows - row0);
     const int items = static_cast<int>(chunk * k), segments = static_cast<int>(chunk);

@@ -16,15 +16,8 @@
 
 namespace gknn::cuda_detail {
 
-struct PartialBitonicLaunch {
-  const SelectInput* in;
-  int k;
-  const SelectOutput* out;
-  cudaStream_t stream;
-};
-
-/// Explicitly instantiated once per bucket (partial_bitonic_kNNNN.cu).
+/// Explicitly instantiated once per bucket by the units buckets.cmake generates (partial_bitonic_kNNNN.cu).
 template <int K>
-void partial_bitonic_launch(const PartialBitonicLaunch& launch);
+void partial_bitonic_launch(const RowsLaunch& launch);
 
 }  // namespace gknn::cuda_detail

@@ -1,10 +1,12 @@
-// partial_bitonic_kernel.cuh: the kernel of partial_bitonic.cuh, included only by the bucket files.
+// partial_bitonic_kernel.cuh: the kernel of partial_bitonic.cuh, included only by the bucket units that
+// src/cuda/select/buckets.cmake generates (one per bucket of tuning.hpp's PartialBitonicBuckets).
 #pragma once
 
 #include "cuda/common/error.cuh"
 #include "cuda/primitives/bitonic.cuh"
-#include "cuda/primitives/select_support.cuh"
 #include "cuda/select/partial_bitonic/partial_bitonic.cuh"
+#include "cuda/select/partial_bitonic/tuning.hpp"
+#include "cuda/select/support.cuh"
 
 namespace gknn::cuda_detail {
 namespace partial_bitonic_impl {
@@ -14,7 +16,7 @@ using namespace bitonic;
 template <int K>
 struct Shape {
   static constexpr int M = 2 * K;
-  static constexpr int MT = K < 256 ? K : 256;
+  static constexpr int MT = partial_bitonic_tuning::policy(partial_bitonic_tuning::kPolicyArch, K).threads;
   static constexpr int T = M / MT;
   static constexpr int HALF = MT / 2;
 };
@@ -65,7 +67,7 @@ __global__ void __launch_bounds__(Shape<K>::MT) partial_bitonic_kernel(const flo
 }
 
 template <int K, class Idx>
-void launch_typed(const PartialBitonicLaunch& l) {
+void launch_typed(const RowsLaunch& l) {
   const SelectInput& in = *l.in;
   GKNN_EXPECT(in.rows < (int64_t(1) << 31), ErrorCode::Unsupported, "partial_bitonic: ", in.rows,
               " rows exceed the grid");
@@ -78,13 +80,13 @@ void launch_typed(const PartialBitonicLaunch& l) {
 }  // namespace partial_bitonic_impl
 
 template <int K>
-void partial_bitonic_launch(const PartialBitonicLaunch& l) {
+void partial_bitonic_launch(const RowsLaunch& l) {
   if (l.in->labels) partial_bitonic_impl::launch_typed<K, int64_t>(l);
   else partial_bitonic_impl::launch_typed<K, int32_t>(l);
 }
 
 }  // namespace gknn::cuda_detail
 
-/// One bucket of partial_bitonic: the whole content of partial_bitonic_kNNNN.cu.
+/// One bucket of partial_bitonic: what the generated unit partial_bitonic_kNNNN.cu instantiates (bucket.cu.in).
 #define GKNN_PARTIAL_BITONIC_BUCKET(K) \
-  namespace gknn::cuda_detail { template void partial_bitonic_launch<K>(const PartialBitonicLaunch&); }
+  namespace gknn::cuda_detail { template void partial_bitonic_launch<K>(const RowsLaunch&); }

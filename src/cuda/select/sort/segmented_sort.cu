@@ -13,6 +13,7 @@
 #include <climits>
 #include <cub/device/device_segmented_radix_sort.cuh>
 
+#include "cuda/primitives/segments.cuh"
 #include "cuda/select/families.cuh"
 
 namespace gknn::cuda_detail {
@@ -85,11 +86,6 @@ int64_t chunk_rows(int64_t rows, int64_t cols) {
   return fit < rows ? fit : rows;
 }
 
-__global__ void segment_offsets_kernel(int* offsets, int64_t rows, int64_t cols) {
-  const int64_t r = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (r <= rows) offsets[r] = static_cast<int>(r * cols);
-}
-
 /// Pass 1 with user labels: the row's labels with their columns, to be sorted by label.
 __global__ void gather_labels_kernel(const int64_t* __restrict__ labels, int64_t stride, int64_t rows, int64_t cols,
                                      int64_t* __restrict__ labels_out, int* __restrict__ cols_out) {
@@ -136,9 +132,7 @@ void sort_chunk(const SelectInput& in, int64_t k, const SelectOutput& out, const
   const int64_t rows = in.rows, cols = in.cols;
   const int n = static_cast<int>(rows * cols), segments = static_cast<int>(rows);
   SortScratch s = carve(ctx.workspace.get(scratch_bytes(rows, cols)), rows, cols);
-  segment_offsets_kernel<<<static_cast<unsigned>((rows + 1 + kThreads - 1) / kThreads), kThreads, 0, ctx.stream>>>(
-      s.offsets, rows, cols);
-  GKNN_CUDA_CHECK_LAUNCH();
+  fill_segment_offsets(s.offsets, rows, cols, ctx.stream);
   const int* order = nullptr;
   if (in.labels) {
     gather_labels_kernel<<<grid_for(cols, rows), kThreads, 0, ctx.stream>>>(in.labels, in.stride, rows, cols,

@@ -93,12 +93,9 @@ void launch_bucket(const SelectInput& in, const SelectOutput& out, const QueueSh
 template <template <int, class> class QueueT, class E>
 void launch_entry(const SelectInput& in, const SelectOutput& out, const QueueShape& s, const HierarchyView& hv,
                   bool buffered, bool hierarchical, cudaStream_t stream) {
-  switch (bucket_for(s.capacity)) {
-    case 32: return launch_bucket<QueueT, 32, E>(in, out, s, hv, buffered, hierarchical, stream);
-    case 128: return launch_bucket<QueueT, 128, E>(in, out, s, hv, buffered, hierarchical, stream);
-    case 512: return launch_bucket<QueueT, 512, E>(in, out, s, hv, buffered, hierarchical, stream);
-    default: return launch_bucket<QueueT, 1024, E>(in, out, s, hv, buffered, hierarchical, stream);
-  }
+  with_bucket(QueueBuckets{}, s.capacity, "Tang queue", [&](auto bucket) {
+    launch_bucket<QueueT, decltype(bucket)::value, E>(in, out, s, hv, buffered, hierarchical, stream);
+  });
 }
 
 /// The SelectFn body of every Tang queue. `merges` says whether the queue is the merge queue (whose capacity

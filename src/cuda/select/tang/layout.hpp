@@ -8,20 +8,21 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <iterator>
 
+#include "cuda/select/buckets.hpp"
 #include "gknn/error.hpp"
 #include "gknn/types.hpp"
 
 namespace gknn::cuda_detail::tang {
 
 /// Largest k served. One thread keeps a whole queue in local memory, so the queue array is sized by a
-/// compile-time bucket (kBuckets); 1024 matches the paper's largest k.
+/// compile-time bucket (QueueBuckets); 1024 matches the paper's largest k.
 inline constexpr int64_t kMaxK = 1024;
 /// Compile-time queue capacities. The bucket only sizes the per-thread array (the stack frame, hence the
 /// local memory the driver reserves); the algorithms use the exact runtime capacity, so a finer bucket list
 /// would not change the work done, only the reservation.
-inline constexpr int kBuckets[] = {32, 128, 512, 1024};
+using QueueBuckets = BucketList<32, 128, 512, 1024>;
+static_assert(QueueBuckets::largest == kMaxK);
 /// Levels above the input the hierarchy can have: G >= 2 and cols < 2^31 give at most 31.
 inline constexpr int kMaxLevels = 32;
 /// Limits of the options (TangOptions::m, ::group), checked by check_options.
@@ -54,11 +55,7 @@ inline void check_options(const TangOptions& t, int64_t cols, int64_t k) {
 inline int64_t merge_capacity(int64_t k, int m) { return std::max(next_power_of_two(k), int64_t(2) * m); }
 
 /// Smallest bucket >= capacity (capacity <= kMaxK).
-inline int bucket_for(int64_t capacity) {
-  for (int b : kBuckets)
-    if (capacity <= b) return b;
-  return kBuckets[std::size(kBuckets) - 1];
-}
+inline int bucket_for(int64_t capacity) { return QueueBuckets::smallest_at_least(capacity); }
 
 /// The hierarchical partition of every row: level 0 is the input row (n_0 = cols); level l+1 holds, for
 /// each group of G consecutive entries of level l, the best entry (its key, and its label when the rows have
