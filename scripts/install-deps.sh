@@ -11,6 +11,7 @@ packages=(
   libcli11-dev                   # the gknn command-line tool
   libgtest-dev                   # tests
   nlohmann-json3-dev             # tests parse `gknn bench --json` back
+  libnanoflann-dev               # kd-tree of the kNN join's CPU side (header-only)
 )
 
 if ! command -v dpkg-query >/dev/null; then
