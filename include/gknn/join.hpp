@@ -30,9 +30,10 @@ struct JoinReport {
   JoinMode mode = JoinMode::Auto;  ///< the mode that ran (Auto resolved)
   double epsilon_ms = 0;           ///< choosing epsilon by sampling
   double ordering_ms = 0;          ///< host grid + ordering the work queue by cell population
-  double index_ms = 0;             ///< CPU kd-tree build and the first GPU grid
-  double gpu_ms = 0;               ///< GPU driver: first batch start to last batch end (re-indexing included)
-  double cpu_ms = 0;               ///< CPU workers: start to the last worker's end
+  double index_ms = 0;             ///< the first GPU grid (built on the device)
+  double cpu_index_ms = 0;         ///< the CPU kd-tree (built while the GPU already works)
+  double gpu_ms = 0;               ///< GPU side: work start to its last batch (grids and re-indexing included)
+  double cpu_ms = 0;               ///< CPU workers: start (kd-tree build included) to the last worker's end
   double total_ms = 0;             ///< wall time of the call
   double load_imbalance = 0;       ///< |T_cpu - T_gpu| / T (hybrid only; 0 otherwise)
   double epsilon_min = 0;          ///< epsilon chosen by sampling (or the override)

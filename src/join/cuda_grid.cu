@@ -36,6 +36,13 @@ __global__ void cell_keys_kernel(const float* points, int64_t n, GridGeometry g,
   ids[i] = static_cast<uint32_t>(i);
 }
 
+/// The base coordinates in cell order, so that the threads of a query read a cell's points contiguously.
+__global__ void gather_kernel(const float* points, int64_t n, int dim, const uint32_t* ids, float* sorted) {
+  const int64_t p = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (p >= n) return;
+  for (int j = 0; j < dim; ++j) sorted[p * dim + j] = points[int64_t(ids[p]) * dim + j];
+}
+
 /// The exact float64 squared distance of the library's oracle (exact_key): one subtraction, one product, one sum
 /// per coordinate, in order, each rounded on its own (no fused multiply-add), so GPU and CPU rank identically.
 __device__ double exact_squared(const double* q, const float* x, int dim) {
@@ -65,12 +72,12 @@ struct GridView {
   GridGeometry g;
   const uint64_t* keys;   ///< sorted non-empty cell keys
   const int64_t* starts;  ///< cell c: ids[starts[c], starts[c+1])
-  const uint32_t* ids;
+  const uint32_t* ids;    ///< base id of each cell-ordered point
+  const float* points;    ///< base coordinates in cell order
   int64_t cells;
 };
 
 struct QueryBatch {
-  const float* base;
   const float* queries;
   const int64_t* query_ids;
   int64_t count;
@@ -165,7 +172,7 @@ __global__ void range_query_kernel(GridView grid, QueryBatch b) {
     for (int64_t p = grid.starts[cell] + lane; p < grid.starts[cell + 1]; p += b.t) {
       const int64_t id = grid.ids[p];
       if (b.self && id == q) continue;
-      const double d = exact_squared(qv, b.base + id * g.dim, g.dim);
+      const double d = exact_squared(qv, grid.points + p * g.dim, g.dim);
       if (d <= trusted) insert_sorted(ld, li, n, b.k, d, id);
     }
   }
@@ -213,6 +220,10 @@ class CudaSearcher final : public GridSearcher {
     temp_.resize(temp_bytes);
     GKNN_CUDA_TRY(cub::DeviceRadixSort::SortPairs(temp_.data(), temp_bytes, keys.data(), sorted_keys.data(),
                                                   ids.data(), ids_.data(), n, 0, bits, s));
+    sorted_points_.resize(size_t(n * problem_.dim()));
+    gather_kernel<<<unsigned((n + kBlock - 1) / kBlock), kBlock, 0, s>>>(base_.data(), n, int(problem_.dim()),
+                                                                          ids_.data(), sorted_points_.data());
+    GKNN_CUDA_CHECK_LAUNCH();
     cell_keys_.resize(size_t(n));
     DeviceBuffer<int64_t> counts{size_t(n)};
     DeviceBuffer<int64_t> runs{1};
@@ -268,8 +279,8 @@ class CudaSearcher final : public GridSearcher {
     out_i_.resize(size_t(count * k));
     ok_.resize(size_t(count));
     GKNN_CUDA_TRY(cudaMemcpyAsync(query_ids_.data(), ids, size_t(count) * sizeof(int64_t), cudaMemcpyHostToDevice, s));
-    const GridView grid{geometry_, cell_keys_.data(), starts_.data(), ids_.data(), cells_};
-    const QueryBatch batch{base_.data(), problem_.self ? base_.data() : queries_.data(), query_ids_.data(), count,
+    const GridView grid{geometry_, cell_keys_.data(), starts_.data(), ids_.data(), sorted_points_.data(), cells_};
+    const QueryBatch batch{problem_.self ? base_.data() : queries_.data(), query_ids_.data(), count,
                            int(k), t_, problem_.self, problem_.metric == Metric::L2, list_d_.data(), list_i_.data(),
                            list_n_.data(), out_d_.data(), out_i_.data(), ok_.data()};
     const int64_t threads = count * t_;
@@ -300,7 +311,7 @@ class CudaSearcher final : public GridSearcher {
   int t_;
   Stream stream_;
   GridGeometry geometry_;
-  DeviceBuffer<float> base_, queries_;
+  DeviceBuffer<float> base_, queries_, sorted_points_;
   DeviceBuffer<uint64_t> cell_keys_;
   DeviceBuffer<int64_t> starts_;
   DeviceBuffer<uint32_t> ids_;

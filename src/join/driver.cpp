@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <exception>
+#include <future>
 #include <mutex>
 #include <chrono>
 #include <numeric>
@@ -11,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "gknn/error.hpp"
 #include "join/epsilon.hpp"
 #include "join/grid.hpp"
 #include "join/kdtree.hpp"
@@ -131,7 +133,7 @@ void run_join(const Problem& problem, const Output& output, JoinMode mode, const
   if (mode == JoinMode::RoundRobin) {
     const auto index_start = Clock::now();
     tree.emplace(problem.base);
-    report.index_ms = ms_since(index_start);
+    report.cpu_index_ms = ms_since(index_start);
     const auto cpu_start = Clock::now();
     run_round_robin(problem, output, *tree, threads, params, report);
     report.cpu_ms = ms_since(cpu_start);
@@ -158,29 +160,35 @@ void run_join(const Problem& problem, const Output& output, JoinMode mode, const
   WorkQueue queue(order_by_population(problem, geometry), queue_params);
   report.ordering_ms = ms_since(phase);
 
-  phase = Clock::now();
-  if (uses_cpu) tree.emplace(problem.base);
-  if (uses_gpu) {
-    gpu.searcher = make_searcher();
-    gpu.searcher->build(geometry);
-  }
-  report.index_ms = ms_since(phase);
-
+  // The kd-tree is built beside the GPU's first grid and batches: the CPU workers start when it is ready.
   const auto work_start = Clock::now();
+  std::shared_future<void> tree_ready;
+  if (uses_cpu)
+    tree_ready = std::async(std::launch::async, [&] {
+                   tree.emplace(problem.base);
+                   report.cpu_index_ms = ms_since(work_start);
+                 }).share();
   double cpu_end_ms = 0, gpu_end_ms = 0;
   std::vector<std::thread> workers;
   std::mutex report_mutex;
+  std::exception_ptr cpu_error;
   if (uses_cpu) {
     for (int p = 0; p < threads; ++p)
       workers.emplace_back([&] {
-        BoundedNeighbours best(problem.k);
         int64_t answered = 0, batches = 0;
-        for (std::vector<int64_t> ids = queue.take_cpu(); !ids.empty(); ids = queue.take_cpu()) {
-          const int64_t n = cpu_batch(problem, output, *tree, ids, best);
-          queue.cpu_returned(n);
-          answered += n;
-          batches += 1;
-          report_progress(params, queue.done(), queue.total());
+        try {
+          tree_ready.get();
+          BoundedNeighbours best(problem.k);
+          for (std::vector<int64_t> ids = queue.take_cpu(); !ids.empty(); ids = queue.take_cpu()) {
+            const int64_t n = cpu_batch(problem, output, *tree, ids, best);
+            queue.cpu_returned(n);
+            answered += n;
+            batches += 1;
+            report_progress(params, queue.done(), queue.total());
+          }
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(report_mutex);
+          if (!cpu_error) cpu_error = std::current_exception();
         }
         std::lock_guard<std::mutex> lock(report_mutex);
         report.cpu_queries += answered;
@@ -191,15 +199,23 @@ void run_join(const Problem& problem, const Output& output, JoinMode mode, const
   std::exception_ptr gpu_error;
   if (uses_gpu) {
     try {
+      phase = Clock::now();
+      gpu.searcher = make_searcher();
+      gpu.searcher->build(geometry);
+      report.index_ms = ms_since(phase);
       run_gpu(problem, params, gpu, queue, report);
     } catch (...) {
       gpu_error = std::current_exception();
-      queue.gpu_returned({}, 0);  // wake the CPU workers; they finish every point the GPU did not answer
+      queue.gpu_returned({}, 0);  // wake the CPU workers waiting on the failed batch
     }
     gpu_end_ms = ms_since(work_start);
   }
   for (std::thread& w : workers) w.join();
   if (gpu_error) std::rethrow_exception(gpu_error);
+  if (cpu_error) std::rethrow_exception(cpu_error);
+  if (tree_ready.valid()) tree_ready.get();
+  if (queue.done() != queue.total())
+    detail::fail(ErrorCode::Internal, "knn_join: ", queue.total() - queue.done(), " queries were left unanswered");
   report.gpu_ms = uses_gpu ? gpu_end_ms : 0;
   report.cpu_ms = uses_cpu ? cpu_end_ms : 0;
   report.total_ms = ms_since(start);

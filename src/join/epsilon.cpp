@@ -12,7 +12,7 @@ namespace gknn::detail::join {
 namespace {
 
 constexpr int64_t kHistogramQueries = 500;
-constexpr int64_t kHistogramBase = int64_t(1) << 21;
+constexpr int64_t kHistogramBase = int64_t(1) << 18;
 
 std::vector<int64_t> sample_rows(int64_t n, int64_t count, uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -39,10 +39,19 @@ double diagonal(FloatView base) {
   return std::sqrt(sq);
 }
 
+/// Squared distance in float: epsilon is a starting point for the grid, never part of an answer, so float
+/// (vectorisable) arithmetic is precise enough.
+float squared_distance_f(const float* a, const float* b, int64_t dim) {
+  float acc = 0;
+  for (int64_t j = 0; j < dim; ++j) acc += (a[j] - b[j]) * (a[j] - b[j]);
+  return acc;
+}
+
 /// Counts of the distances in [b * width, (b+1) * width) from the sampled queries to every `step`-th base row.
 std::vector<double> distance_histogram(FloatView base, const std::vector<int64_t>& queries, int64_t step,
                                        double eps_mean, int n_bins) {
-  const double width = eps_mean / n_bins;
+  const float limit_sq = static_cast<float>(eps_mean * eps_mean);
+  const float bins_per_unit = static_cast<float>(n_bins / eps_mean);
   std::vector<double> total(static_cast<size_t>(n_bins), 0.0);
 #pragma omp parallel
   {
@@ -51,9 +60,10 @@ std::vector<double> distance_histogram(FloatView base, const std::vector<int64_t
     for (int64_t s = 0; s < static_cast<int64_t>(queries.size()); ++s) {
       const int64_t q = queries[size_t(s)];
       for (int64_t i = 0; i < base.rows; i += step) {
-        if (i == q) continue;
-        const double d = std::sqrt(squared_distance(base.row(q), base.row(i), base.cols));
-        if (d < eps_mean) local[size_t(std::min<int64_t>(n_bins - 1, int64_t(d / width)))] += 1;
+        const float d2 = squared_distance_f(base.row(q), base.row(i), base.cols);
+        if (i == q || !(d2 < limit_sq)) continue;
+        const int64_t bin = static_cast<int64_t>(std::sqrt(d2) * bins_per_unit);
+        local[size_t(std::min<int64_t>(n_bins - 1, bin))] += 1;
       }
     }
 #pragma omp critical

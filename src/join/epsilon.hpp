@@ -14,8 +14,8 @@ struct EpsilonChoice {
 };
 
 /// Histogram of the distances (below eps_mean, n_bins bins) from 500 sampled points to the base; on bases larger
-/// than 2^21 points to an evenly spaced 2^21-point subset with the counts scaled back (the seed uses every point
-/// on the GPU; the subset keeps this a fraction of a second on the CPU). Fixed seed: the same eps every run.
+/// than 2^18 points to an evenly spaced subset of about 2^18 points with the counts scaled back (the seed uses
+/// every point on the GPU; the subset keeps this to milliseconds on the CPU). Fixed seed: the same eps every run.
 /// Degenerate inputs (all sampled points equal) fall back to the bounding-box diagonal, or 1 for a single point.
 EpsilonChoice select_epsilon(FloatView base, int64_t k, int n_bins = 10000);
 
