@@ -23,8 +23,10 @@ struct BaseAdaptor {
   bool kdtree_get_bbox(Box&) const { return false; }
 };
 
+/// A tree with the dimension fixed at compile time (DIM > 0) lets nanoflann unroll its loops.
+template <int DIM>
 using Tree = nanoflann::KDTreeSingleIndexAdaptor<nanoflann::L2_Simple_Adaptor<double, BaseAdaptor, double, uint32_t>,
-                                                 BaseAdaptor, -1, uint32_t>;
+                                                 BaseAdaptor, DIM, uint32_t>;
 
 /// A nanoflann result set that ranks by OUR exact distance and index. nanoflann prunes with its own distances
 /// (same formula, possibly another rounding) against worstDist(); the k-th distance is therefore widened by a
@@ -58,18 +60,42 @@ class ExactResultSet {
 }  // namespace
 
 struct KdTree::Impl {
+  explicit Impl(FloatView base) : adaptor{base} {}
+  virtual ~Impl() = default;
+  virtual void search(const double* query, ExactResultSet& results) const = 0;
   BaseAdaptor adaptor;
-  Tree tree;
-  explicit Impl(FloatView base)
-      : adaptor{base}, tree(static_cast<int>(base.cols), adaptor, nanoflann::KDTreeSingleIndexAdaptorParams(16)) {}
 };
+
+namespace {
+
+template <int DIM>
+struct FixedTree final : KdTree::Impl {
+  Tree<DIM> tree;
+  explicit FixedTree(FloatView base)
+      : Impl(base), tree(static_cast<int>(base.cols), adaptor, nanoflann::KDTreeSingleIndexAdaptorParams(16)) {}
+  void search(const double* query, ExactResultSet& results) const override {
+    tree.findNeighbors(results, query, nanoflann::SearchParams(0, 0.0f, false));
+  }
+};
+
+template <int DIM>
+std::unique_ptr<KdTree::Impl> make_tree(FloatView base) {
+  if constexpr (DIM > kJoinMaxGridDim) {
+    detail::fail(ErrorCode::Internal, "kd-tree of dimension ", base.cols);
+  } else {
+    if (base.cols == DIM) return std::make_unique<FixedTree<DIM>>(base);
+    return make_tree<DIM + 1>(base);
+  }
+}
+
+}  // namespace
 
 KdTree::KdTree(FloatView base) {
   GKNN_EXPECT(base.cols <= kJoinMaxGridDim, ErrorCode::Internal, "kd-tree of dimension ", base.cols, " > ",
               kJoinMaxGridDim);
   GKNN_EXPECT(base.rows < (int64_t(1) << 32), ErrorCode::Unsupported, "the kd-tree indexes at most 2^32 - 1 points (got ",
               base.rows, ")");
-  impl_ = std::make_unique<Impl>(base);
+  impl_ = make_tree<1>(base);
 }
 
 KdTree::~KdTree() = default;
@@ -79,7 +105,7 @@ void KdTree::search(const float* query, int64_t exclude, BoundedNeighbours& best
   std::array<double, kJoinMaxGridDim> q{};
   std::copy(query, query + base.cols, q.begin());
   ExactResultSet results(base, query, exclude, best);
-  impl_->tree.findNeighbors(results, q.data(), nanoflann::SearchParams(0, 0.0f, false));
+  impl_->search(q.data(), results);
 }
 
 }  // namespace gknn::detail::join

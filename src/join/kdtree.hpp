@@ -21,8 +21,9 @@ class KdTree {
   /// kept. `best` must have capacity k and be empty.
   void search(const float* query, int64_t exclude, BoundedNeighbours& best) const;
 
+  struct Impl;  ///< one nanoflann tree per dimension 1..8 (kdtree.cpp)
+
  private:
-  struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 
