@@ -30,6 +30,20 @@ TEST(JoinGpu, GpuAndHybridMatchTheOracle) {
   }
 }
 
+TEST(JoinGpu, GrowingRingsMatchTheOracle) {
+  for (const JoinCase& c : join_cases()) {
+    const FloatView v = c.points.view();
+    const Result want = join_oracle(v, v, c.k, true);
+    for (int rings : {0, 3}) {
+      if (rings == 3 && c.points.cols > 4) continue;  // 7^d cells per query: the auto limit covers high d
+      JoinParams params = gpu_params(JoinMode::Gpu);
+      params.rings = rings;
+      params.threads_per_query = rings == 3 ? 4 : 8;
+      EXPECT_EQ(compare_join(knn_join(v, c.k, params), want), "") << c.name << " rings " << rings;
+    }
+  }
+}
+
 TEST(JoinGpu, EveryThreadsPerQuery) {
   const HostMatrix<float> points = exponential_points(6000, 3, 41);
   const Result want = join_oracle(points.view(), points.view(), 24, true);

@@ -8,6 +8,7 @@
 #include "gknn/search.hpp"
 #include "join/driver.hpp"
 #include "join/epsilon.hpp"
+#include "join/grid_geometry.hpp"
 #include "join/work_queue.hpp"
 #include "join_common.hpp"
 #include "testing/expect_error.hpp"
@@ -29,7 +30,7 @@ Result emulated_join(FloatView base, FloatView queries, int64_t k, bool self, Jo
   result.indices.resize(size_t(result.rows * k));
   const Problem problem{base, queries, k, self, params.metric};
   const Output output{&result};
-  detail::join::run_join(problem, output, mode, params, [&] { return make_host_searcher(problem, output); }, report);
+  detail::join::run_join(problem, output, mode, params, [&] { return make_host_searcher(problem, output, detail::join::max_rings(params.rings, int(base.cols))); }, report);
   return result;
 }
 
@@ -65,6 +66,30 @@ TEST(JoinCpu, EveryModeMatchesTheOracle) {
       }
     }
   }
+}
+
+TEST(JoinCpu, GrowingRingsStayExactAndFailLess) {
+  for (const JoinCase& c : join_cases()) {
+    const FloatView v = c.points.view();
+    const Result want = join_oracle(v, v, c.k, true);
+    for (int rings : {0, 3}) {
+      if (rings == 3 && c.points.cols > 4) continue;  // 7^d cells per query: the auto limit covers high d
+      JoinParams params = small_batches();
+      params.rings = rings;
+      JoinReport report;
+      EXPECT_EQ(compare_join(emulated_join(v, v, c.k, true, JoinMode::Gpu, params, report), want), "")
+          << c.name << " rings " << rings;
+    }
+  }
+  // Fewer failures than the seed's single ring on an exponential set with a tiny starting epsilon.
+  const HostMatrix<float> points = exponential_points(3000, 2, 30);
+  JoinParams params;
+  params.epsilon = 0.002;
+  JoinReport seed, grown;
+  emulated_join(points.view(), points.view(), 16, true, JoinMode::Gpu, params, seed);
+  params.rings = 0;
+  emulated_join(points.view(), points.view(), 16, true, JoinMode::Gpu, params, grown);
+  EXPECT_LT(grown.failed_queries, seed.failed_queries);
 }
 
 TEST(JoinCpu, TinyEpsilonFailsAndReindexes) {
@@ -197,6 +222,9 @@ TEST(JoinCpu, Errors) {
   p = {};
   p.metric = Metric::Cosine;
   expect_error([&] { knn_join(points.view(), 3, p); }, ErrorCode::InvalidArgument, {"metric"});
+  p = {};
+  p.rings = -1;
+  expect_error([&] { knn_join(points.view(), 3, p); }, ErrorCode::InvalidArgument, {"rings"});
   p = {};
   p.n_large = 1.5;
   expect_error([&] { knn_join(points.view(), 3, p); }, ErrorCode::InvalidArgument, {"n_large"});

@@ -25,7 +25,7 @@ struct Args {
   std::vector<int64_t> ks = {32};
   std::vector<int64_t> dims = {2, 4, 6};
   std::vector<std::string> dists = {"unif", "expo"};
-  std::vector<std::string> modes = {"hybrid", "cpu", "gpu"};
+  std::vector<std::string> modes = {"hybrid", "cpu", "gpu", "gpu+rings", "hybrid+rings"};
   std::vector<int64_t> t_sweep = {1, 8, 16, 32};
   std::vector<int64_t> thread_sweep;  ///< CPU-only runs with these thread counts (empty: none)
   int reps = 1;
@@ -50,7 +50,7 @@ std::vector<int64_t> split_ints(const std::string& s) {
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "gknn_join_bench: %s\nusage: gknn_join_bench [--points N] [--k LIST] [--dims LIST] [--dists unif,expo] "
-               "[--modes hybrid,cpu,gpu,round_robin] [--t-sweep LIST|none] [--thread-sweep LIST] [--reps N] "
+               "[--modes hybrid,cpu,gpu,round_robin,gpu+rings,hybrid+rings] [--t-sweep LIST|none] [--thread-sweep LIST] [--reps N] "
                "[--csv FILE] [--md FILE] [--data-dir DIR]\n",
                why);
   std::exit(2);
@@ -115,7 +115,10 @@ Row run(const HostMatrix<float>& points, const std::string& set, int64_t k, cons
   row.t = t;
   row.threads = threads;
   JoinParams params;
-  params.mode = parse_join_mode(mode);
+  // "gpu+rings": the mode with queries growing outward in the kernel (JoinParams::rings = 0, beyond the seed).
+  const size_t plus = mode.find("+rings");
+  params.mode = parse_join_mode(mode.substr(0, plus));
+  if (plus != std::string::npos) params.rings = 0;
   params.threads_per_query = t;
   params.cpu_threads = threads;
   params.report = &row.report;
@@ -196,7 +199,7 @@ int main(int argc, char** argv) {
             rows.push_back(row);
           };
           for (const std::string& mode : a.modes) {
-            if ((mode == "gpu" || mode == "hybrid") && !gpu) continue;
+            if (mode.rfind("cpu", 0) != 0 && mode.rfind("round_robin", 0) != 0 && !gpu) continue;
             Row row = run(points, set, k, mode, 8, 0, a.reps, &got);
             check(row);
           }

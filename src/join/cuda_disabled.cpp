@@ -5,7 +5,7 @@
 
 namespace gknn::detail::join {
 
-std::unique_ptr<GridSearcher> make_cuda_searcher(const Problem&, const Output&, int, int) {
+std::unique_ptr<GridSearcher> make_cuda_searcher(const Problem&, const Output&, int, int, int) {
   detail::fail(ErrorCode::Unsupported, "knn_join: the GPU modes need the CUDA backend, and this build has none");
 }
 

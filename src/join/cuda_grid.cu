@@ -2,7 +2,8 @@
 // run-length encoding of the non-empty cells, a scan for their starts), and the batched range-query kernel of the
 // seed: t threads per query split every adjacent cell's points, each keeps its own exact top-k, and the first
 // thread of the group merges them. A query is answered only when it is certain (grid_geometry.hpp); otherwise it
-// fails and goes back to the work queue.
+// fails and goes back to the work queue. With rings > 1 (beyond the seed) a query that is not yet certain grows
+// outward ring by ring inside the kernel before it fails.
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -83,6 +84,7 @@ struct QueryBatch {
   int64_t count;
   int k;
   int t;
+  int rings;
   bool self;
   bool l2;
   double* list_d;   ///< count * t lists of k
@@ -106,22 +108,14 @@ __device__ void insert_sorted(double* ld, int64_t* li, int& n, int k, double d, 
   li[pos] = id;
 }
 
-/// Lane 0 of the group: the k first of the t sorted lists, or a failure when they hold fewer than k together.
+/// Lane 0 of a certain query's group: the k first of the t sorted lists.
 __device__ void merge_lists(const QueryBatch& b, int64_t slot) {
   const int t = b.t, k = b.k;
   const double* ld = b.list_d + slot * t * k;
   const int64_t* li = b.list_i + slot * t * k;
   const int* ln = b.list_n + slot * t;
   int head[32];
-  int total = 0;
-  for (int l = 0; l < t; ++l) {
-    head[l] = 0;
-    total += ln[l];
-  }
-  if (total < k) {
-    b.ok[slot] = 0;
-    return;
-  }
+  for (int l = 0; l < t; ++l) head[l] = 0;
   for (int r = 0; r < k; ++r) {
     int best = -1;
     for (int l = 0; l < t; ++l) {
@@ -138,7 +132,12 @@ __device__ void merge_lists(const QueryBatch& b, int64_t slot) {
     b.out_d[slot * k + r] = static_cast<float>(b.l2 ? sqrt(ld[e]) : ld[e]);
     b.out_i[slot * k + r] = li[e];
   }
-  b.ok[slot] = 1;
+}
+
+/// Sum of v over the t lanes of this lane's group (t divides 32; groups are aligned within the warp).
+__device__ int group_sum(int v, int t, unsigned mask) {
+  for (int offset = t / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(mask, v, offset);
+  return v;
 }
 
 __global__ void range_query_kernel(GridView grid, QueryBatch b) {
@@ -146,6 +145,8 @@ __global__ void range_query_kernel(GridView grid, QueryBatch b) {
   const int64_t slot = thread / b.t;
   const int lane = static_cast<int>(thread % b.t);
   if (slot >= b.count) return;  // whole groups leave together: t divides the warp and the block
+  const unsigned warp_lane = threadIdx.x & 31u;
+  const unsigned mask = b.t == 32 ? 0xffffffffu : ((1u << b.t) - 1u) << (warp_lane & ~unsigned(b.t - 1));
   const GridGeometry& g = grid.g;
   const int64_t q = b.query_ids[slot];
   double qv[kGridMaxDim];
@@ -154,33 +155,35 @@ __global__ void range_query_kernel(GridView grid, QueryBatch b) {
     qv[j] = b.queries[q * g.dim + j];
     centre[j] = g.coord(j, b.queries[q * g.dim + j]);
   }
-  const double trusted = g.trusted_sq();
+  const double keep = g.trusted_sq(b.rings);  // farther candidates can never be part of a certain answer
   double* ld = b.list_d + (slot * b.t + lane) * b.k;
   int64_t* li = b.list_i + (slot * b.t + lane) * b.k;
   int n = 0;
-  const int offsets = g.neighbour_offsets();
-  for (int offset = 0; offset < offsets; ++offset) {
-    uint64_t key = 0;
-    bool inside = true;
-    for (int j = 0, rest = offset; j < g.dim; ++j, rest /= 3) {
-      const int64_t c = centre[j] + rest % 3 - 1;
-      inside = inside && g.inside(j, c);
-      key += static_cast<uint64_t>(c) * g.stride[j];
+  bool certain = false;
+  for (int ring = 1; ring <= b.rings && !certain; ++ring) {
+    const int64_t offsets = g.ring_offsets(ring);
+    for (int64_t offset = 0; offset < offsets; ++offset) {
+      uint64_t key = 0;
+      const int64_t cell = g.ring_cell(centre, ring, offset, key) ? find_cell(grid.keys, grid.cells, key) : -1;
+      if (cell < 0) continue;
+      for (int64_t p = grid.starts[cell] + lane; p < grid.starts[cell + 1]; p += b.t) {
+        const int64_t id = grid.ids[p];
+        if (b.self && id == q) continue;
+        const double d = exact_squared(qv, grid.points + p * g.dim, g.dim);
+        if (d <= keep) insert_sorted(ld, li, n, b.k, d, id);
+      }
     }
-    const int64_t cell = inside ? find_cell(grid.keys, grid.cells, key) : -1;
-    if (cell < 0) continue;
-    for (int64_t p = grid.starts[cell] + lane; p < grid.starts[cell + 1]; p += b.t) {
-      const int64_t id = grid.ids[p];
-      if (b.self && id == q) continue;
-      const double d = exact_squared(qv, grid.points + p * g.dim, g.dim);
-      if (d <= trusted) insert_sorted(ld, li, n, b.k, d, id);
-    }
+    // Certain when the group holds k candidates within this ring's trusted radius (every lane sees the same sum).
+    const double bound = g.trusted_sq(ring);
+    int within = 0;
+    while (within < n && ld[within] <= bound) ++within;
+    certain = group_sum(within, b.t, mask) >= b.k;
   }
   b.list_n[slot * b.t + lane] = n;
-  const unsigned warp_lane = threadIdx.x & 31u;
-  const unsigned mask = b.t == 32 ? 0xffffffffu : ((1u << b.t) - 1u) << (warp_lane & ~unsigned(b.t - 1));
   __syncwarp(mask);  // the group's lists are visible to its lane 0
-  if (lane == 0) merge_lists(b, slot);
+  if (lane != 0) return;
+  b.ok[slot] = certain ? 1 : 0;
+  if (certain) merge_lists(b, slot);
 }
 
 int key_bits(const GridGeometry& g) {
@@ -193,8 +196,8 @@ int key_bits(const GridGeometry& g) {
 
 class CudaSearcher final : public GridSearcher {
  public:
-  CudaSearcher(const Problem& problem, const Output& output, int device, int threads_per_query)
-      : problem_(problem), output_(output), device_(device), t_(threads_per_query) {
+  CudaSearcher(const Problem& problem, const Output& output, int device, int threads_per_query, int rings)
+      : problem_(problem), output_(output), device_(device), t_(threads_per_query), rings_(rings) {
     GKNN_EXPECT(problem.base.rows < (int64_t(1) << 32), ErrorCode::Unsupported,
                 "knn_join: the GPU grid indexes at most 2^32 - 1 points (got ", problem.base.rows, ")");
     GKNN_CUDA_TRY(cudaSetDevice(device_));
@@ -281,7 +284,7 @@ class CudaSearcher final : public GridSearcher {
     GKNN_CUDA_TRY(cudaMemcpyAsync(query_ids_.data(), ids, size_t(count) * sizeof(int64_t), cudaMemcpyHostToDevice, s));
     const GridView grid{geometry_, cell_keys_.data(), starts_.data(), ids_.data(), sorted_points_.data(), cells_};
     const QueryBatch batch{problem_.self ? base_.data() : queries_.data(), query_ids_.data(), count,
-                           int(k), t_, problem_.self, problem_.metric == Metric::L2, list_d_.data(), list_i_.data(),
+                           int(k), t_, rings_, problem_.self, problem_.metric == Metric::L2, list_d_.data(), list_i_.data(),
                            list_n_.data(), out_d_.data(), out_i_.data(), ok_.data()};
     const int64_t threads = count * t_;
     range_query_kernel<<<unsigned((threads + kBlock - 1) / kBlock), kBlock, 0, s>>>(grid, batch);
@@ -309,6 +312,7 @@ class CudaSearcher final : public GridSearcher {
   Output output_;
   int device_;
   int t_;
+  int rings_;
   Stream stream_;
   GridGeometry geometry_;
   DeviceBuffer<float> base_, queries_, sorted_points_;
@@ -332,8 +336,8 @@ class CudaSearcher final : public GridSearcher {
 }  // namespace
 
 std::unique_ptr<GridSearcher> make_cuda_searcher(const Problem& problem, const Output& output, int device,
-                                                 int threads_per_query) {
-  return std::make_unique<CudaSearcher>(problem, output, device, threads_per_query);
+                                                 int threads_per_query, int rings) {
+  return std::make_unique<CudaSearcher>(problem, output, device, threads_per_query, rings);
 }
 
 }  // namespace gknn::detail::join

@@ -63,30 +63,26 @@ int64_t HostGrid::population(const float* point) const {
   return cell < 0 ? 0 : starts_[size_t(cell + 1)] - starts_[size_t(cell)];
 }
 
-bool HostGrid::range_query(const float* query, int64_t exclude, BoundedNeighbours& best) const {
+bool HostGrid::range_query(const float* query, int64_t exclude, int rings, BoundedNeighbours& best) const {
   const GridGeometry& g = geometry_;
   int64_t centre[kGridMaxDim];
   for (int j = 0; j < g.dim; ++j) centre[j] = g.coord(j, query[j]);
-  const double trusted = g.trusted_sq();
-  for (int offset = 0; offset < g.neighbour_offsets(); ++offset) {
-    uint64_t key = 0;
-    bool inside = true;
-    for (int j = 0, rest = offset; j < g.dim; ++j, rest /= 3) {
-      const int64_t c = centre[j] + rest % 3 - 1;
-      inside = inside && g.inside(j, c);
-      key += static_cast<uint64_t>(c) * g.stride[j];
+  const double keep = g.trusted_sq(rings);  // farther candidates can never be part of a certain answer
+  for (int ring = 1; ring <= rings; ++ring) {
+    for (int64_t offset = 0; offset < g.ring_offsets(ring); ++offset) {
+      uint64_t key = 0;
+      const int64_t cell = g.ring_cell(centre, ring, offset, key) ? find_cell(key) : -1;
+      if (cell < 0) continue;
+      for (int64_t p = starts_[size_t(cell)]; p < starts_[size_t(cell + 1)]; ++p) {
+        const int64_t id = ids_[size_t(p)];
+        if (id == exclude) continue;
+        const double d = squared_distance(query, base_.row(id), g.dim);
+        if (d <= keep) best.offer(d, id);
+      }
     }
-    const int64_t cell = inside ? find_cell(key) : -1;
-    if (cell < 0) continue;
-    for (int64_t p = starts_[size_t(cell)]; p < starts_[size_t(cell + 1)]; ++p) {
-      const int64_t id = ids_[size_t(p)];
-      if (id == exclude) continue;
-      const double d = squared_distance(query, base_.row(id), g.dim);
-      if (d > trusted) continue;
-      best.offer(d, id);
-    }
+    if (best.full() && best.worst() <= g.trusted_sq(ring)) return true;  // k certain within this ring
   }
-  return best.full();  // k candidates within the trusted radius
+  return false;
 }
 
 }  // namespace gknn::detail::join

@@ -29,9 +29,10 @@ class HostGrid {
   /// Points of the base in the cell of `point` (0 when that cell is empty or outside the grid).
   int64_t population(const float* point) const;
 
-  /// The seed's range query: candidates from the 3^d cells around the query, those within the trusted radius
-  /// (grid_geometry.hpp) offered to `best` (capacity k, empty). True when k were found: then `best` is exact.
-  bool range_query(const float* query, int64_t exclude, BoundedNeighbours& best) const;
+  /// The seed's range query (rings = 1): candidates from the 3^d cells around the query offered to `best`
+  /// (capacity k, empty); with rings > 1 the query grows outward ring by ring until it is certain. True when it is
+  /// certain (grid_geometry.hpp): then `best` is exact.
+  bool range_query(const float* query, int64_t exclude, int rings, BoundedNeighbours& best) const;
 
  private:
   int64_t find_cell(uint64_t key) const;  ///< index into keys_, -1 when empty

@@ -26,4 +26,13 @@ GridGeometry make_geometry(const double* lo, const double* hi, int dim, double e
   return g;
 }
 
+int max_rings(int rings, int dim) {
+  if (rings > 0) return rings;
+  // Ring r enumerates its whole cube, (2r + 1)^d offsets: keep the sum over the rings within 20 000.
+  int r = 1;
+  double visited = std::pow(3.0, dim);
+  while (visited + std::pow(2.0 * (r + 1) + 1, dim) <= 20000) visited += std::pow(2.0 * (++r) + 1, dim);
+  return r;
+}
+
 }  // namespace gknn::detail::join

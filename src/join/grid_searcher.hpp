@@ -21,9 +21,10 @@ class GridSearcher {
   virtual std::vector<int64_t> search(const std::vector<int64_t>& ids) = 0;
 };
 
-std::unique_ptr<GridSearcher> make_host_searcher(const Problem& problem, const Output& output);
+/// rings: how far a query may grow before it fails (1: the seed's 3^d cells; see max_rings).
+std::unique_ptr<GridSearcher> make_host_searcher(const Problem& problem, const Output& output, int rings);
 /// Throws Unsupported without CUDA. threads_per_query: t of the seed (a power of two <= 32).
 std::unique_ptr<GridSearcher> make_cuda_searcher(const Problem& problem, const Output& output, int device,
-                                                 int threads_per_query);
+                                                 int threads_per_query, int rings);
 
 }  // namespace gknn::detail::join

@@ -9,7 +9,8 @@ namespace {
 
 class HostSearcher final : public GridSearcher {
  public:
-  HostSearcher(const Problem& problem, const Output& output) : problem_(problem), output_(output) {}
+  HostSearcher(const Problem& problem, const Output& output, int rings)
+      : problem_(problem), output_(output), rings_(rings) {}
 
   void build(const GridGeometry& geometry) override { grid_.emplace(problem_.base, geometry); }
 
@@ -22,7 +23,7 @@ class HostSearcher final : public GridSearcher {
       for (size_t i = 0; i < ids.size(); ++i) {
         const int64_t q = ids[i];
         best.clear();
-        if (grid_->range_query(problem_.queries.row(q), problem_.excluded(q), best))
+        if (grid_->range_query(problem_.queries.row(q), problem_.excluded(q), rings_, best))
           output_.write_row(problem_, q, best.sorted());
         else
           failed[i] = 1;
@@ -37,13 +38,14 @@ class HostSearcher final : public GridSearcher {
  private:
   Problem problem_;
   Output output_;
+  int rings_;
   std::optional<HostGrid> grid_;
 };
 
 }  // namespace
 
-std::unique_ptr<GridSearcher> make_host_searcher(const Problem& problem, const Output& output) {
-  return std::make_unique<HostSearcher>(problem, output);
+std::unique_ptr<GridSearcher> make_host_searcher(const Problem& problem, const Output& output, int rings) {
+  return std::make_unique<HostSearcher>(problem, output, rings);
 }
 
 }  // namespace gknn::detail::join

@@ -9,6 +9,7 @@
 #include "gknn/error.hpp"
 #include "gknn/search.hpp"
 #include "join/driver.hpp"
+#include "join/grid_geometry.hpp"
 
 namespace gknn {
 namespace {
@@ -22,6 +23,8 @@ void validate_params(const JoinParams& params) {
   const int t = params.threads_per_query;
   GKNN_EXPECT(t >= 1 && t <= 32 && (t & (t - 1)) == 0, ErrorCode::InvalidArgument,
               "knn_join: threads_per_query must be 1, 2, 4, 8, 16 or 32 (got ", t, ")");
+  GKNN_EXPECT(params.rings >= 0 && params.rings <= 64, ErrorCode::InvalidArgument,
+              "knn_join: rings must be in [0, 64] (0 = automatic; got ", params.rings, ")");
   GKNN_EXPECT(params.epsilon >= 0 && std::isfinite(params.epsilon), ErrorCode::InvalidArgument,
               "knn_join: epsilon must be >= 0 and finite (0 = chosen by sampling; got ", params.epsilon, ")");
   const auto fraction = [](double v, const char* name) {
@@ -96,7 +99,8 @@ Result run(const Problem& problem, const JoinParams& params) {
   result.indices.resize(size_t(result.rows * result.k));
   const Output output{&result};
   const auto make_searcher = [&] {
-    return detail::join::make_cuda_searcher(problem, output, params.device, params.threads_per_query);
+    return detail::join::make_cuda_searcher(problem, output, params.device, params.threads_per_query,
+                                            detail::join::max_rings(params.rings, int(problem.dim())));
   };
   detail::join::run_join(problem, output, mode, params, make_searcher, report);
   return result;
