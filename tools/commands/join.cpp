@@ -24,23 +24,8 @@ struct JoinCommand {
   std::string distances_out;
   bool no_progress = false;
 
-  void check_outputs() const {
-    if (!indices_out.empty()) {
-      const std::string ext = extension_of(indices_out);
-      GKNN_EXPECT(ext == "ivecs" || ext == "npy", ErrorCode::InvalidArgument, "-o: '", indices_out,
-                  "' must end in .ivecs or .npy");
-      ensure_writable(indices_out, "-o");
-    }
-    if (!distances_out.empty()) {
-      const std::string ext = extension_of(distances_out);
-      GKNN_EXPECT(ext == "fvecs" || ext == "npy", ErrorCode::InvalidArgument, "--distances-out: '", distances_out,
-                  "' must end in .fvecs or .npy");
-      ensure_writable(distances_out, "--distances-out");
-    }
-  }
-
   int run() {
-    check_outputs();
+    check_neighbour_outputs(indices_out, distances_out);
     const HostMatrix<float> points = with_option("--input", [&] { return load_matrix(input); });
     HostMatrix<float> query_points;
     if (!queries.empty()) query_points = with_option("--queries", [&] { return load_matrix(queries); });

@@ -22,23 +22,8 @@ struct SearchCommand {
   std::string groundtruth;
   bool no_progress = false;
 
-  void check_outputs() const {
-    if (!indices_out.empty()) {
-      const std::string ext = extension_of(indices_out);
-      GKNN_EXPECT(ext == "ivecs" || ext == "npy", ErrorCode::InvalidArgument, "-o: '", indices_out,
-                  "' must end in .ivecs or .npy");
-      ensure_writable(indices_out, "-o");
-    }
-    if (!distances_out.empty()) {
-      const std::string ext = extension_of(distances_out);
-      GKNN_EXPECT(ext == "fvecs" || ext == "npy", ErrorCode::InvalidArgument, "--distances-out: '", distances_out,
-                  "' must end in .fvecs or .npy");
-      ensure_writable(distances_out, "--distances-out");
-    }
-  }
-
   int run() const {
-    check_outputs();  // before any long work
+    check_neighbour_outputs(indices_out, distances_out);  // before any long work
     const SearchParams base_params = search.params();
     const Dataset data = load_dataset(search);
     HostMatrix<int64_t> truth;
