@@ -5,7 +5,6 @@
 // fails and goes back to the work queue. With rings > 1 (beyond the seed) a query that is not yet certain grows
 // outward ring by ring inside the kernel before it fails.
 #include <algorithm>
-#include <cstring>
 #include <limits>
 
 #include <cub/device/device_radix_sort.cuh>
@@ -22,6 +21,7 @@ namespace gknn::detail::join {
 namespace {
 
 using cuda_detail::DeviceBuffer;
+using cuda_detail::PinnedBuffer;
 using cuda_detail::Stream;
 
 constexpr int kBlock = 256;
@@ -289,23 +289,16 @@ class CudaSearcher final : public GridSearcher {
     const int64_t threads = count * t_;
     range_query_kernel<<<unsigned((threads + kBlock - 1) / kBlock), kBlock, 0, s>>>(grid, batch);
     GKNN_CUDA_CHECK_LAUNCH();
-    host_d_.resize(size_t(count * k));
-    host_i_.resize(size_t(count * k));
-    host_ok_.resize(size_t(count));
+    if (host_ok_.size() < size_t(count)) {  // page-locked, so the copies below run at full bandwidth
+      host_d_ = PinnedBuffer<float>(size_t(count * k));
+      host_i_ = PinnedBuffer<int64_t>(size_t(count * k));
+      host_ok_ = PinnedBuffer<unsigned char>(size_t(count));
+    }
     GKNN_CUDA_TRY(cudaMemcpyAsync(host_d_.data(), out_d_.data(), out_d_.bytes(), cudaMemcpyDeviceToHost, s));
     GKNN_CUDA_TRY(cudaMemcpyAsync(host_i_.data(), out_i_.data(), out_i_.bytes(), cudaMemcpyDeviceToHost, s));
     GKNN_CUDA_TRY(cudaMemcpyAsync(host_ok_.data(), ok_.data(), ok_.bytes(), cudaMemcpyDeviceToHost, s));
     stream_.sync();
-    Result& result = *output_.result;
-    for (int64_t slot = 0; slot < count; ++slot) {
-      const int64_t q = ids[slot];
-      if (!host_ok_[size_t(slot)]) {
-        failed.push_back(q);
-        continue;
-      }
-      std::memcpy(result.distances.data() + q * k, host_d_.data() + slot * k, size_t(k) * sizeof(float));
-      std::memcpy(result.indices.data() + q * k, host_i_.data() + slot * k, size_t(k) * sizeof(int64_t));
-    }
+    output_.scatter(k, ids, count, host_d_.data(), host_i_.data(), host_ok_.data(), failed);
   }
 
   Problem problem_;
@@ -328,9 +321,9 @@ class CudaSearcher final : public GridSearcher {
   DeviceBuffer<float> out_d_;
   DeviceBuffer<int64_t> out_i_;
   DeviceBuffer<unsigned char> ok_;
-  std::vector<float> host_d_;
-  std::vector<int64_t> host_i_;
-  std::vector<unsigned char> host_ok_;
+  PinnedBuffer<float> host_d_;
+  PinnedBuffer<int64_t> host_i_;
+  PinnedBuffer<unsigned char> host_ok_;
 };
 
 }  // namespace

@@ -157,7 +157,15 @@ void run_join(const Problem& problem, const Output& output, JoinMode mode, const
   const GridGeometry geometry = make_geometry(gpu.box.lo, gpu.box.hi, int(problem.dim()), gpu.eps);
   report.epsilon_final = geometry.side;
   QueueParams queue_params{params.n_large, params.n_small, params.n_cpu, params.cpu_window, mode == JoinMode::Gpu};
-  WorkQueue queue(order_by_population(problem, geometry), queue_params);
+  // GPU-only batches take every unfinished point, so their order would buy nothing: the identity is free.
+  std::vector<int64_t> order;
+  if (mode == JoinMode::Gpu) {
+    order.resize(size_t(problem.queries.rows));
+    std::iota(order.begin(), order.end(), 0);
+  } else {
+    order = order_by_population(problem, geometry);
+  }
+  WorkQueue queue(std::move(order), queue_params);
   report.ordering_ms = ms_since(phase);
 
   // The kd-tree is built beside the GPU's first grid and batches: the CPU workers start when it is ready.

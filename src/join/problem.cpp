@@ -1,5 +1,6 @@
 #include "join/problem.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -25,6 +26,18 @@ void Output::write_row(const Problem& problem, int64_t row, const std::vector<Ca
     distances[j] = std::numeric_limits<float>::infinity();
     indices[j] = -1;
   }
+}
+
+void Output::scatter(int64_t k, const int64_t* ids, int64_t count, const float* distances, const int64_t* indices,
+                     const unsigned char* ok, std::vector<int64_t>& failed) const {
+#pragma omp parallel for schedule(static) if (count >= 65536)
+  for (int64_t s = 0; s < count; ++s) {
+    if (!ok[s]) continue;
+    std::copy(distances + s * k, distances + (s + 1) * k, result->distances.data() + ids[s] * k);
+    std::copy(indices + s * k, indices + (s + 1) * k, result->indices.data() + ids[s] * k);
+  }
+  for (int64_t s = 0; s < count; ++s)
+    if (!ok[s]) failed.push_back(ids[s]);
 }
 
 }  // namespace gknn::detail::join
