@@ -67,8 +67,8 @@ TEST(JoinGpu, TinyEpsilonFailsReindexesAndStaysExact) {
     params.cpu_window = 0.2;
     params.report = &report;
     EXPECT_EQ(compare_join(knn_join(points.view(), 16, params), want), "") << to_string(mode);
-    EXPECT_GT(report.failed_queries, 0) << to_string(mode);
-    if (mode == JoinMode::Gpu) {
+    if (mode == JoinMode::Gpu) {  // hybrid: the CPU workers may answer everything before the GPU's first batch
+      EXPECT_GT(report.failed_queries, 0);
       EXPECT_GT(report.reindexings, 0);
     }
   }
