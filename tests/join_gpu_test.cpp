@@ -89,8 +89,10 @@ TEST(JoinGpu, QueriesAgainstABase) {
   HostMatrix<float> queries = random_matrix(700, 2, 45);
   for (int64_t j = 0; j < 2; ++j) queries.row(3)[j] = -100.f;
   const Result want = join_oracle(base.view(), queries.view(), 10, false);
-  for (JoinMode mode : {JoinMode::Gpu, JoinMode::Hybrid})
+  for (JoinMode mode : {JoinMode::Gpu, JoinMode::Hybrid}) {
     EXPECT_EQ(compare_join(knn_join(queries.view(), base.view(), 10, gpu_params(mode)), want), "") << to_string(mode);
+    EXPECT_EQ(knn_join(FloatView{queries.data.data(), 0, 2, 0}, base.view(), 10, gpu_params(mode)).rows, 0);
+  }
 }
 
 TEST(JoinGpu, BiggerUniformSet) {

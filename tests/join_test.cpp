@@ -148,6 +148,13 @@ TEST(JoinCpu, QueriesAgainstABase) {
     EXPECT_EQ(compare_join(emulated_join(base.view(), queries.view(), 12, false, mode, params, report), want), "")
         << to_string(mode);
   }
+  // No queries: an empty result in every mode.
+  const FloatView none{queries.data.data(), 0, 2, 0};
+  EXPECT_EQ(knn_join(none, base.view(), 4, params).rows, 0);
+  for (JoinMode mode : {JoinMode::Hybrid, JoinMode::Gpu}) {
+    JoinReport report;
+    EXPECT_EQ(emulated_join(base.view(), none, 4, false, mode, params, report).rows, 0) << to_string(mode);
+  }
   // The query equal to a base row finds it at distance 0 (nothing is excluded in R ⋈ S).
   const Result self_as_rs = knn_join(base.view(), base.view(), 1, params);
   for (int64_t i = 0; i < 50; ++i) EXPECT_EQ(self_as_rs.distance(i, 0), 0.f);

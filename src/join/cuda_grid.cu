@@ -197,10 +197,9 @@ int key_bits(const GridGeometry& g) {
 class CudaSearcher final : public GridSearcher {
  public:
   CudaSearcher(const Problem& problem, const Output& output, int device, int threads_per_query, int rings)
-      : problem_(problem), output_(output), device_(device), t_(threads_per_query), rings_(rings) {
+      : problem_(problem), output_(output), device_(use_device(device)), t_(threads_per_query), rings_(rings) {
     GKNN_EXPECT(problem.base.rows < (int64_t(1) << 32), ErrorCode::Unsupported,
                 "knn_join: the GPU grid indexes at most 2^32 - 1 points (got ", problem.base.rows, ")");
-    GKNN_CUDA_TRY(cudaSetDevice(device_));
     upload(problem.base, base_);
     if (!problem.self) upload(problem.queries, queries_);
   }
@@ -265,8 +264,15 @@ class CudaSearcher final : public GridSearcher {
   }
 
  private:
+  /// Makes `device` current before the members that allocate on it (the stream) are constructed.
+  static int use_device(int device) {
+    GKNN_CUDA_TRY(cudaSetDevice(device));
+    return device;
+  }
+
   static void upload(FloatView m, DeviceBuffer<float>& out) {
     out.resize(size_t(m.rows * m.cols));
+    if (m.rows == 0) return;
     GKNN_CUDA_TRY(cudaMemcpy2D(out.data(), size_t(m.cols) * sizeof(float), m.data, size_t(m.row_stride()) * sizeof(float),
                                size_t(m.cols) * sizeof(float), size_t(m.rows), cudaMemcpyHostToDevice));
   }
@@ -303,7 +309,7 @@ class CudaSearcher final : public GridSearcher {
 
   Problem problem_;
   Output output_;
-  int device_;
+  int device_;  // before stream_: the stream is created on this device
   int t_;
   int rings_;
   Stream stream_;
