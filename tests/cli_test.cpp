@@ -456,4 +456,27 @@ TEST_F(Cli, BenchJsonIsValid) {
   EXPECT_NE(table.out.find("queries/s"), std::string::npos) << table.out;
 }
 
+TEST_F(Cli, JoinWritesTheSelfJoinAndReports) {
+  ASSERT_EQ(gknn("gen --rows 600 --dim 3 --distribution expo --lambda 40 -o pts.npy").code, 0);
+  const CliRun r = gknn("join --input pts.npy -k 7 --mode cpu -o ids.npy --distances-out d.npy");
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* line : {"phases", "share", "re-indexings"}) EXPECT_NE(r.out.find(line), std::string::npos) << r.out;
+  const gknn::HostMatrix<float> points = gknn::read_npy_float(path("pts.npy"));
+  const gknn::HostMatrix<int64_t> ids = gknn::read_npy_int64(path("ids.npy"));
+  const gknn::HostMatrix<float> distances = gknn::read_npy_float(path("d.npy"));
+  gknn::JoinParams params;
+  params.mode = gknn::JoinMode::Cpu;
+  const gknn::Result want = gknn::knn_join(points.view(), 7, params);
+  EXPECT_EQ(ids.data, want.indices);
+  EXPECT_EQ(distances.data, want.distances);
+  for (int64_t i = 0; i < ids.rows; ++i) EXPECT_NE(ids.row(i)[0], i);  // never the point itself
+}
+
+TEST_F(Cli, JoinErrors) {
+  ASSERT_EQ(gknn("gen --rows 5 --dim 2 -o pts.npy").code, 0);
+  expect_error("join --input pts.npy -k 5 --mode cpu", 1, "smaller than the number of points");
+  expect_error("join --input pts.npy -k 2 --mode fast", 2, "fast");
+  expect_error("join --input missing.npy -k 2", 1, "--input");
+}
+
 }  // namespace

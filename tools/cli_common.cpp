@@ -101,4 +101,19 @@ double median(std::vector<double> values) {
   return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
 
+void check_neighbour_outputs(const std::string& indices_out, const std::string& distances_out) {
+  if (!indices_out.empty()) {
+    const std::string ext = extension_of(indices_out);
+    GKNN_EXPECT(ext == "ivecs" || ext == "npy", ErrorCode::InvalidArgument, "-o: '", indices_out,
+                "' must end in .ivecs or .npy");
+    ensure_writable(indices_out, "-o");
+  }
+  if (!distances_out.empty()) {
+    const std::string ext = extension_of(distances_out);
+    GKNN_EXPECT(ext == "fvecs" || ext == "npy", ErrorCode::InvalidArgument, "--distances-out: '", distances_out,
+                "' must end in .fvecs or .npy");
+    ensure_writable(distances_out, "--distances-out");
+  }
+}
+
 }  // namespace gknn::cli

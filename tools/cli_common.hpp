@@ -44,6 +44,10 @@ auto with_option(const std::string& option, Load&& load) -> decltype(load()) {
 /// typo in an output directory does not cost a whole search. Leaves an existing file untouched.
 void ensure_writable(const std::string& path, const std::string& option);
 
+/// Checks the outputs of a neighbour search before any long work: indices (-o) end in .ivecs or .npy, distances
+/// (--distances-out) in .fvecs or .npy, both writable; an empty path is not written and not checked.
+void check_neighbour_outputs(const std::string& indices_out, const std::string& distances_out);
+
 /// Lower-case extension of a path without the dot ("" when none), ignoring an HDF5 ":dataset" suffix.
 std::string extension_of(const std::string& path);
 

@@ -27,7 +27,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   const std::vector<gknn::cli::Command> commands = {
       gknn::cli::add_search_command(app), gknn::cli::add_gen_command(app), gknn::cli::add_recall_command(app),
-      gknn::cli::add_info_command(app), gknn::cli::add_bench_command(app)};
+      gknn::cli::add_info_command(app), gknn::cli::add_bench_command(app),
+      gknn::cli::add_join_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

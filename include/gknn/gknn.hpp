@@ -6,6 +6,7 @@
 #include "gknn/index.hpp"
 #include "gknn/info.hpp"
 #include "gknn/io.hpp"
+#include "gknn/join.hpp"
 #include "gknn/recall.hpp"
 #include "gknn/search.hpp"
 #include "gknn/sharded_index.hpp"

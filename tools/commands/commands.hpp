@@ -12,5 +12,6 @@ Command add_gen_command(CLI::App& root);
 Command add_recall_command(CLI::App& root);
 Command add_info_command(CLI::App& root);
 Command add_bench_command(CLI::App& root);
+Command add_join_command(CLI::App& root);
 
 }  // namespace gknn::cli

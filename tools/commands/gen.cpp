@@ -132,7 +132,7 @@ Command add_gen_command(CLI::App& root) {
   CLI::App* app = root.add_subcommand("gen", "generate a reproducible synthetic dataset (fixed seed)");
   app->add_option("--rows", cmd->rows, "base vectors")->required()->check(positive());
   app->add_option("--dim", cmd->dim, "dimension")->required()->check(positive());
-  app->add_option("--distribution", cmd->distribution, "uniform, gaussian, clusters or exponential")
+  app->add_option("--distribution", cmd->distribution, "uniform, gaussian, clusters or exponential (expo)")
       ->check(name_check([](const std::string& s) { parse_distribution(s); }, "DISTRIBUTION"))
       ->capture_default_str();
   app->add_option("--seed", cmd->seed, "random seed")->capture_default_str();

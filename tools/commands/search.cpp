@@ -28,23 +28,8 @@ struct SearchCommand {
   int repeat = 1;
   int64_t oracle_sample = 0;
 
-  void check_outputs() const {
-    if (!indices_out.empty()) {
-      const std::string ext = extension_of(indices_out);
-      GKNN_EXPECT(ext == "ivecs" || ext == "npy", ErrorCode::InvalidArgument, "-o: '", indices_out,
-                  "' must end in .ivecs or .npy");
-      ensure_writable(indices_out, "-o");
-    }
-    if (!distances_out.empty()) {
-      const std::string ext = extension_of(distances_out);
-      GKNN_EXPECT(ext == "fvecs" || ext == "npy", ErrorCode::InvalidArgument, "--distances-out: '", distances_out,
-                  "' must end in .fvecs or .npy");
-      ensure_writable(distances_out, "--distances-out");
-    }
-  }
-
   int run() const {
-    check_outputs();  // before any long work
+    check_neighbour_outputs(indices_out, distances_out);  // before any long work
     const SearchParams base_params = search.params();
     const std::string backend = backend_description(base_params);  // an impossible combination fails before loading
     const Dataset data = load_scaled_dataset(search, scale, groundtruth);

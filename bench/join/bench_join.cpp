@@ -1,0 +1,228 @@
+// bench_join.cpp: the kNN self-join on the seed's data sets (UNIF/EXPO, 2/4/6-D, K = 32): every mode, the t sweep
+// of its Table 7, optionally time vs K and CPU-thread scaling; checks that every mode returns identical ids and
+// writes a CSV and a markdown table (with the seed's Table 6 beside). bench/join/ckdtree_peer.py times scipy's
+// cKDTree on the same files (--data-dir), bench/join/plot.py draws the PNGs.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gknn/generate.hpp"
+#include "gknn/io.hpp"
+#include "gknn/join.hpp"
+#include "gknn/search.hpp"
+
+namespace {
+
+using namespace gknn;
+
+struct Args {
+  int64_t points = 1000000;
+  std::vector<int64_t> ks = {32};
+  std::vector<int64_t> dims = {2, 4, 6};
+  std::vector<std::string> dists = {"unif", "expo"};
+  std::vector<std::string> modes = {"hybrid", "cpu", "gpu", "gpu+rings", "hybrid+rings"};
+  std::vector<int64_t> t_sweep = {1, 8, 16, 32};
+  std::vector<int64_t> thread_sweep;  ///< CPU-only runs with these thread counts (empty: none)
+  int reps = 1;
+  std::string csv = "bench/results/join.csv";
+  std::string md = "bench/results/join.md";
+  std::string data_dir;
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+std::vector<int64_t> split_ints(const std::string& s) {
+  std::vector<int64_t> out;
+  for (const std::string& v : split(s)) out.push_back(static_cast<int64_t>(std::stod(v)));
+  return out;
+}
+
+[[noreturn]] void usage(const char* why) {
+  std::fprintf(stderr,
+               "gknn_join_bench: %s\nusage: gknn_join_bench [--points N] [--k LIST] [--dims LIST] [--dists unif,expo] "
+               "[--modes hybrid,cpu,gpu,round_robin,gpu+rings,hybrid+rings] [--t-sweep LIST|none] [--thread-sweep LIST] [--reps N] "
+               "[--csv FILE] [--md FILE] [--data-dir DIR]\n",
+               why);
+  std::exit(2);
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string s = argv[i];
+    if (i + 1 >= argc) usage(("missing value after " + s).c_str());
+    const std::string v = argv[++i];
+    if (s == "--points") a.points = static_cast<int64_t>(std::stod(v));
+    else if (s == "--k") a.ks = split_ints(v);
+    else if (s == "--dims") a.dims = split_ints(v);
+    else if (s == "--dists") a.dists = split(v);
+    else if (s == "--modes") a.modes = split(v);
+    else if (s == "--t-sweep") a.t_sweep = v == "none" ? std::vector<int64_t>{} : split_ints(v);
+    else if (s == "--thread-sweep") a.thread_sweep = split_ints(v);
+    else if (s == "--reps") a.reps = std::stoi(v);
+    else if (s == "--csv") a.csv = v;
+    else if (s == "--md") a.md = v;
+    else if (s == "--data-dir") a.data_dir = v;
+    else usage(("unknown option " + s).c_str());
+  }
+  return a;
+}
+
+struct Row {
+  std::string set;
+  int64_t n = 0, d = 0, k = 0;
+  std::string mode;
+  int t = 8;
+  int threads = 0;
+  double seconds = 0;
+  JoinReport report;
+  bool ids_match = true;
+};
+
+/// The seed's Table 6 (GP100 + 16 cores, 10^7 points, K = 32), seconds.
+const std::map<std::string, double> kSeedTable6 = {{"UNIF2D", 9.82},  {"UNIF4D", 19.54}, {"UNIF6D", 74.50},
+                                                   {"EXPO2D", 10.82}, {"EXPO4D", 22.97}, {"EXPO6D", 77.21}};
+
+std::string set_name(const std::string& dist, int64_t d) {
+  return (dist == "expo" ? "EXPO" : "UNIF") + std::to_string(d) + "D";
+}
+
+HostMatrix<float> make_set(const std::string& dist, int64_t n, int64_t d) {
+  GenerateParams p;
+  p.distribution = dist == "expo" ? Distribution::Exponential : Distribution::Uniform;
+  p.lambda = 40;
+  return generate(n, d, p);
+}
+
+Row run(const HostMatrix<float>& points, const std::string& set, int64_t k, const std::string& mode, int t, int threads,
+        int reps, Result* result) {
+  Row row;
+  row.set = set;
+  row.n = points.rows;
+  row.d = points.cols;
+  row.k = k;
+  row.mode = mode;
+  row.t = t;
+  row.threads = threads;
+  JoinParams params;
+  // "gpu+rings": the mode with queries growing outward in the kernel (JoinParams::rings = 0, beyond the seed).
+  const size_t plus = mode.find("+rings");
+  params.mode = parse_join_mode(mode.substr(0, plus));
+  if (plus != std::string::npos) params.rings = 0;
+  params.threads_per_query = t;
+  params.cpu_threads = threads;
+  params.report = &row.report;
+  double best = 1e300;
+  for (int r = 0; r < reps; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    *result = knn_join(points.view(), k, params);
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  row.seconds = best;
+  std::printf("%-7s n=%lld k=%-4lld %-11s t=%-2d thr=%-3d %8.3f s  eps %.0f ord %.0f idx %.0f gpu %.0f cpu %.0f ms, "
+              "gpu share %.2f, imbalance %.3f, reidx %lld, failed %lld\n",
+              set.c_str(), (long long)points.rows, (long long)k, mode.c_str(), t, threads, row.seconds,
+              row.report.epsilon_ms, row.report.ordering_ms, row.report.index_ms, row.report.gpu_ms, row.report.cpu_ms,
+              double(row.report.gpu_queries) / double(points.rows), row.report.load_imbalance,
+              (long long)row.report.reindexings, (long long)row.report.failed_queries);
+  std::fflush(stdout);
+  return row;
+}
+
+void write_csv(const std::string& path, const std::vector<Row>& rows) {
+  std::ofstream out(path);
+  out << "set,n,d,k,mode,t,threads,seconds,epsilon_ms,ordering_ms,index_ms,cpu_index_ms,gpu_ms,cpu_ms,load_imbalance,"
+         "reindexings,failed_queries,gpu_queries,cpu_queries,ids_match\n";
+  for (const Row& r : rows)
+    out << r.set << ',' << r.n << ',' << r.d << ',' << r.k << ',' << r.mode << ',' << r.t << ',' << r.threads << ','
+        << r.seconds << ',' << r.report.epsilon_ms << ',' << r.report.ordering_ms << ',' << r.report.index_ms << ','
+        << r.report.cpu_index_ms << ','
+        << r.report.gpu_ms << ',' << r.report.cpu_ms << ',' << r.report.load_imbalance << ',' << r.report.reindexings
+        << ',' << r.report.failed_queries << ',' << r.report.gpu_queries << ',' << r.report.cpu_queries << ','
+        << (r.ids_match ? 1 : 0) << '\n';
+}
+
+void write_md(const std::string& path, const Args& a, const std::vector<Row>& rows) {
+  std::ofstream out(path);
+  out << "# kNN self-join (gknn_join_bench)\n\n" << a.points << " points per set; seconds, best of " << a.reps
+      << "; every mode's ids compared with the first mode's (ids_match). The seed's Table 6 is for 10^7 points on a "
+         "GP100 + 16 cores.\n\n";
+  out << "| set | k | mode | t | threads | s | epsilon ms | ordering ms | index ms | GPU ms | CPU ms | GPU share | "
+         "imbalance | re-indexings | failed | ids match | seed Table 6 s |\n";
+  out << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const Row& r : rows) {
+    const auto seed = kSeedTable6.find(r.set);
+    char line[512];
+    std::snprintf(line, sizeof line, "| %s | %lld | %s | %d | %d | %.3f | %.0f | %.0f | %.0f | %.0f | %.0f | %.2f | %.3f | %lld | "
+                  "%lld | %s | %s |\n",
+                  r.set.c_str(), (long long)r.k, r.mode.c_str(), r.t, r.threads, r.seconds, r.report.epsilon_ms,
+                  r.report.ordering_ms, r.report.index_ms, r.report.gpu_ms, r.report.cpu_ms,
+                  double(r.report.gpu_queries) / double(r.n), r.report.load_imbalance, (long long)r.report.reindexings,
+                  (long long)r.report.failed_queries, r.ids_match ? "yes" : "NO",
+                  seed != kSeedTable6.end() && r.k == 32 ? std::to_string(seed->second).substr(0, 5).c_str() : "");
+    out << line;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args a = parse(argc, argv);
+  const bool gpu = backend_available(Backend::Cuda);
+  std::vector<Row> rows;
+  try {
+    for (const std::string& dist : a.dists)
+      for (int64_t d : a.dims) {
+        const std::string set = set_name(dist, d);
+        const HostMatrix<float> points = make_set(dist, a.points, d);
+        if (!a.data_dir.empty()) write_npy(a.data_dir + "/" + set + ".npy", points.view());
+        for (int64_t k : a.ks) {
+          Result first, got;
+          bool have_first = false;
+          const auto check = [&](Row& row) {
+            if (!have_first) {
+              first = got;
+              have_first = true;
+            }
+            row.ids_match = got.indices == first.indices;
+            if (!row.ids_match) std::printf("  !! %s %s: ids differ from the first mode's\n", set.c_str(), row.mode.c_str());
+            rows.push_back(row);
+          };
+          for (const std::string& mode : a.modes) {
+            if (mode.rfind("cpu", 0) != 0 && mode.rfind("round_robin", 0) != 0 && !gpu) continue;
+            Row row = run(points, set, k, mode, 8, 0, a.reps, &got);
+            check(row);
+          }
+          if (gpu && k == 32 && d >= 4 && dist == "unif")
+            for (int64_t t : a.t_sweep) {
+              if (t == 8) continue;  // the mode rows above ran t = 8
+              Row row = run(points, set, k, "hybrid", int(t), 0, a.reps, &got);
+              check(row);
+            }
+          for (int64_t threads : a.thread_sweep) {
+            Row row = run(points, set, k, "cpu", 8, int(threads), a.reps, &got);
+            check(row);
+          }
+        }
+      }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gknn_join_bench: %s\n", e.what());
+    return 1;
+  }
+  write_csv(a.csv, rows);
+  write_md(a.md, a, rows);
+  std::printf("wrote %s and %s\n", a.csv.c_str(), a.md.c_str());
+  for (const Row& r : rows)
+    if (!r.ids_match) return 1;
+  return 0;
+}

@@ -1,0 +1,233 @@
+#include "join/driver.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <exception>
+#include <future>
+#include <mutex>
+#include <chrono>
+#include <numeric>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "gknn/error.hpp"
+#include "join/epsilon.hpp"
+#include "join/grid.hpp"
+#include "join/kdtree.hpp"
+#include "join/work_queue.hpp"
+
+namespace gknn::detail::join {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point start) { return std::chrono::duration<double, std::milli>(Clock::now() - start).count(); }
+
+/// Query ids by the population of their base cell, largest first; ties by cell then id, so that the points of one
+/// cell stay together (the locality the seed credits for its queue's speed).
+std::vector<int64_t> order_by_population(const Problem& problem, const GridGeometry& geometry) {
+  const HostGrid grid(problem.base, geometry);
+  const int64_t n = problem.queries.rows;
+  std::vector<int64_t> population(static_cast<size_t>(n));
+  std::vector<uint64_t> key(static_cast<size_t>(n));
+#pragma omp parallel for if (n >= 65536)
+  for (int64_t i = 0; i < n; ++i) {
+    population[size_t(i)] = grid.population(problem.queries.row(i));
+    key[size_t(i)] = cell_key(geometry, problem.queries.row(i));
+  }
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    if (population[size_t(a)] != population[size_t(b)]) return population[size_t(a)] > population[size_t(b)];
+    if (key[size_t(a)] != key[size_t(b)]) return key[size_t(a)] < key[size_t(b)];
+    return a < b;
+  });
+  return order;
+}
+
+int resolve_threads(int requested, bool leave_one_for_gpu) {
+  const int hardware = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  if (requested > 0) return requested;
+  return leave_one_for_gpu ? std::max(1, hardware - 1) : hardware;
+}
+
+void report_progress(const JoinParams& params, int64_t done, int64_t total) {
+  if (params.progress) params.progress(total == 0 ? 1.0 : double(done) / double(total));
+}
+
+/// The exact CPU search of a batch of queries on the kd-tree.
+int64_t cpu_batch(const Problem& problem, const Output& output, const KdTree& tree, const std::vector<int64_t>& ids,
+                  BoundedNeighbours& best) {
+  for (int64_t q : ids) {
+    best.clear();
+    tree.search(problem.queries.row(q), problem.excluded(q), best);
+    output.write_row(problem, q, best.sorted());
+  }
+  return static_cast<int64_t>(ids.size());
+}
+
+/// The seed's epsilon growth (eps += eps_min / 2 when over 25% of a batch failed); after 16 such steps it doubles
+/// instead, so that a far outlier costs O(log) re-indexings in GPU-only mode rather than millions.
+double grown_epsilon(double eps, double eps_min, int64_t reindexings) {
+  return reindexings < 16 ? eps + 0.5 * eps_min : 2 * eps;
+}
+
+struct GpuSide {
+  std::unique_ptr<GridSearcher> searcher;
+  BoundingBox box;
+  double eps = 0;
+  double eps_min = 0;
+};
+
+void run_gpu(const Problem& problem, const JoinParams& params, GpuSide& gpu, WorkQueue& queue, JoinReport& report) {
+  for (;;) {
+    const std::vector<int64_t> ids = queue.take_gpu();
+    if (ids.empty()) return;
+    const std::vector<int64_t> failed = gpu.searcher->search(ids);
+    const int64_t answered = static_cast<int64_t>(ids.size() - failed.size());
+    report.gpu_batches += 1;
+    report.gpu_queries += answered;
+    report.failed_queries += static_cast<int64_t>(failed.size());
+    if (failed.size() * 4 > ids.size()) {
+      gpu.eps = grown_epsilon(gpu.eps, gpu.eps_min, report.reindexings);
+      const GridGeometry geometry = make_geometry(gpu.box.lo, gpu.box.hi, int(problem.dim()), gpu.eps);
+      gpu.searcher->build(geometry);
+      report.epsilon_final = geometry.side;
+      report.reindexings += 1;
+    }
+    queue.gpu_returned(failed, answered);
+    report_progress(params, queue.done(), queue.total());
+  }
+}
+
+void run_round_robin(const Problem& problem, const Output& output, const KdTree& tree, int threads,
+                     const JoinParams& params, JoinReport& report) {
+  const int64_t n = problem.queries.rows;
+  std::atomic<int64_t> done{0};
+  std::vector<std::thread> workers;
+  for (int p = 0; p < threads; ++p)
+    workers.emplace_back([&, p] {
+      BoundedNeighbours best(problem.k);
+      std::vector<int64_t> mine;
+      for (int64_t q = p; q < n; q += threads) mine.push_back(q);
+      cpu_batch(problem, output, tree, mine, best);
+      report_progress(params, done += static_cast<int64_t>(mine.size()), n);
+    });
+  for (std::thread& w : workers) w.join();
+  report.cpu_queries = n;
+  report.cpu_batches = threads;
+}
+
+}  // namespace
+
+void run_join(const Problem& problem, const Output& output, JoinMode mode, const JoinParams& params,
+              const SearcherFactory& make_searcher, JoinReport& report) {
+  const auto start = Clock::now();
+  report.mode = mode;
+  const bool uses_gpu = mode == JoinMode::Hybrid || mode == JoinMode::Gpu;
+  const bool uses_cpu = mode != JoinMode::Gpu;
+  const int threads = resolve_threads(params.cpu_threads, mode == JoinMode::Hybrid);
+
+  std::optional<KdTree> tree;
+  if (mode == JoinMode::RoundRobin) {
+    const auto index_start = Clock::now();
+    tree.emplace(problem.base);
+    report.cpu_index_ms = ms_since(index_start);
+    const auto cpu_start = Clock::now();
+    run_round_robin(problem, output, *tree, threads, params, report);
+    report.cpu_ms = ms_since(cpu_start);
+    report.total_ms = ms_since(start);
+    return;
+  }
+
+  // Epsilon (sampling) and the order of the queue (cell populations of the first grid).
+  auto phase = Clock::now();
+  GpuSide gpu;
+  gpu.box = bounding_box(problem.base);
+  if (params.epsilon > 0) {
+    gpu.eps_min = params.epsilon;
+  } else {
+    gpu.eps_min = select_epsilon(problem.base, problem.k).eps_min;
+  }
+  gpu.eps = gpu.eps_min;
+  report.epsilon_min = gpu.eps_min;
+  report.epsilon_ms = ms_since(phase);
+  phase = Clock::now();
+  const GridGeometry geometry = make_geometry(gpu.box.lo, gpu.box.hi, int(problem.dim()), gpu.eps);
+  report.epsilon_final = geometry.side;
+  QueueParams queue_params{params.n_large, params.n_small, params.n_cpu, params.cpu_window, mode == JoinMode::Gpu};
+  // GPU-only batches take every unfinished point, so their order would buy nothing: the identity is free.
+  std::vector<int64_t> order;
+  if (mode == JoinMode::Gpu) {
+    order.resize(size_t(problem.queries.rows));
+    std::iota(order.begin(), order.end(), 0);
+  } else {
+    order = order_by_population(problem, geometry);
+  }
+  WorkQueue queue(std::move(order), queue_params);
+  report.ordering_ms = ms_since(phase);
+
+  // The kd-tree is built beside the GPU's first grid and batches: the CPU workers start when it is ready.
+  const auto work_start = Clock::now();
+  std::shared_future<void> tree_ready;
+  if (uses_cpu)
+    tree_ready = std::async(std::launch::async, [&] {
+                   tree.emplace(problem.base);
+                   report.cpu_index_ms = ms_since(work_start);
+                 }).share();
+  double cpu_end_ms = 0, gpu_end_ms = 0;
+  std::vector<std::thread> workers;
+  std::mutex report_mutex;
+  std::exception_ptr cpu_error;
+  if (uses_cpu) {
+    for (int p = 0; p < threads; ++p)
+      workers.emplace_back([&] {
+        int64_t answered = 0, batches = 0;
+        try {
+          tree_ready.get();
+          BoundedNeighbours best(problem.k);
+          for (std::vector<int64_t> ids = queue.take_cpu(); !ids.empty(); ids = queue.take_cpu()) {
+            const int64_t n = cpu_batch(problem, output, *tree, ids, best);
+            queue.cpu_returned(n);
+            answered += n;
+            batches += 1;
+            report_progress(params, queue.done(), queue.total());
+          }
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(report_mutex);
+          if (!cpu_error) cpu_error = std::current_exception();
+        }
+        std::lock_guard<std::mutex> lock(report_mutex);
+        report.cpu_queries += answered;
+        report.cpu_batches += batches;
+        cpu_end_ms = std::max(cpu_end_ms, ms_since(work_start));
+      });
+  }
+  std::exception_ptr gpu_error;
+  if (uses_gpu) {
+    try {
+      phase = Clock::now();
+      gpu.searcher = make_searcher();
+      gpu.searcher->build(geometry);
+      report.index_ms = ms_since(phase);
+      run_gpu(problem, params, gpu, queue, report);
+    } catch (...) {
+      gpu_error = std::current_exception();
+      queue.gpu_returned({}, 0);  // wake the CPU workers waiting on the failed batch
+    }
+    gpu_end_ms = ms_since(work_start);
+  }
+  for (std::thread& w : workers) w.join();
+  if (gpu_error) std::rethrow_exception(gpu_error);
+  if (cpu_error) std::rethrow_exception(cpu_error);
+  if (tree_ready.valid()) tree_ready.get();
+  if (queue.done() != queue.total())
+    detail::fail(ErrorCode::Internal, "knn_join: ", queue.total() - queue.done(), " queries were left unanswered");
+  report.gpu_ms = uses_gpu ? gpu_end_ms : 0;
+  report.cpu_ms = uses_cpu ? cpu_end_ms : 0;
+  report.total_ms = ms_since(start);
+  if (mode == JoinMode::Hybrid) report.load_imbalance = std::abs(cpu_end_ms - gpu_end_ms) / report.total_ms;
+}
+
+}  // namespace gknn::detail::join

@@ -1,0 +1,38 @@
+#include "join/grid_geometry.hpp"
+
+#include <algorithm>
+
+#include "gknn/error.hpp"
+
+namespace gknn::detail::join {
+
+GridGeometry make_geometry(const double* lo, const double* hi, int dim, double eps) {
+  GKNN_EXPECT(dim >= 1 && dim <= kGridMaxDim, ErrorCode::Internal, "grid of dimension ", dim);
+  GKNN_EXPECT(eps > 0 && std::isfinite(eps), ErrorCode::InvalidArgument, "epsilon must be positive and finite (got ",
+              eps, ")");
+  const double max_cells = std::min(std::ldexp(1.0, 20), std::floor(std::exp2(60.0 / dim)));
+  GridGeometry g;
+  g.dim = dim;
+  g.side = eps;
+  for (int j = 0; j < dim; ++j) g.side = std::max(g.side, (hi[j] - lo[j]) / (max_cells - 1));
+  uint64_t stride = 1;
+  for (int j = dim - 1; j >= 0; --j) {
+    g.lo[j] = lo[j];
+    // The same expression as coord(j, hi[j]) + 1, so the largest point falls in the last cell.
+    g.cells[j] = static_cast<int64_t>(std::floor((hi[j] - lo[j]) / g.side)) + 1;
+    g.stride[j] = stride;
+    stride *= static_cast<uint64_t>(g.cells[j]);
+  }
+  return g;
+}
+
+int max_rings(int rings, int dim) {
+  if (rings > 0) return rings;
+  // Ring r enumerates its whole cube, (2r + 1)^d offsets: keep the sum over the rings within 20 000.
+  int r = 1;
+  double visited = std::pow(3.0, dim);
+  while (visited + std::pow(2.0 * (r + 1) + 1, dim) <= 20000) visited += std::pow(2.0 * (++r) + 1, dim);
+  return r;
+}
+
+}  // namespace gknn::detail::join

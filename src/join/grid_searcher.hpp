@@ -1,0 +1,30 @@
+// grid_searcher.hpp: the GPU side of the join behind one interface: the CUDA grid (join/cuda_grid.cu) on a device,
+// or the host grid emulating it (the same cells, the same trust rule) so the CPU tests run the whole machinery.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "join/grid_geometry.hpp"
+#include "join/problem.hpp"
+
+namespace gknn::detail::join {
+
+class GridSearcher {
+ public:
+  virtual ~GridSearcher() = default;
+  /// (Re)builds the grid index of the base with these cells.
+  virtual void build(const GridGeometry& geometry) = 0;
+  /// Range queries for the query rows `ids`: every query that is certain (k candidates within the trusted radius
+  /// of grid_geometry.hpp) is written to the output; the ids of the others are returned (they failed).
+  virtual std::vector<int64_t> search(const std::vector<int64_t>& ids) = 0;
+};
+
+/// rings: how far a query may grow before it fails (1: the seed's 3^d cells; see max_rings).
+std::unique_ptr<GridSearcher> make_host_searcher(const Problem& problem, const Output& output, int rings);
+/// Throws Unsupported without CUDA. threads_per_query: t of the seed (a power of two <= 32).
+std::unique_ptr<GridSearcher> make_cuda_searcher(const Problem& problem, const Output& output, int device,
+                                                 int threads_per_query, int rings);
+
+}  // namespace gknn::detail::join

@@ -1,0 +1,146 @@
+// join.cpp: the public knn_join entry points: validation, mode resolution, the d > 8 brute-force fallback.
+#include "gknn/join.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+
+#include "core/validate.hpp"
+#include "gknn/error.hpp"
+#include "gknn/search.hpp"
+#include "join/driver.hpp"
+#include "join/grid_geometry.hpp"
+
+namespace gknn {
+namespace {
+
+using detail::join::Output;
+using detail::join::Problem;
+
+void validate_params(const JoinParams& params) {
+  GKNN_EXPECT(params.metric == Metric::SquaredL2 || params.metric == Metric::L2, ErrorCode::InvalidArgument,
+              "knn_join: metric must be squared_l2 or l2 (got ", to_string(params.metric), ")");
+  const int t = params.threads_per_query;
+  GKNN_EXPECT(t >= 1 && t <= 32 && (t & (t - 1)) == 0, ErrorCode::InvalidArgument,
+              "knn_join: threads_per_query must be 1, 2, 4, 8, 16 or 32 (got ", t, ")");
+  GKNN_EXPECT(params.rings >= 0 && params.rings <= 64, ErrorCode::InvalidArgument,
+              "knn_join: rings must be in [0, 64] (0 = automatic; got ", params.rings, ")");
+  GKNN_EXPECT(params.epsilon >= 0 && std::isfinite(params.epsilon), ErrorCode::InvalidArgument,
+              "knn_join: epsilon must be >= 0 and finite (0 = chosen by sampling; got ", params.epsilon, ")");
+  const auto fraction = [](double v, const char* name) {
+    GKNN_EXPECT(v >= 0 && v <= 1, ErrorCode::InvalidArgument, "knn_join: ", name, " must be a fraction in [0, 1] (got ",
+                v, ")");
+  };
+  fraction(params.n_large, "n_large");
+  fraction(params.n_small, "n_small");
+  fraction(params.n_cpu, "n_cpu");
+  fraction(params.cpu_window, "cpu_window");
+  GKNN_EXPECT(params.cpu_threads >= 0 && params.cpu_threads <= detail::kMaxThreads, ErrorCode::InvalidArgument,
+              "knn_join: cpu_threads must be in [0, ", detail::kMaxThreads, "] (got ", params.cpu_threads, ")");
+}
+
+JoinMode resolve_mode(JoinMode mode) {
+  const bool gpu = backend_available(Backend::Cuda);
+  if (mode == JoinMode::Auto) return gpu ? JoinMode::Hybrid : JoinMode::Cpu;
+  GKNN_EXPECT(gpu || (mode != JoinMode::Hybrid && mode != JoinMode::Gpu), ErrorCode::Unsupported, "knn_join: mode ",
+              to_string(mode), " needs a CUDA device, and none is available (use mode cpu)");
+  return mode;
+}
+
+/// d > 8: the exact brute force of gknn::search, k + 1 neighbours for a self-join with the point itself removed.
+Result brute_force(const Problem& problem, const JoinParams& params, JoinReport& report) {
+  const auto start = std::chrono::steady_clock::now();
+  SearchParams search_params;
+  search_params.k = problem.k + (problem.self ? 1 : 0);
+  search_params.metric = params.metric;
+  search_params.threads = params.cpu_threads;
+  search_params.device = params.device;
+  search_params.progress = params.progress;
+  const Result all = search(problem.base, problem.queries, search_params);
+  if (!problem.self) return all;
+  Result out;
+  out.rows = all.rows;
+  out.k = problem.k;
+  out.distances.resize(size_t(out.rows * out.k));
+  out.indices.resize(size_t(out.rows * out.k));
+  for (int64_t i = 0; i < all.rows; ++i) {
+    int64_t written = 0;
+    for (int64_t j = 0; j < all.k && written < out.k; ++j) {
+      if (all.index(i, j) == i) continue;  // the point itself; if absent, the first k are all others
+      out.indices[size_t(i * out.k + written)] = all.index(i, j);
+      out.distances[size_t(i * out.k + written)] = all.distance(i, j);
+      ++written;
+    }
+  }
+  report.brute_force_queries = all.rows;
+  report.note = "dimension " + std::to_string(problem.dim()) + " > " + std::to_string(kJoinMaxGridDim) +
+                ": exact brute force (gknn::search) instead of the grid";
+  report.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+Result run(const Problem& problem, const JoinParams& params) {
+  validate_params(params);
+  JoinReport local;
+  JoinReport& report = params.report ? *params.report : local;
+  report = JoinReport{};
+  JoinMode mode = resolve_mode(params.mode);
+  if (!problem.self && problem.k > problem.base.rows) {
+    // No query can hold k certain grid candidates: the kd-tree answers and pads like gknn::search.
+    mode = JoinMode::Cpu;
+    report.note = "k > base rows: CPU kd-tree, rows padded with -1";
+  }
+  report.mode = mode;
+  if (problem.dim() > kJoinMaxGridDim) return brute_force(problem, params, report);
+  Result result;
+  result.rows = problem.queries.rows;
+  result.k = problem.k;
+  result.distances.resize(size_t(result.rows * result.k));
+  result.indices.resize(size_t(result.rows * result.k));
+  const Output output{&result};
+  const auto make_searcher = [&] {
+    return detail::join::make_cuda_searcher(problem, output, params.device, params.threads_per_query,
+                                            detail::join::max_rings(params.rings, int(problem.dim())));
+  };
+  detail::join::run_join(problem, output, mode, params, make_searcher, report);
+  return result;
+}
+
+}  // namespace
+
+Result knn_join(FloatView points, int64_t k, const JoinParams& params) {
+  detail::validate_matrix(points, "points", false);
+  GKNN_EXPECT(k > 0, ErrorCode::InvalidArgument, "knn_join: k must be positive (got ", k, ")");
+  GKNN_EXPECT(k < points.rows, ErrorCode::InvalidArgument, "knn_join: k = ", k, " must be smaller than the number of points (",
+              points.rows, "): each point has only ", points.rows - 1, " other points");
+  return run(Problem{points, points, k, true, params.metric}, params);
+}
+
+Result knn_join(FloatView queries, FloatView base, int64_t k, const JoinParams& params) {
+  detail::validate_matrix(base, "base", false);
+  detail::validate_matrix(queries, "queries", true);
+  GKNN_EXPECT(base.cols == queries.cols, ErrorCode::InvalidArgument, "knn_join: base dimension ", base.cols,
+              " differs from query dimension ", queries.cols);
+  GKNN_EXPECT(k > 0, ErrorCode::InvalidArgument, "knn_join: k must be positive (got ", k, ")");
+  return run(Problem{base, queries, k, false, params.metric}, params);
+}
+
+std::string to_string(JoinMode mode) {
+  switch (mode) {
+    case JoinMode::Auto: return "auto";
+    case JoinMode::Hybrid: return "hybrid";
+    case JoinMode::Cpu: return "cpu";
+    case JoinMode::Gpu: return "gpu";
+    case JoinMode::RoundRobin: return "round_robin";
+  }
+  return "unknown";
+}
+
+JoinMode parse_join_mode(std::string_view name) {
+  for (JoinMode m : {JoinMode::Auto, JoinMode::Hybrid, JoinMode::Cpu, JoinMode::Gpu, JoinMode::RoundRobin})
+    if (name == to_string(m)) return m;
+  if (name == "round-robin") return JoinMode::RoundRobin;
+  detail::fail(ErrorCode::InvalidArgument, "unknown join mode '", name, "' (hybrid, cpu, gpu, round_robin or auto)");
+}
+
+}  // namespace gknn

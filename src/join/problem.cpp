@@ -1,0 +1,43 @@
+#include "join/problem.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "cpu/distance/exact.hpp"
+
+namespace gknn::detail::join {
+
+double squared_distance(const float* a, const float* b, int64_t dim) {
+  return cpu::exact_key(Metric::SquaredL2, 2.0, a, b, dim);
+}
+
+void Output::write_row(const Problem& problem, int64_t row, const std::vector<Candidate>& sorted) const {
+  const int64_t k = problem.k;
+  float* distances = result->distances.data() + row * k;
+  int64_t* indices = result->indices.data() + row * k;
+  const int64_t held = std::min<int64_t>(k, static_cast<int64_t>(sorted.size()));
+  for (int64_t j = 0; j < held; ++j) {
+    const double d = sorted[size_t(j)].first;
+    distances[j] = static_cast<float>(problem.metric == Metric::L2 ? std::sqrt(d) : d);
+    indices[j] = sorted[size_t(j)].second;
+  }
+  for (int64_t j = held; j < k; ++j) {
+    distances[j] = std::numeric_limits<float>::infinity();
+    indices[j] = -1;
+  }
+}
+
+void Output::scatter(int64_t k, const int64_t* ids, int64_t count, const float* distances, const int64_t* indices,
+                     const unsigned char* ok, std::vector<int64_t>& failed) const {
+#pragma omp parallel for schedule(static) if (count >= 65536)
+  for (int64_t s = 0; s < count; ++s) {
+    if (!ok[s]) continue;
+    std::copy(distances + s * k, distances + (s + 1) * k, result->distances.data() + ids[s] * k);
+    std::copy(indices + s * k, indices + (s + 1) * k, result->indices.data() + ids[s] * k);
+  }
+  for (int64_t s = 0; s < count; ++s)
+    if (!ok[s]) failed.push_back(ids[s]);
+}
+
+}  // namespace gknn::detail::join

@@ -1,0 +1,40 @@
+// problem.hpp: one join as the internal pieces see it (base, queries, k, self-exclusion) and its output rows.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "gknn/types.hpp"
+#include "join/neighbours.hpp"
+
+namespace gknn::detail::join {
+
+struct Problem {
+  FloatView base;
+  FloatView queries;  ///< the base itself for a self-join
+  int64_t k = 0;
+  bool self = false;  ///< exclude query i from its own list (by index: duplicates stay neighbours)
+  Metric metric = Metric::SquaredL2;
+
+  int64_t dim() const { return base.cols; }
+  /// The index a query must not find (itself in a self-join), -1 otherwise.
+  int64_t excluded(int64_t query) const { return self ? query : -1; }
+};
+
+/// The q x k result being filled; every row is written by exactly one thread.
+struct Output {
+  Result* result = nullptr;
+
+  /// Writes a sorted candidate list (squared float64 distances) as row `row`: the metric's distance rounded to
+  /// float, indices as they are, the tail past the list padded with -1 / +inf.
+  void write_row(const Problem& problem, int64_t row, const std::vector<Candidate>& sorted) const;
+  /// Rows computed elsewhere (the GPU): slot s of `distances`/`indices` (k each) is query ids[s], written when
+  /// ok[s]; the ids of the others are appended to `failed`, in order. Parallel over the rows.
+  void scatter(int64_t k, const int64_t* ids, int64_t count, const float* distances, const int64_t* indices,
+               const unsigned char* ok, std::vector<int64_t>& failed) const;
+};
+
+/// Exact float64 squared L2 distance, the same sum in the same order as the library's oracle (exact_key).
+double squared_distance(const float* a, const float* b, int64_t dim);
+
+}  // namespace gknn::detail::join

@@ -1,0 +1,106 @@
+// join_gpu_test.cpp: the kNN join's GPU and hybrid modes (the CUDA grid index and range-query kernel) return exactly
+// the float64 oracle's ids and distances, also when epsilon is forced tiny (queries fail, epsilon grows, the grid
+// is rebuilt) and when small batch fractions make the work queue run many rounds.
+#include <gtest/gtest.h>
+
+#include "join_common.hpp"
+
+namespace gknn::testing {
+namespace {
+
+JoinParams gpu_params(JoinMode mode) {
+  JoinParams p;
+  p.mode = mode;
+  return p;
+}
+
+TEST(JoinGpu, GpuAndHybridMatchTheOracle) {
+  for (const JoinCase& c : join_cases()) {
+    const FloatView v = c.points.view();
+    const Result want = join_oracle(v, v, c.k, true);
+    for (JoinMode mode : {JoinMode::Gpu, JoinMode::Hybrid}) {
+      JoinReport report;
+      JoinParams params = gpu_params(mode);
+      params.report = &report;
+      EXPECT_EQ(compare_join(knn_join(v, c.k, params), want), "") << c.name << " " << to_string(mode);
+      if (mode == JoinMode::Gpu) {
+        EXPECT_EQ(report.gpu_queries, c.points.rows) << c.name;
+      }
+    }
+  }
+}
+
+TEST(JoinGpu, GrowingRingsMatchTheOracle) {
+  for (const JoinCase& c : join_cases()) {
+    const FloatView v = c.points.view();
+    const Result want = join_oracle(v, v, c.k, true);
+    for (int rings : {0, 3}) {
+      if (rings == 3 && c.points.cols > 4) continue;  // 7^d cells per query: the auto limit covers high d
+      JoinParams params = gpu_params(JoinMode::Gpu);
+      params.rings = rings;
+      params.threads_per_query = rings == 3 ? 4 : 8;
+      EXPECT_EQ(compare_join(knn_join(v, c.k, params), want), "") << c.name << " rings " << rings;
+    }
+  }
+}
+
+TEST(JoinGpu, EveryThreadsPerQuery) {
+  const HostMatrix<float> points = exponential_points(6000, 3, 41);
+  const Result want = join_oracle(points.view(), points.view(), 24, true);
+  for (int t : {1, 2, 4, 8, 16, 32}) {
+    JoinParams params = gpu_params(JoinMode::Gpu);
+    params.threads_per_query = t;
+    EXPECT_EQ(compare_join(knn_join(points.view(), 24, params), want), "") << "t = " << t;
+  }
+}
+
+TEST(JoinGpu, TinyEpsilonFailsReindexesAndStaysExact) {
+  const HostMatrix<float> points = random_matrix(5000, 2, 42);
+  const Result want = join_oracle(points.view(), points.view(), 16, true);
+  for (JoinMode mode : {JoinMode::Gpu, JoinMode::Hybrid}) {
+    JoinReport report;
+    JoinParams params = gpu_params(mode);
+    params.epsilon = 1e-5;
+    params.n_large = 0.2;
+    params.n_small = 0.002;
+    params.n_cpu = 0.002;
+    params.cpu_window = 0.2;
+    params.report = &report;
+    EXPECT_EQ(compare_join(knn_join(points.view(), 16, params), want), "") << to_string(mode);
+    if (mode == JoinMode::Gpu) {  // hybrid: the CPU workers may answer everything before the GPU's first batch
+      EXPECT_GT(report.failed_queries, 0);
+      EXPECT_GT(report.reindexings, 0);
+    }
+  }
+}
+
+TEST(JoinGpu, LargeKAndL2) {
+  const HostMatrix<float> points = exponential_points(3000, 4, 43);
+  JoinParams params = gpu_params(JoinMode::Gpu);
+  EXPECT_EQ(compare_join(knn_join(points.view(), 256, params), join_oracle(points.view(), points.view(), 256, true)), "");
+  params.metric = Metric::L2;
+  EXPECT_EQ(compare_join(knn_join(points.view(), 33, params),
+                         join_oracle(points.view(), points.view(), 33, true, Metric::L2)),
+            "");
+}
+
+TEST(JoinGpu, QueriesAgainstABase) {
+  const HostMatrix<float> base = exponential_points(4000, 2, 44);
+  HostMatrix<float> queries = random_matrix(700, 2, 45);
+  for (int64_t j = 0; j < 2; ++j) queries.row(3)[j] = -100.f;
+  const Result want = join_oracle(base.view(), queries.view(), 10, false);
+  for (JoinMode mode : {JoinMode::Gpu, JoinMode::Hybrid}) {
+    EXPECT_EQ(compare_join(knn_join(queries.view(), base.view(), 10, gpu_params(mode)), want), "") << to_string(mode);
+    EXPECT_EQ(knn_join(FloatView{queries.data.data(), 0, 2, 0}, base.view(), 10, gpu_params(mode)).rows, 0);
+  }
+}
+
+TEST(JoinGpu, BiggerUniformSet) {
+  const HostMatrix<float> points = random_matrix(30000, 3, 46);
+  const Result want = join_oracle(points.view(), points.view(), 16, true);
+  for (JoinMode mode : {JoinMode::Gpu, JoinMode::Hybrid})
+    EXPECT_EQ(compare_join(knn_join(points.view(), 16, gpu_params(mode)), want), "") << to_string(mode);
+}
+
+}  // namespace
+}  // namespace gknn::testing

@@ -1,0 +1,248 @@
+// join_test.cpp: the kNN join on the CPU: every mode that runs without a GPU (cpu, round robin, and the GPU side
+// emulated on the host grid in hybrid and GPU-only runs) returns exactly the float64 oracle's ids and distances.
+#include <cmath>
+#include <limits>
+
+#include <gtest/gtest.h>
+
+#include "gknn/search.hpp"
+#include "join/driver.hpp"
+#include "join/epsilon.hpp"
+#include "join/grid_geometry.hpp"
+#include "join/work_queue.hpp"
+#include "join_common.hpp"
+#include "testing/expect_error.hpp"
+
+namespace gknn::testing {
+namespace {
+
+using detail::join::make_host_searcher;
+using detail::join::Output;
+using detail::join::Problem;
+
+/// A join in `mode` whose GPU side is the host grid emulation (the same cells and trust rule as the CUDA grid).
+Result emulated_join(FloatView base, FloatView queries, int64_t k, bool self, JoinMode mode, const JoinParams& params,
+                     JoinReport& report) {
+  Result result;
+  result.rows = queries.rows;
+  result.k = k;
+  result.distances.resize(size_t(result.rows * k));
+  result.indices.resize(size_t(result.rows * k));
+  const Problem problem{base, queries, k, self, params.metric};
+  const Output output{&result};
+  detail::join::run_join(problem, output, mode, params, [&] { return make_host_searcher(problem, output, detail::join::max_rings(params.rings, int(base.cols))); }, report);
+  return result;
+}
+
+JoinParams small_batches() {
+  JoinParams p;
+  p.n_large = 0.1;
+  p.n_small = 0.01;
+  p.n_cpu = 0.01;
+  p.cpu_window = 0.3;
+  p.cpu_threads = 2;
+  return p;
+}
+
+TEST(JoinCpu, EveryModeMatchesTheOracle) {
+  for (const JoinCase& c : join_cases()) {
+    const FloatView v = c.points.view();
+    const Result want = join_oracle(v, v, c.k, true);
+    JoinParams params = small_batches();
+    for (JoinMode mode : {JoinMode::Cpu, JoinMode::RoundRobin}) {
+      params.mode = mode;
+      JoinReport report;
+      params.report = &report;
+      EXPECT_EQ(compare_join(knn_join(v, c.k, params), want), "") << c.name << " mode " << to_string(mode);
+      EXPECT_EQ(report.cpu_queries, c.points.rows) << c.name;
+    }
+    for (JoinMode mode : {JoinMode::Hybrid, JoinMode::Gpu}) {
+      JoinReport report;
+      EXPECT_EQ(compare_join(emulated_join(v, v, c.k, true, mode, params, report), want), "")
+          << c.name << " emulated " << to_string(mode);
+      EXPECT_EQ(report.gpu_queries + report.cpu_queries, c.points.rows) << c.name << " " << to_string(mode);
+      if (mode == JoinMode::Gpu) {
+        EXPECT_EQ(report.cpu_queries, 0) << c.name;
+      }
+    }
+  }
+}
+
+TEST(JoinCpu, GrowingRingsStayExactAndFailLess) {
+  for (const JoinCase& c : join_cases()) {
+    const FloatView v = c.points.view();
+    const Result want = join_oracle(v, v, c.k, true);
+    for (int rings : {0, 3}) {
+      if (rings == 3 && c.points.cols > 4) continue;  // 7^d cells per query: the auto limit covers high d
+      JoinParams params = small_batches();
+      params.rings = rings;
+      JoinReport report;
+      EXPECT_EQ(compare_join(emulated_join(v, v, c.k, true, JoinMode::Gpu, params, report), want), "")
+          << c.name << " rings " << rings;
+    }
+  }
+  // Fewer failures than the seed's single ring on an exponential set with a tiny starting epsilon.
+  const HostMatrix<float> points = exponential_points(3000, 2, 30);
+  JoinParams params;
+  params.epsilon = 0.002;
+  JoinReport seed, grown;
+  emulated_join(points.view(), points.view(), 16, true, JoinMode::Gpu, params, seed);
+  params.rings = 0;
+  emulated_join(points.view(), points.view(), 16, true, JoinMode::Gpu, params, grown);
+  EXPECT_LT(grown.failed_queries, seed.failed_queries);
+}
+
+TEST(JoinCpu, TinyEpsilonFailsAndReindexes) {
+  const HostMatrix<float> points = exponential_points(1200, 3, 31);
+  const FloatView v = points.view();
+  const Result want = join_oracle(v, v, 16, true);
+  JoinParams params = small_batches();
+  params.epsilon = 1e-6;  // almost every first query fails
+  for (JoinMode mode : {JoinMode::Gpu, JoinMode::Hybrid}) {
+    JoinReport report;
+    EXPECT_EQ(compare_join(emulated_join(v, v, 16, true, mode, params, report), want), "") << to_string(mode);
+    if (mode == JoinMode::Gpu) {  // hybrid: the CPU may take them all first
+      EXPECT_GT(report.failed_queries, 0);
+    }
+    if (mode == JoinMode::Gpu) {
+      EXPECT_GT(report.reindexings, 0);
+      EXPECT_GT(report.epsilon_final, 1e-6);
+      EXPECT_EQ(report.gpu_queries, 1200);
+    }
+  }
+}
+
+TEST(JoinCpu, OutlierNeedsFewReindexingsInGpuOnlyMode) {
+  const HostMatrix<float> points = outlier_points(2000, 2, 32);
+  const FloatView v = points.view();
+  JoinReport report;
+  JoinParams params;
+  const Result got = emulated_join(v, v, 4, true, JoinMode::Gpu, params, report);
+  EXPECT_EQ(compare_join(got, join_oracle(v, v, 4, true)), "");
+  EXPECT_LT(report.reindexings, 16 + 40);  // linear steps, then doubling up to the million-unit gap
+}
+
+TEST(JoinCpu, MetricL2) {
+  const HostMatrix<float> points = random_matrix(700, 3, 33);
+  const FloatView v = points.view();
+  JoinParams params;
+  params.metric = Metric::L2;
+  params.mode = JoinMode::Cpu;
+  EXPECT_EQ(compare_join(knn_join(v, 9, params), join_oracle(v, v, 9, true, Metric::L2)), "");
+  JoinReport report;
+  EXPECT_EQ(compare_join(emulated_join(v, v, 9, true, JoinMode::Hybrid, params, report),
+                         join_oracle(v, v, 9, true, Metric::L2)),
+            "");
+}
+
+TEST(JoinCpu, QueriesAgainstABase) {
+  const HostMatrix<float> base = exponential_points(1000, 2, 34);
+  HostMatrix<float> queries = random_matrix(300, 2, 35);
+  for (int64_t j = 0; j < 2; ++j) queries.row(7)[j] = 50.f;  // far outside the base's box
+  const Result want = join_oracle(base.view(), queries.view(), 12, false);
+  JoinParams params = small_batches();
+  params.mode = JoinMode::Cpu;
+  EXPECT_EQ(compare_join(knn_join(queries.view(), base.view(), 12, params), want), "");
+  for (JoinMode mode : {JoinMode::Hybrid, JoinMode::Gpu}) {
+    JoinReport report;
+    EXPECT_EQ(compare_join(emulated_join(base.view(), queries.view(), 12, false, mode, params, report), want), "")
+        << to_string(mode);
+  }
+  // No queries: an empty result in every mode.
+  const FloatView none{queries.data.data(), 0, 2, 0};
+  EXPECT_EQ(knn_join(none, base.view(), 4, params).rows, 0);
+  for (JoinMode mode : {JoinMode::Hybrid, JoinMode::Gpu}) {
+    JoinReport report;
+    EXPECT_EQ(emulated_join(base.view(), none, 4, false, mode, params, report).rows, 0) << to_string(mode);
+  }
+  // The query equal to a base row finds it at distance 0 (nothing is excluded in R ⋈ S).
+  const Result self_as_rs = knn_join(base.view(), base.view(), 1, params);
+  for (int64_t i = 0; i < 50; ++i) EXPECT_EQ(self_as_rs.distance(i, 0), 0.f);
+}
+
+TEST(JoinCpu, KBeyondTheBasePads) {
+  const HostMatrix<float> base = random_matrix(5, 2, 36);
+  const HostMatrix<float> queries = random_matrix(4, 2, 37);
+  JoinParams params;
+  params.mode = JoinMode::Cpu;
+  const Result got = knn_join(queries.view(), base.view(), 8, params);
+  EXPECT_EQ(compare_join(got, join_oracle(base.view(), queries.view(), 8, false)), "");
+  EXPECT_EQ(got.index(0, 7), -1);
+  EXPECT_EQ(got.distance(0, 7), std::numeric_limits<float>::infinity());
+}
+
+TEST(JoinCpu, HighDimensionFallsBackToBruteForce) {
+  const HostMatrix<float> points = integer_matrix(300, 12, 0, 4, 38);  // integers: every algorithm is exact
+  JoinReport report;
+  JoinParams params;
+  params.mode = JoinMode::Cpu;
+  params.report = &report;
+  const Result got = knn_join(points.view(), 7, params);
+  EXPECT_EQ(compare_join(got, join_oracle(points.view(), points.view(), 7, true)), "");
+  EXPECT_NE(report.note.find("brute force"), std::string::npos) << report.note;
+  EXPECT_EQ(report.brute_force_queries, 300);
+}
+
+TEST(JoinCpu, EpsilonBySamplingFindsKOnAverage) {
+  // Uniform in the unit square: k neighbours on average within r where n * pi * r^2 = k (edges aside).
+  const HostMatrix<float> points = random_matrix(20000, 2, 39);
+  const double eps = detail::join::select_epsilon(points.view(), 32).eps_min;
+  const double expected = std::sqrt(32.0 / (20000 * M_PI));
+  EXPECT_GT(eps, 0.8 * expected);
+  EXPECT_LT(eps, 1.3 * expected);
+}
+
+TEST(JoinCpu, WorkQueueFollowsTheSeedsSchedule) {
+  std::vector<int64_t> order(1000);
+  std::iota(order.begin(), order.end(), 0);
+  detail::join::WorkQueue queue(order, {0.4, 0.005, 0.005, 0.4, false});
+  const std::vector<int64_t> first = queue.take_gpu();
+  ASSERT_EQ(first.size(), 400u);  // n_large
+  EXPECT_EQ(first.front(), 0);    // densest first
+  queue.gpu_returned({0, 1}, 398);
+  const std::vector<int64_t> cpu = queue.take_cpu();
+  ASSERT_EQ(cpu.size(), 5u);  // n_cpu: the failed queries first, then the sparsest
+  EXPECT_EQ(cpu[0], 0);
+  EXPECT_EQ(cpu[1], 1);
+  EXPECT_EQ(cpu[2], 999);
+  queue.cpu_returned(5);
+  // Round 2: min(half of 400, 597 unassigned - 400 reserved for the CPU) = 197.
+  EXPECT_EQ(queue.take_gpu().size(), 197u);
+  queue.gpu_returned({}, 197);
+  // Round 3 would be min(97, 400 - 400) = 0: the monolithic rounds are over, small batches of n_small * N.
+  EXPECT_EQ(queue.take_gpu().size(), 5u);
+}
+
+TEST(JoinCpu, Errors) {
+  const HostMatrix<float> points = random_matrix(10, 2, 40);
+  expect_error([&] { knn_join(points.view(), 10); }, ErrorCode::InvalidArgument, {"k = 10", "10"});
+  expect_error([&] { knn_join(points.view(), 0); }, ErrorCode::InvalidArgument, {"k must be positive"});
+  expect_error([&] { knn_join(FloatView{nullptr, 0, 2, 0}, 1); }, ErrorCode::InvalidArgument, {"empty"});
+  HostMatrix<float> bad = points;
+  bad.row(6)[1] = std::numeric_limits<float>::quiet_NaN();
+  expect_error([&] { knn_join(bad.view(), 3); }, ErrorCode::InvalidArgument, {"row 6"});
+  bad.row(6)[1] = std::numeric_limits<float>::infinity();
+  expect_error([&] { knn_join(bad.view(), 3); }, ErrorCode::InvalidArgument, {"row 6"});
+  JoinParams p;
+  p.threads_per_query = 3;
+  expect_error([&] { knn_join(points.view(), 3, p); }, ErrorCode::InvalidArgument, {"threads_per_query"});
+  p = {};
+  p.metric = Metric::Cosine;
+  expect_error([&] { knn_join(points.view(), 3, p); }, ErrorCode::InvalidArgument, {"metric"});
+  p = {};
+  p.rings = -1;
+  expect_error([&] { knn_join(points.view(), 3, p); }, ErrorCode::InvalidArgument, {"rings"});
+  p = {};
+  p.n_large = 1.5;
+  expect_error([&] { knn_join(points.view(), 3, p); }, ErrorCode::InvalidArgument, {"n_large"});
+  if (!backend_available(Backend::Cuda)) {
+    p = {};
+    p.mode = JoinMode::Gpu;
+    expect_error([&] { knn_join(points.view(), 3, p); }, ErrorCode::Unsupported, {"CUDA"});
+  }
+  expect_error([&] { parse_join_mode("fast"); }, ErrorCode::InvalidArgument, {"fast", "hybrid"});
+  EXPECT_EQ(parse_join_mode("round-robin"), JoinMode::RoundRobin);
+}
+
+}  // namespace
+}  // namespace gknn::testing
