@@ -74,13 +74,13 @@ py::tuple search(const py::buffer& base_buffer, const py::buffer& query_buffer, 
   }));
 }
 
-py::tuple select_k(const py::buffer& values_buffer, const std::optional<py::buffer>& labels_buffer, int64_t k,
+py::tuple select_k(const py::buffer& values_buffer, const py::object& labels_buffer, int64_t k,
                    bool largest, const std::string& backend, const std::string& algorithm, int threads) {
   const HostMatrix values(values_buffer, "values");
   const int64_t* labels = nullptr;
   std::optional<py::buffer_info> label_info;
-  if (labels_buffer) {
-    label_info = labels_buffer->request();
+  if (!labels_buffer.is_none()) {
+    label_info = py::reinterpret_borrow<py::buffer>(labels_buffer).request();
     GKNN_EXPECT(label_info->ndim == 2 && label_info->shape[0] == values.rows() &&
                     label_info->shape[1] == values.cols(),
                 ErrorCode::InvalidArgument, "labels: must have the shape of values");
@@ -98,6 +98,9 @@ py::tuple select_k(const py::buffer& values_buffer, const std::optional<py::buff
     return gknn::select_k(values.floats(), labels, k, largest ? Order::Descending : Order::Ascending, params);
   }));
 }
+
+/// Whether CUDA tensors are searched in place (false until the device-pointer C++ API of issue 21 exists).
+constexpr bool kDeviceArraysInPlace = false;
 
 /// The GPU-tensor path. Searching device arrays where they are needs a C++ entry point that reads device
 /// pointers and writes results into caller-provided device outputs (issue 21); until it exists this raises
@@ -190,6 +193,7 @@ py::dict info() {
   build["compiler"] = b.compiler;
   build["build_type"] = b.build_type;
   build["dlpack"] = has_dlpack();
+  build["device_arrays"] = kDeviceArraysInPlace;
   py::list devices;
   for (const DeviceInfo& d : cuda_devices()) {
     py::dict dev;
