@@ -21,6 +21,7 @@ if(GKNN_BUILD_SHARED)
   target_link_libraries(gknn_shared PRIVATE "$<LINK_LIBRARY:WHOLE_ARCHIVE,gknn>")
   target_include_directories(gknn_shared PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
                                                 $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+  target_compile_features(gknn_shared PUBLIC cxx_std_20)
   if(GKNN_HAS_CUDA)
     target_compile_definitions(gknn_shared PUBLIC GKNN_HAS_CUDA=1)
   endif()
@@ -54,10 +55,10 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/gknnConfig.cmake ${CMAKE_CURRENT_BINAR
         DESTINATION ${GKNN_CMAKE_DIR} COMPONENT development)
 
 # pkg-config describes the shared library (a static link needs the private libraries too: --static).
-set(GKNN_PC_CFLAGS "")
+set(GKNN_PC_CFLAGS "-std=c++20")
 set(GKNN_PC_LIBS_PRIVATE "-fopenmp -lopenblas -lpthread")
 if(GKNN_HAS_CUDA)
-  set(GKNN_PC_CFLAGS "-DGKNN_HAS_CUDA=1")
+  string(APPEND GKNN_PC_CFLAGS " -DGKNN_HAS_CUDA=1")
   string(APPEND GKNN_PC_LIBS_PRIVATE " -L${CUDAToolkit_LIBRARY_DIR} -lcublas -lcudart")
 endif()
 if(GKNN_HAS_HDF5)
