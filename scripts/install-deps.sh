@@ -11,6 +11,9 @@ packages=(
   libcli11-dev                   # the gknn command-line tool
   libgtest-dev                   # tests
   nlohmann-json3-dev             # tests parse `gknn bench --json` back
+  python3-dev pybind11-dev       # the Python module (GKNN_PYTHON)
+  libdlpack-dev                  # the Python module: CUDA tensors through __dlpack__
+  python3-numpy python3-pytest   # the Python module's tests
 )
 
 if ! command -v dpkg-query >/dev/null; then
