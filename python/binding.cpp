@@ -245,6 +245,7 @@ PYBIND11_MODULE(_gknn, m) {
   namespace py = pybind11;
   m.doc() = "gknn's compiled core; use the gknn package, whose functions normalise their arguments first.";
   translate_errors();
+  m.attr("__version__") = gknn::build_info().version;  // without info(), which opens a context on every device
 
   py::class_<Options>(m, "_Options")
       .def(py::init<>())

@@ -25,7 +25,7 @@ from ._neighbors import NearestNeighbors
 
 __all__ = ["search", "select_k", "Index", "NearestNeighbors", "info", "metric_name", "__version__"]
 
-__version__ = _gknn.info()["version"]
+__version__ = _gknn.__version__
 
 _METRIC_ALIASES = {
     "sqeuclidean": "squared_l2", "euclidean": "l2", "cityblock": "l1", "manhattan": "l1", "chebyshev": "linf",
