@@ -44,6 +44,7 @@ struct Options {
   int threads = 0;
   size_t memory_budget = 0;
   int device = 0;
+  uintptr_t stream = 0;  ///< device arrays: the caller's current CUDA stream (torch/cupy), for the device search
 };
 
 SearchParams search_params(int64_t k, const std::string& metric, double p, const std::string& backend,
@@ -253,7 +254,8 @@ PYBIND11_MODULE(_gknn, m) {
       .def_readwrite("select", &Options::select)
       .def_readwrite("threads", &Options::threads)
       .def_readwrite("memory_budget", &Options::memory_budget)
-      .def_readwrite("device", &Options::device);
+      .def_readwrite("device", &Options::device)
+      .def_readwrite("stream", &Options::stream);
 
   m.def("search", &search, py::arg("base"), py::arg("queries"), py::arg("k"), py::arg("metric"), py::arg("p"),
         py::arg("backend"), py::arg("options"));

@@ -101,6 +101,7 @@ def _search_device(base, queries, k, metric, p, options):
         raise ValueError(f"base is on cuda:{base_desc['device_id']}, queries on cuda:{query_desc['device_id']}")
     options.device = base_desc["device_id"]
     distances, indices = _arrays.empty_like_device(queries, query_desc["shape"][0], k)
+    options.stream = _arrays.current_stream(queries)  # gknn's work is ordered after the producer's kernels
     _gknn.search_device(base_desc, query_desc, k, metric, p, options, _arrays.device_pointer(distances),
                         _arrays.device_pointer(indices))
     del base_owner, query_owner
@@ -158,9 +159,6 @@ class Index:
 
     def search(self, x, k, *, distance="auto", select="auto", threads=0, memory_budget=0):
         """(distances, indices) of the k nearest stored vectors of each query row, as gknn.search returns them."""
-        if _arrays.is_device_array(x):
-            raise NotImplementedError("gknn.Index.search: CUDA tensors as queries need the device-pointer C++ API "
-                                      "(issue 21); pass a host array (x.cpu())")
         queries = _arrays.host_matrix(x, "queries", allow_uint8=False)
         out = self._index.search(queries, _check_k(k), _options(distance, select, threads, memory_budget))
         return _arrays.like_input(x, *out)

@@ -37,6 +37,9 @@ def host_matrix(x, name, allow_uint8=True):
     Converted once (a copy) when `x` has another dtype (float64, float16, integers, bool) or its rows are not
     contiguous; rejected with TypeError/ValueError when it is not numeric or not 2-D.
     """
+    if is_device_array(x):
+        raise NotImplementedError(f"{name}: a CUDA array; only gknn.search takes those (once the device-pointer "
+                                  "C++ API of issue 21 is in the build); here pass a host array (x.cpu())")
     if is_torch(x):
         x = x.detach().numpy()  # a CPU tensor's memory, no copy
     array = np.asarray(x)
@@ -129,6 +132,18 @@ def empty_like_device(template, rows, k):
         with template.device:
             return cupy.empty((rows, k), dtype=cupy.float32), cupy.empty((rows, k), dtype=cupy.int64)
     raise TypeError(f"cannot allocate results like a {type(template).__name__} (torch and cupy are supported)")
+
+
+def current_stream(template):
+    """The caller's current CUDA stream (as an integer handle) on the template's device: torch or cupy."""
+    if is_torch(template):
+        import torch
+
+        return int(torch.cuda.current_stream(template.device).cuda_stream)
+    import cupy
+
+    with template.device:
+        return int(cupy.cuda.get_current_stream().ptr)
 
 
 def device_pointer(array):

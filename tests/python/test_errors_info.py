@@ -110,6 +110,11 @@ def test_cuda_arrays_are_never_copied_to_the_host(data):
         gknn.search(FakeCudaArray((20,)), FakeCudaArray((3, 4)), 2)
     with pytest.raises(TypeError, match="allocate results"):  # no torch/cupy to allocate device outputs with
         gknn.search(FakeCudaArray((20, 4)), FakeCudaArray((3, 4)), 2)
+    index = gknn.Index(4, backend="cpu")
+    for call in (lambda: index.add(FakeCudaArray((20, 4))), lambda: gknn.select_k(FakeCudaArray((2, 4)), 1),
+                 lambda: gknn.NearestNeighbors().fit(FakeCudaArray((20, 4)))):
+        with pytest.raises(NotImplementedError, match="CUDA array"):
+            call()
 
 
 def test_ctrl_c_interrupts_a_long_search(rng):
