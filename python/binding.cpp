@@ -118,10 +118,10 @@ constexpr bool kDeviceArraysInPlace = false;
 DeviceMatrix device_matrix(const py::dict& d, const char* what) {
   DeviceMatrix m;
   m.data = d["data"].cast<uintptr_t>();
-  const auto shape = d["shape"].cast<std::vector<int64_t>>();
+  const auto shape = d["shape"].cast<py::tuple>();
   GKNN_EXPECT(shape.size() == 2, ErrorCode::InvalidArgument, what, ": expected a 2-D tensor");
-  m.rows = shape[0];
-  m.cols = shape[1];
+  m.rows = shape[0].cast<int64_t>();
+  m.cols = shape[1].cast<int64_t>();
   m.row_stride = d["row_stride"].cast<int64_t>();
   m.dtype = d["dtype"].cast<std::string>();
   m.device = d["device_id"].cast<int>();

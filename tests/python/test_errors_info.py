@@ -135,3 +135,10 @@ def test_ctrl_c_interrupts_a_long_search(rng):
         pytest.fail("the search ended before the interrupt could stop it")
     timer.join()
     assert time.monotonic() - start < 30
+
+
+@pytest.mark.skipif(gknn.info()["build"]["device_arrays"], reason="this build searches device arrays in place")
+def test_the_device_entry_point_names_the_missing_cpp_api():
+    desc = {"data": 0xDEAD0000, "shape": (20, 4), "row_stride": 4, "dtype": "float32", "device_id": 0}
+    with pytest.raises(NotImplementedError, match="issue 21"):
+        gknn._gknn.search_device(desc, desc, 2, "squared_l2", 2.0, gknn._gknn._Options(), 0, 0)
