@@ -1,8 +1,5 @@
 # Type stub of the gknn package (see gknn/__init__.py for the documentation of each function).
-from typing import Any, Literal, Optional, Tuple, TypeVar, Union, overload
-
-import numpy as np
-import numpy.typing as npt
+from typing import Any, Literal, Optional, Tuple, Union, overload
 
 __version__: str
 

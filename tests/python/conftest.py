@@ -84,9 +84,5 @@ def small_integers(rng, rows, dim, high=4):
     return rng.integers(0, high, size=(rows, dim)).astype(np.float32)
 
 
-def cpu():
-    return {"backend": "cpu"}
-
-
 __all__ = ["gknn", "METRICS", "SIMILARITIES", "oracle_knn", "oracle_matrix", "assert_matches_oracle",
            "small_integers"]
