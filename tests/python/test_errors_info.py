@@ -142,3 +142,15 @@ def test_the_device_entry_point_names_the_missing_cpp_api():
     desc = {"data": 0xDEAD0000, "shape": (20, 4), "row_stride": 4, "dtype": "float32", "device_id": 0}
     with pytest.raises(NotImplementedError, match="issue 21"):
         gknn._gknn.search_device(desc, desc, 2, "squared_l2", 2.0, gknn._gknn._Options(), 0, 0)
+
+
+def test_dlpack_capsules_are_read_in_place():
+    if not gknn.info()["build"]["dlpack"]:
+        pytest.skip("module built without the DLPack header (libdlpack-dev)")
+    array = np.arange(24, dtype=np.float32).reshape(4, 6)[:, :5]  # a row stride of 6 elements
+    desc = gknn._gknn.describe_dlpack(array.__dlpack__())  # numpy exports CPU memory through DLPack too
+    assert desc["data"] == array.ctypes.data  # the producer's pointer itself: nothing was copied
+    assert desc["shape"] == (4, 5) and desc["dtype"] == "float32" and desc["device_type"] == "cpu"
+    assert desc["strides"] in (None, (6, 1))
+    with pytest.raises(TypeError):
+        gknn._gknn.describe_dlpack(array)  # not a capsule
