@@ -1,4 +1,5 @@
-# The two commands (each installs missing Debian packages first, then configures and builds with CMake):
+# The two commands (each first checks what the build needs and installs only what is missing, see
+# scripts/install-deps.sh; GKNN_SKIP_DEPS=1 skips that; then configures and builds with CMake):
 #   make run       Release build in build/, then the main job (see scripts/run-default.sh)
 #   make test      build everything in build/ and run the whole CTest suite
 # and for developers:
@@ -14,7 +15,7 @@ CMAKE_ARGS ?=
 .PHONY: run test sanitize deps configure build clean
 
 deps:
-	scripts/install-deps.sh
+	scripts/install-deps.sh $(CMAKE_ARGS)
 
 configure: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)

@@ -15,6 +15,12 @@
 #
 # Device time is scarce and one command may run 10 minutes: split a session into calls, since build-device is
 # kept between calls on the same machine:  --build-only, then --tests-only, then --bench-only.
+#
+# --readme instead runs the README's two commands as a newcomer does: in a clean copy of the repository (`git archive`
+# of HEAD, or of the tracked files where there is no .git: a plain copy without build*/ and device-out/), with the
+# set-up step (scripts/install-deps.sh) as it comes, `make run JOBS=N`, then `make test JOBS=N`; the summary gives
+# both exit codes and the tails of their output. --readme-run and --readme-test do one command each (the second
+# reuses the copy and build of the first, so a session can split them into two calls).
 set -uo pipefail
 
 usage() {
@@ -32,6 +38,10 @@ usage: scripts/device-check.sh [options]
   --no-torch          skip the torch peer
   --jobs N            build parallelism (default 16)
   --gpu-jobs N        gpu tests run N at a time (default 1; tests on small data fit side by side)
+  --readme            the README's `make run` and `make test` in a clean copy (nothing else; see the header)
+  --readme-run        only `make run` in a fresh clean copy
+  --readme-test       only `make test`, in the copy of --readme-run when there is one
+  --readme-dir DIR    where the clean copy goes (default /tmp/gknn-readme; replaced by --readme, --readme-run)
 EOF
 }
 
@@ -40,6 +50,7 @@ out=${OUT:-$root/device-out}
 build=$root/build-device
 do_build=1 do_tests=1 do_bench=1 do_cpu=1 do_torch=1
 filter="" bench_filter="" configs="garcia,sift10k,sift1m" repeats=5 jobs=16 gpu_jobs=1
+readme_steps="" readme_dir=/tmp/gknn-readme
 while [[ $# -gt 0 ]]; do
   case $1 in
     --build-only) do_tests=0 do_bench=0 ;;
@@ -54,6 +65,10 @@ while [[ $# -gt 0 ]]; do
     --no-torch) do_torch=0 ;;
     --jobs) jobs=$2; shift ;;
     --gpu-jobs) gpu_jobs=$2; shift ;;
+    --readme) readme_steps="run test" ;;
+    --readme-run) readme_steps="run" ;;
+    --readme-test) readme_steps="test" ;;
+    --readme-dir) readme_dir=$2; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "device-check: unknown option $1" >&2; usage >&2; exit 2 ;;
   esac
@@ -63,6 +78,42 @@ mkdir -p "$out"
 summary=()
 note() { summary+=("$1"); }
 status=0
+
+# ---- --readme: the README's two commands in a clean copy ---------------------------------------------------
+clean_copy() {  # into $readme_dir, replacing it
+  rm -rf "$readme_dir"
+  mkdir -p "$readme_dir"
+  if git -C "$root" rev-parse --verify -q HEAD >/dev/null 2>&1; then
+    git -C "$root" archive HEAD | tar -x -C "$readme_dir"
+    note "copy         git archive of HEAD $(git -C "$root" rev-parse --short HEAD) -> $readme_dir"
+    [[ -n $(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null) ]] &&
+      note "             (uncommitted changes of the working tree are NOT in the copy)"
+  else
+    tar -C "$root" --exclude='./build*' --exclude='./device-out' --exclude='./.git' -cf - . | tar -x -C "$readme_dir"
+    note "copy         no .git: plain copy of $root without build*/ and device-out/ -> $readme_dir"
+  fi
+}
+
+readme_step() {  # run|test: `make <step>` in the copy, as the README says
+  local step=$1 log="$out/readme-$step.log" t0=$SECONDS rc
+  (cd "$readme_dir" && env -u GKNN_SKIP_DEPS make "$step" JOBS="$jobs") >"$log" 2>&1
+  rc=$?
+  note "make $(printf "%-9s" "$step")exit $rc ($((SECONDS - t0)) s; log: readme-$step.log); its last lines:"
+  [[ $rc != 0 ]] && status=1
+  while IFS= read -r l; do summary+=("  | $l"); done < <(grep -m 8 '^install-deps:' "$log")  # the set-up step's verdict
+  local tail_lines=50  # make run: both jobs, every timing line
+  [[ $step == test ]] && tail_lines=12
+  while IFS= read -r l; do summary+=("  | $l"); done < <(tail -n "$tail_lines" "$log")
+  if [[ $step == test ]]; then
+    while IFS= read -r l; do summary+=("  | $l"); done < <(grep -E '\(Failed|\(Timeout|\(SEGFAULT|\(Subprocess|\*\*\*Skipped' "$log" | head -n 20)
+  fi
+}
+
+if [[ -n $readme_steps ]]; then
+  [[ $readme_steps == test && -d $readme_dir ]] || clean_copy
+  for step in $readme_steps; do readme_step "$step"; done
+  do_build=0 do_tests=0 do_bench=0
+fi
 
 # ---- 1. build ---------------------------------------------------------------------------------------------
 if [[ $do_build == 1 ]]; then

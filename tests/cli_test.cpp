@@ -150,6 +150,8 @@ TEST_F(Cli, GenSearchRecallRoundTripIsExact) {
 }
 
 TEST_F(Cli, NpyOutputsMatchIvecsOutputs) {
+  // The second search forces heap, which only the CPU has: backend auto runs it there on every machine, so on a GPU
+  // machine the ids of two backends are compared (integer data: they must be identical).
   generate_uint8();
   ASSERT_EQ(gknn("search --base base.bvecs --query queries.bvecs -k 10 -o a.ivecs").code, 0);
   const CliRun r =
@@ -160,6 +162,60 @@ TEST_F(Cli, NpyOutputsMatchIvecsOutputs) {
   EXPECT_EQ(gknn::read_npy(path("b.npy")).dtype, gknn::DType::Int64);
   EXPECT_EQ(ivecs.data, npy.data);
   EXPECT_EQ(gknn::read_npy_float(path("d.npy")).rows, 40);
+}
+
+// What `backend auto` resolves to when nothing forces the CPU, with its reason.
+std::string plain_auto_choice() {
+  if (gknn::backend_available(gknn::Backend::Cuda)) return "cuda (auto)";
+  return gknn::build_info().cuda ? "cpu (auto: no CUDA device is visible)"
+                                 : "cpu (auto: this build has no CUDA backend)";
+}
+
+TEST_F(Cli, AutoBackendTakesOneThatImplementsTheForcedAlgorithm) {
+  generate_uint8();
+  // heap exists on the CPU only: auto must run it there on every machine, and say why.
+  const CliRun r = gknn("search --base base.bvecs --query queries.bvecs -k 10 --select heap --groundtruth truth.ivecs");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string heap_choice = gknn::backend_available(gknn::Backend::Cuda)
+                                      ? "cpu (auto: heap has no CUDA implementation)"
+                                      : plain_auto_choice();
+  EXPECT_NE(r.out.find("backend      " + heap_choice + "\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("recall@10 (ids)      1.000000"), std::string::npos) << r.out;
+  const CliRun plain = gknn("search --base base.bvecs --query queries.bvecs -k 10");
+  EXPECT_NE(plain.out.find("backend      " + plain_auto_choice() + "\n"), std::string::npos) << plain.out;
+  const CliRun cpu = gknn("search --base base.bvecs --query queries.bvecs -k 10 --backend cpu --select heap");
+  EXPECT_NE(cpu.out.find("backend      cpu (requested)\n"), std::string::npos) << cpu.out;
+  // An explicit backend is never swapped: CUDA with a CPU-only selection stays an error (naming heap on a GPU
+  // machine, the missing CUDA backend elsewhere).
+  expect_error("search --base base.bvecs --query queries.bvecs --backend cuda --select heap", 1,
+               gknn::backend_available(gknn::Backend::Cuda) ? "heap" : "cuda");
+}
+
+TEST_F(Cli, SearchTimesEachPhaseApart) {
+  generate_uint8();
+  const CliRun r = gknn("search --base base.bvecs --query queries.bvecs -k 10 --repeat 3");
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* line : {"\nload ", "\ninit ", "\nupload ", "\nsearch cold ", "\nsearch warm ", "\ndownload ",
+                           "\nthroughput "})
+    EXPECT_NE(r.out.find(line), std::string::npos) << "no line '" << line + 1 << "' in\n" << r.out;
+  EXPECT_NE(r.out.find("median of 3 warm searches"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("queries/s  (warm search)"), std::string::npos) << r.out;
+  const CliRun cold = gknn("search --base base.bvecs --query queries.bvecs -k 10 --repeat 0");
+  ASSERT_EQ(cold.code, 0) << cold.err;
+  EXPECT_EQ(cold.out.find("search warm"), std::string::npos) << cold.out;
+  EXPECT_NE(cold.out.find("queries/s  (cold search)"), std::string::npos) << cold.out;
+  expect_error("search --base base.bvecs --query queries.bvecs --repeat -1", 2, "--repeat");
+}
+
+TEST_F(Cli, OracleSampleChecksEvenlySpacedQueries) {
+  generate_uint8();
+  const CliRun r = gknn("search --base base.bvecs --query queries.bvecs -k 10 --repeat 0 --oracle-sample 8");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("oracle       8 of 8 sampled queries (one in 5) with ids identical"), std::string::npos)
+      << r.out;
+  const CliRun all = gknn("search --base base.bvecs --query queries.bvecs -k 10 --repeat 0 --oracle-sample 1000");
+  ASSERT_EQ(all.code, 0) << all.err;
+  EXPECT_NE(all.out.find("oracle       40 of 40 sampled queries (one in 1)"), std::string::npos) << all.out;
 }
 
 TEST_F(Cli, RecallMeasuresAPartlyWrongResult) {

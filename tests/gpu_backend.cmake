@@ -6,3 +6,7 @@ gknn_test(gpu_host_logic LABEL cpu SOURCES gpu_host_logic_test.cpp)
 if(GKNN_HAS_CUDA)
   gknn_test(gpu_backend LABEL gpu SOURCES gpu_backend_test.cpp)
 endif()
+# Results into caller storage, device-side finalisation, device inputs, fp16_mma exactness (issues 21, 12).
+if(GKNN_HAS_CUDA)
+  gknn_test(gpu_output LABEL gpu SOURCES gpu_output_test.cpp)
+endif()

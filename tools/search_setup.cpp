@@ -73,16 +73,12 @@ Dataset load_dataset(const SearchOptions& options) {
 }
 
 Result run_search(const Dataset& data, const SearchOptions& options, const SearchParams& params) {
-  try {
-    return search(data.base.view(), data.queries.view(), params);
-  } catch (const Error& e) {
-    throw Error(e.code(), std::string(e.what()) + " (base: '" + options.base + "', queries: '" + options.query + "')");
-  }
+  return naming_inputs(options, [&] { return search(data.base.view(), data.queries.view(), params); });
 }
 
-std::string effective_backend(Backend requested) {
-  if (requested != Backend::Auto) return to_string(requested);
-  return to_string(backend_available(Backend::Cuda) ? Backend::Cuda : Backend::Cpu);
+std::string backend_description(const SearchParams& params) {
+  const BackendChoice choice = choose_backend(params);
+  return to_string(choice.backend) + " (" + choice.reason + ")";
 }
 
 }  // namespace gknn::cli

@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "gknn/error.hpp"
 #include "gknn/io.hpp"
 #include "gknn/types.hpp"
 
@@ -46,10 +47,20 @@ struct Dataset {
 /// Loads base and queries (any load_matrix format) and checks that their dimensions agree, naming both files.
 Dataset load_dataset(const SearchOptions& options);
 
-/// gknn::search with the input file names added to any error (the library only knows "base" and "queries").
+/// Runs `work` with the input file names added to any gknn::Error (the library only knows "base" and "queries").
+template <class Work>
+auto naming_inputs(const SearchOptions& options, Work&& work) -> decltype(work()) {
+  try {
+    return work();
+  } catch (const Error& e) {
+    throw Error(e.code(), std::string(e.what()) + " (base: '" + options.base + "', queries: '" + options.query + "')");
+  }
+}
+
+/// gknn::search with the input file names added to any error.
 Result run_search(const Dataset& data, const SearchOptions& options, const SearchParams& params);
 
-/// The backend Auto resolves to in this process ("cpu" or "cuda").
-std::string effective_backend(Backend requested);
+/// The backend `params` run on, with the reason: "cpu (auto: heap has no CUDA implementation)", "cuda (requested)".
+std::string backend_description(const SearchParams& params);
 
 }  // namespace gknn::cli

@@ -24,6 +24,8 @@ class Index {
   /// (its metric must equal the index metric or be left at the default squared L2 for a squared-L2 index).
   Result search(FloatView queries, int64_t k) const;
   Result search(FloatView queries, const SearchParams& params) const;
+  /// Writes the result into caller-provided host or device arrays (see ResultView); allocates nothing.
+  void search(FloatView queries, const SearchParams& params, const ResultView& out) const;
   void reset();
 
   int64_t size() const noexcept;

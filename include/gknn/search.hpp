@@ -1,6 +1,7 @@
 // gknn/search.hpp: one-shot exact k-nearest-neighbour search and k-selection.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "gknn/types.hpp"
@@ -13,6 +14,9 @@ namespace gknn {
 Result search(FloatView base, FloatView queries, const SearchParams& params);
 /// uint8 input (bvecs): converted to float32 exactly.
 Result search(ByteView base, ByteView queries, const SearchParams& params);
+/// The same search, written into caller-provided storage (host or device arrays; FAISS's search(n, x, k, D, I)
+/// shape): no result is allocated. Inputs may be host or device views (Memory::Device needs the cuda backend).
+void search(FloatView base, FloatView queries, const SearchParams& params, const ResultView& out);
 
 struct SelectParams {
   Backend backend = Backend::Auto;
@@ -30,6 +34,10 @@ Result select_k(FloatView values, const int64_t* labels, int64_t k, Order order,
 
 /// Distance algorithms `backend` implements for `metric` (Auto excluded); empty for an unavailable backend.
 std::vector<DistanceAlgorithm> distance_algorithms(Backend backend, Metric metric);
+/// True for distance algorithms that compute in a precision exact only on integer data (fp16 tensor cores): a
+/// backend runs them only on data it proves them exact on and refuses them (Unsupported) elsewhere; Auto takes
+/// them only there.
+bool distance_requires_integer_data(DistanceAlgorithm algorithm);
 /// Selection algorithms `backend` implements (Auto excluded), with the largest k each serves.
 struct SelectCapability {
   SelectAlgorithm algorithm;
@@ -45,5 +53,19 @@ bool backend_compiled(Backend backend);
 /// without a GPU can list the CUDA algorithms of the build); empty for a backend not compiled in.
 std::vector<DistanceAlgorithm> compiled_distance_algorithms(Backend backend, Metric metric);
 std::vector<SelectCapability> compiled_select_algorithms(Backend backend);
+
+/// The backend a search (or select_k) runs on, and why.
+struct BackendChoice {
+  Backend backend = Backend::Cpu;
+  /// "requested", or why Auto chose it: "auto" (CUDA), "auto: no CUDA device is visible",
+  /// "auto: heap has no CUDA implementation", ...
+  std::string reason;
+};
+/// An explicit backend is taken as it is (an unavailable Cuda throws Unsupported; an algorithm it lacks is refused
+/// by the search). Auto takes CUDA when a device is visible and CUDA implements every algorithm the parameters force
+/// (the distance for their metric, the selection), else the CPU when it does; when neither implements the
+/// combination it throws Unsupported naming what each lacks. search() and select_k() run exactly this choice.
+BackendChoice choose_backend(const SearchParams& params);
+BackendChoice choose_backend(const SelectParams& params);
 
 }  // namespace gknn

@@ -22,6 +22,10 @@
 
 namespace gknn {
 
+/// Where the memory behind a view or an output lives. Device memory is CUDA global memory of the device the
+/// search runs on (SearchParams::device); only the cuda backend reads or writes it (Backend::Auto picks cuda).
+enum class Memory { Host, Device };
+
 /// Non-owning row-major matrix view. stride is in elements between row starts; 0 means "= cols".
 template <class T>
 struct MatrixView {
@@ -29,15 +33,16 @@ struct MatrixView {
   int64_t rows = 0;
   int64_t cols = 0;
   int64_t stride = 0;
+  Memory memory = Memory::Host;  ///< Device: data is a CUDA device pointer (searched where it is, no host copy)
 
   int64_t row_stride() const noexcept { return stride == 0 ? cols : stride; }
   T* row(int64_t i) const noexcept { return data + i * row_stride(); }
   bool empty() const noexcept { return rows == 0 || cols == 0; }
   /// A mutable view converts to a read-only one.
   template <class U = T>
-    requires(!std::is_const_v<U>)
+    requires(!std::is_const_v<U> && std::is_same_v<U, T>)  // only to the same element type
   operator MatrixView<const U>() const noexcept {
-    return {data, rows, cols, stride};
+    return {data, rows, cols, stride, memory};
   }
 };
 
@@ -72,6 +77,8 @@ enum class DistanceAlgorithm {
   GarciaGlobal,   ///< cuda: tiled shared-memory kernel of knn_cuda_global
   GarciaTexture,  ///< cuda: reference set read through texture objects (falls back to GarciaGlobal beyond limits)
   Cublas,         ///< cuda: norms + cuBLAS SGEMM (knn_cublas), squared L2 / L2 / inner product / cosine
+  Fp16Mma,        ///< cuda: cuBLAS fp16 tensor-core GEMM with fp32 accumulation, norms folded into the GEMM; only
+                  ///< for integer data it computes exactly (|x| <= 2048 and every partial sum below 2^24)
 };
 
 /// How the k best of each row are selected.
@@ -126,6 +133,7 @@ struct SearchStats {
   double select_ms = 0;    ///< k-selection
   double merge_ms = 0;     ///< merging tile top-k lists
   double download_ms = 0;  ///< device -> host copies of the results
+  double finalize_ms = 0;  ///< key -> value conversion, tie order, padding, ids (device kernel on CUDA)
   double device_ms = 0;    ///< CUDA: first upload to last download on the device (events); CPU: 0
   double total_ms = 0;     ///< wall time of the call
   int64_t query_tiles = 0;
@@ -156,6 +164,18 @@ struct Result {
 
   float distance(int64_t row, int64_t j) const { return distances[static_cast<size_t>(row * k + j)]; }
   int64_t index(int64_t row, int64_t j) const { return indices[static_cast<size_t>(row * k + j)]; }
+};
+
+/// Caller-provided storage for a rows x k result: two contiguous row-major arrays (distances or similarities,
+/// and int64 indices or user ids), both in host memory or both in device memory. The search writes every entry
+/// exactly once (k > n padding included) and nothing else; rows and k must equal the search's, else
+/// InvalidArgument. Host arrays must be aligned for their element type.
+struct ResultView {
+  float* distances = nullptr;
+  int64_t* indices = nullptr;
+  int64_t rows = 0;
+  int64_t k = 0;
+  Memory memory = Memory::Host;
 };
 
 /// Order of select_k: Ascending keeps the smallest values, Descending the largest.

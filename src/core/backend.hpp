@@ -6,6 +6,7 @@
 // Each backend resolves Auto and rejects algorithms it does not have with ErrorCode::Unsupported.
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "gknn/info.hpp"
@@ -17,14 +18,47 @@ namespace gknn::detail {
 /// Keys of search(): same shape as Result.
 using KeyResult = Result;
 
+/// Facts about the values of one input, gathered in the validation pass (no second pass over the data): they
+/// let a backend prove a lower-precision path exact (integers small enough for fp16 tensor cores).
+struct ValueStats {
+  bool integral = true;     ///< every value is an integer
+  bool nonnegative = true;  ///< every value is >= 0
+  float max_abs = 0.f;      ///< largest |value|
+  bool known = true;        ///< false for device inputs the host did not scan
+  /// Combines the stats of two parts of one set of rows.
+  ValueStats merged(const ValueStats& o) const {
+    return {integral && o.integral, nonnegative && o.nonnegative, max_abs > o.max_abs ? max_abs : o.max_abs,
+            known && o.known};
+  }
+};
+
+/// Where and how a backend writes the user's result (values in the user's metric, k > n padding, user ids).
+struct OutputSpec {
+  Metric metric = Metric::SquaredL2;  ///< the user's metric (keys are converted to its values)
+  double p = 2.0;
+  int64_t k = 0;                      ///< the user's k (>= the key k; the excess is padding)
+  const int64_t* ids = nullptr;       ///< host array: index -> user id (Index::add_with_ids), or null
+  int64_t id_count = 0;
+  Memory memory = Memory::Host;       ///< where destination() points
+  /// The destination, asked for once, as late as possible: a Result's vectors are allocated (and their pages
+  /// touched) while the device already computes.
+  std::function<ResultView()> destination;
+};
+
+/// Writes key results into the destination in the user's form, on `threads` threads (0 = all): key -> value,
+/// ties re-ordered by index, padding, ids. The host finaliser of the CPU backend and of select_k.
+void finalize_into(const KeyResult& keys, const OutputSpec& out, int threads);
+
 /// A database kept by a backend between searches (the Index's storage).
 class ResidentStore {
  public:
   virtual ~ResidentStore() = default;
-  virtual void append(FloatView rows) = 0;  ///< already validated and in key form
+  virtual void append(FloatView rows, const ValueStats& stats) = 0;  ///< already validated and in key form
   virtual void clear() = 0;
   virtual int64_t size() const = 0;
-  virtual KeyResult search(FloatView queries, const SearchParams& key_params) const = 0;
+  /// Searches and writes the final result through `out`.
+  virtual void search_into(FloatView queries, const SearchParams& key_params, const ValueStats& query_stats,
+                           const OutputSpec& out) const = 0;
 };
 
 namespace cpu {
@@ -39,7 +73,9 @@ std::vector<SelectCapability> select_algorithms();
 namespace cuda {
 /// False when built without CUDA or when no device is visible.
 bool available();
-KeyResult search(FloatView base, FloatView queries, const SearchParams& key_params);
+/// The search with its result finalised on the device and written to out (host or device destination).
+void search_into(FloatView base, FloatView queries, const SearchParams& key_params, const ValueStats& base_stats,
+                 const ValueStats& query_stats, const OutputSpec& out);
 Result select_k(FloatView keys, const int64_t* labels, int64_t k, const SelectParams& params);
 std::unique_ptr<ResidentStore> make_store(int64_t dim, int device);
 std::vector<DistanceAlgorithm> distance_algorithms(Metric user_metric);

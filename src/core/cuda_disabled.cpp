@@ -10,7 +10,9 @@ namespace {
 }  // namespace
 
 bool available() { return false; }
-KeyResult search(FloatView, FloatView, const SearchParams&) { no_cuda(); }
+void search_into(FloatView, FloatView, const SearchParams&, const ValueStats&, const ValueStats&, const OutputSpec&) {
+  no_cuda();
+}
 Result select_k(FloatView, const int64_t*, int64_t, const SelectParams&) { no_cuda(); }
 std::unique_ptr<ResidentStore> make_store(int64_t, int) { no_cuda(); }
 std::vector<DistanceAlgorithm> distance_algorithms(Metric) { return {}; }

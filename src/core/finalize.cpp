@@ -1,8 +1,11 @@
 #include "core/finalize.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <new>
+
+#include <omp.h>
 
 #include "core/keys.hpp"
 #include "gknn/error.hpp"
@@ -18,29 +21,70 @@ void restore_tie_order(const float* values, int64_t* indices, int64_t count) {
   }
 }
 
-Result finalize(KeyResult keys, Metric metric, double p, int64_t k) {
-  Result out;
-  out.rows = keys.rows;
-  out.k = k;
+namespace {
+
+void check_result_size(int64_t rows, int64_t k) {
   // k > n pads every row, so a huge k is a huge allocation: refuse it by name instead of a bare bad_alloc.
-  GKNN_EXPECT(keys.rows == 0 || k <= std::numeric_limits<int64_t>::max() / 12 / keys.rows, ErrorCode::OutOfMemory,
-              "a result of ", keys.rows, " x k = ", k, " entries cannot be addressed");
+  GKNN_EXPECT(rows == 0 || k <= std::numeric_limits<int64_t>::max() / 12 / rows, ErrorCode::OutOfMemory,
+              "a result of ", rows, " x k = ", k, " entries cannot be addressed");
+}
+
+/// Row i of the keys, in the user's form, into the destination row (host memory).
+void finalize_row(const KeyResult& keys, const OutputSpec& out, const ResultView& dest, int64_t i) {
+  const int64_t k = out.k, kept = std::min(k, keys.k);
+  float* d = dest.distances + i * k;
+  int64_t* ix = dest.indices + i * k;
+  for (int64_t j = 0; j < kept; ++j) {
+    const size_t from = static_cast<size_t>(i * keys.k + j);
+    d[j] = key_to_value(out.metric, out.p, keys.distances[from]);
+    ix[j] = keys.indices[from];
+  }
+  restore_tie_order(d, ix, kept);
+  std::fill(d + kept, d + k, padding_value(out.metric));
+  std::fill(ix + kept, ix + k, int64_t(-1));
+  if (out.ids)
+    for (int64_t j = 0; j < kept; ++j) ix[j] = out.ids[ix[j]];
+}
+
+}  // namespace
+
+void finalize_into(const KeyResult& keys, const OutputSpec& out, int threads) {
+  check_result_size(keys.rows, out.k);
+  const ResultView dest = out.destination();
+  GKNN_EXPECT(dest.memory == Memory::Host, ErrorCode::Unsupported,
+              "device-memory results need the cuda backend (this search ran on the cpu backend)");
+  const int64_t rows = keys.rows;
+#pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads()) if (rows > 64)
+  for (int64_t i = 0; i < rows; ++i) finalize_row(keys, out, dest, i);
+}
+
+Result allocate_result(int64_t rows, int64_t k) {
+  check_result_size(rows, k);
+  Result r;
+  r.rows = rows;
+  r.k = k;
   try {
-    out.distances.assign(static_cast<size_t>(keys.rows * k), padding_value(metric));
-    out.indices.assign(static_cast<size_t>(keys.rows * k), -1);
+    r.distances.resize(static_cast<size_t>(rows * k));
+    r.indices.resize(static_cast<size_t>(rows * k));
   } catch (const std::bad_alloc&) {
-    fail(ErrorCode::OutOfMemory, "a result of ", keys.rows, " x k = ", k, " entries (", keys.rows * k * 12,
+    fail(ErrorCode::OutOfMemory, "a result of ", rows, " x k = ", k, " entries (", rows * k * 12,
          " bytes) does not fit in host memory; lower k");
   }
-  const int64_t kept = std::min(k, keys.k);
-  for (int64_t i = 0; i < keys.rows; ++i) {
-    for (int64_t j = 0; j < kept; ++j) {
-      const size_t from = static_cast<size_t>(i * keys.k + j), to = static_cast<size_t>(i * k + j);
-      out.distances[to] = key_to_value(metric, p, keys.distances[from]);
-      out.indices[to] = keys.indices[from];
-    }
-    restore_tie_order(out.distances.data() + i * k, out.indices.data() + i * k, kept);
-  }
+  return r;
+}
+
+ResultView view_of(Result& r) {
+  return ResultView{r.distances.data(), r.indices.data(), r.rows, r.k, Memory::Host};
+}
+
+Result finalize(KeyResult keys, Metric metric, double p, int64_t k) {
+  Result out = allocate_result(keys.rows, k);
+  OutputSpec spec;
+  spec.metric = metric;
+  spec.p = p;
+  spec.k = k;
+  spec.destination = [&out] { return view_of(out); };
+  finalize_into(keys, spec, 0);
   return out;
 }
 

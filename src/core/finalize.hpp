@@ -12,6 +12,11 @@ void restore_tie_order(const float* values, int64_t* indices, int64_t count);
 /// keys: q x k_eff ascending keys; returns q x k values in the user's metric, padded with -1 / worst value.
 Result finalize(KeyResult keys, Metric metric, double p, int64_t k);
 
+/// A rows x k Result whose arrays are allocated (OutOfMemory names the size when they cannot be).
+Result allocate_result(int64_t rows, int64_t k);
+/// The storage of a Result as a host ResultView.
+ResultView view_of(Result& r);
+
 /// SearchParams as a backend sees them (key metric, k clipped to n).
 SearchParams key_params(const SearchParams& params, int64_t n);
 

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/call_timer.hpp"
 #include "core/finalize.hpp"
 #include "core/validate.hpp"
 #include "gknn/error.hpp"
@@ -33,14 +34,19 @@ Index& Index::operator=(Index&&) noexcept = default;
 
 namespace {
 void append_rows(Index::Impl& impl, FloatView vectors) {
-  detail::validate_matrix(vectors, "Index::add vectors", true);
+  const detail::ValueStats stats = detail::validate_matrix(vectors, "Index::add vectors", true);
   GKNN_EXPECT(vectors.cols == impl.dim, ErrorCode::InvalidArgument, "Index::add: vectors have dimension ",
               vectors.cols, ", the index has ", impl.dim);
+  GKNN_EXPECT(vectors.memory == Memory::Host || impl.backend == Backend::Cuda, ErrorCode::InvalidArgument,
+              "Index::add: device-memory vectors need an index on the cuda backend");
   if (impl.metric == Metric::Cosine) {
+    GKNN_EXPECT(vectors.memory == Memory::Host, ErrorCode::Unsupported,
+                "Index::add: metric cosine with device-memory vectors: normalise them and use inner_product");
     const std::vector<float> n = detail::normalized_rows(vectors);
-    impl.store->append(FloatView{n.data(), vectors.rows, vectors.cols, 0});
+    // Normalised rows are no longer integers: the stats of the stored rows say so.
+    impl.store->append(FloatView{n.data(), vectors.rows, vectors.cols, 0}, detail::ValueStats{false, false, 1.f});
   } else {
-    impl.store->append(vectors);
+    impl.store->append(vectors, stats);
   }
 }
 }  // namespace
@@ -68,33 +74,76 @@ Result Index::search(FloatView queries, int64_t k) const {
   return search(queries, params);
 }
 
-Result Index::search(FloatView queries, const SearchParams& params_in) const {
+namespace {
+
+/// The index's parameters for one search (metric and p from the index), validated against the queries.
+SearchParams index_params(const Index::Impl& impl, FloatView queries, const SearchParams& params_in,
+                          detail::ValueStats* query_stats) {
   SearchParams params = params_in;
-  GKNN_EXPECT(params.metric == impl_->metric || params.metric == Metric::SquaredL2, ErrorCode::InvalidArgument,
+  GKNN_EXPECT(params.metric == impl.metric || params.metric == Metric::SquaredL2, ErrorCode::InvalidArgument,
               "Index::search: metric ", to_string(params.metric), " differs from the index metric ",
-              to_string(impl_->metric));
-  params.metric = impl_->metric;
-  if (params.metric == Metric::Lp && params_in.metric != Metric::Lp) params.p = impl_->p;
+              to_string(impl.metric));
+  params.metric = impl.metric;
+  if (params.metric == Metric::Lp && params_in.metric != Metric::Lp) params.p = impl.p;
   GKNN_EXPECT(params.k > 0, ErrorCode::InvalidArgument, "Index::search: k must be positive (got ", params.k, ")");
-  GKNN_EXPECT(impl_->store->size() > 0, ErrorCode::InvalidArgument, "Index::search: the index is empty");
-  detail::validate_matrix(queries, "queries", true);
-  GKNN_EXPECT(queries.cols == impl_->dim, ErrorCode::InvalidArgument, "Index::search: queries have dimension ",
-              queries.cols, ", the index has ", impl_->dim);
-  const SearchParams kp = detail::key_params(params, impl_->store->size());
-  detail::KeyResult keys;
-  if (queries.rows == 0) {
-    keys = Result{0, kp.k, {}, {}};
-  } else if (params.metric == Metric::Cosine) {
-    const std::vector<float> n = detail::normalized_rows(queries);
-    keys = impl_->store->search(FloatView{n.data(), queries.rows, queries.cols, 0}, kp);
-  } else {
-    keys = impl_->store->search(queries, kp);
+  GKNN_EXPECT(impl.store->size() > 0, ErrorCode::InvalidArgument, "Index::search: the index is empty");
+  *query_stats = detail::validate_matrix(queries, "queries", true);
+  GKNN_EXPECT(queries.cols == impl.dim, ErrorCode::InvalidArgument, "Index::search: queries have dimension ",
+              queries.cols, ", the index has ", impl.dim);
+  GKNN_EXPECT(queries.memory == Memory::Host || impl.backend == Backend::Cuda, ErrorCode::InvalidArgument,
+              "Index::search: device-memory queries need an index on the cuda backend");
+  return params;
+}
+
+void search_store(const Index::Impl& impl, FloatView queries, const SearchParams& params,
+                  const detail::ValueStats& query_stats, detail::OutputSpec spec) {
+  const SearchParams kp = detail::key_params(params, impl.store->size());
+  spec.metric = params.metric;
+  spec.p = params.p;
+  spec.k = params.k;
+  if (impl.has_ids) {
+    spec.ids = impl.ids.data();
+    spec.id_count = static_cast<int64_t>(impl.ids.size());
   }
-  Result out = detail::finalize(std::move(keys), params.metric, params.p, params.k);
-  if (impl_->has_ids)
-    for (auto& i : out.indices)
-      if (i >= 0) i = impl_->ids[static_cast<size_t>(i)];
-  return out;
+  if (queries.rows == 0) return;
+  if (params.metric != Metric::Cosine) return impl.store->search_into(queries, kp, query_stats, spec);
+  GKNN_EXPECT(queries.memory == Memory::Host, ErrorCode::Unsupported,
+              "Index::search: metric cosine with device-memory queries: normalise them and use inner_product");
+  const std::vector<float> n = detail::normalized_rows(queries);
+  impl.store->search_into(FloatView{n.data(), queries.rows, queries.cols, 0}, kp, detail::ValueStats{false, false, 1.f},
+                          spec);
+}
+
+
+}  // namespace
+
+Result Index::search(FloatView queries, const SearchParams& params_in) const {
+  detail::CallTimer timer(params_in.stats);
+  detail::ValueStats qs;
+  const SearchParams params = index_params(*impl_, queries, params_in, &qs);
+  Result result;
+  result.rows = queries.rows;
+  result.k = params.k;
+  detail::OutputSpec spec;
+  spec.destination = [&result, &queries, &params] {
+    result = detail::allocate_result(queries.rows, params.k);
+    return detail::view_of(result);
+  };
+  search_store(*impl_, queries, params, qs, spec);
+  return result;
+}
+
+void Index::search(FloatView queries, const SearchParams& params_in, const ResultView& out) const {
+  detail::CallTimer timer(params_in.stats);
+  detail::ValueStats qs;
+  const SearchParams params = index_params(*impl_, queries, params_in, &qs);
+  detail::validate_result_view(out, queries.rows, params.k);
+  GKNN_EXPECT(out.memory == Memory::Host || impl_->backend == Backend::Cuda, ErrorCode::InvalidArgument,
+              "Index::search: device-memory results need an index on the cuda backend");
+  detail::OutputSpec spec;
+  spec.memory = out.memory;
+  spec.destination = [out] { return out; };
+  search_store(*impl_, queries, params, qs, spec);
 }
 
 void Index::reset() {

@@ -22,7 +22,7 @@ constexpr NameTable<Metric, 7> kMetrics{{{Metric::SquaredL2, "squared_l2"},
 
 constexpr NameTable<Backend, 3> kBackends{{{Backend::Auto, "auto"}, {Backend::Cpu, "cpu"}, {Backend::Cuda, "cuda"}}};
 
-constexpr NameTable<DistanceAlgorithm, 10> kDistances{{{DistanceAlgorithm::Auto, "auto"},
+constexpr NameTable<DistanceAlgorithm, 11> kDistances{{{DistanceAlgorithm::Auto, "auto"},
                                                        {DistanceAlgorithm::Reference, "reference"},
                                                        {DistanceAlgorithm::Direct, "direct"},
                                                        {DistanceAlgorithm::Gemm, "gemm"},
@@ -31,7 +31,8 @@ constexpr NameTable<DistanceAlgorithm, 10> kDistances{{{DistanceAlgorithm::Auto,
                                                        {DistanceAlgorithm::Atomic, "atomic"},
                                                        {DistanceAlgorithm::GarciaGlobal, "garcia_global"},
                                                        {DistanceAlgorithm::GarciaTexture, "garcia_texture"},
-                                                       {DistanceAlgorithm::Cublas, "cublas"}}};
+                                                       {DistanceAlgorithm::Cublas, "cublas"},
+                                                       {DistanceAlgorithm::Fp16Mma, "fp16_mma"}}};
 
 constexpr NameTable<SelectAlgorithm, 15> kSelects{{{SelectAlgorithm::Auto, "auto"},
                                                    {SelectAlgorithm::Sort, "sort"},

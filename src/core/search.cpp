@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/call_timer.hpp"
 #include "core/finalize.hpp"
 #include "core/validate.hpp"
 #include "gknn/error.hpp"
@@ -12,13 +13,46 @@
 namespace gknn {
 namespace {
 
-detail::KeyResult run_backend(Backend backend, FloatView base, FloatView queries, const SearchParams& kp) {
-  if (backend == Backend::Cuda) return detail::cuda::search(base, queries, kp);
-  return detail::cpu::search(base, queries, kp);
+bool on_device(FloatView v) { return v.memory == Memory::Device; }
+
+/// Device-memory inputs or outputs can only be served by the cuda backend.
+Backend backend_for(const SearchParams& params, bool device_memory) {
+  if (!device_memory) return detail::resolve_backend(params);
+  GKNN_EXPECT(params.backend != Backend::Cpu, ErrorCode::InvalidArgument,
+              "device-memory inputs or outputs need the cuda backend (backend cpu was requested)");
+  return detail::resolve_backend(Backend::Cuda);
+}
+
+/// A validated search, run on the chosen backend and written through `spec`.
+void run_search(FloatView base, FloatView queries, const SearchParams& params, const detail::ValueStats& bs,
+                const detail::ValueStats& qs, const detail::OutputSpec& spec, bool device_memory) {
+  const Backend backend = backend_for(params, device_memory);
+  const SearchParams kp = detail::key_params(params, base.rows);
+  if (queries.rows == 0) return;
+  auto dispatch = [&](FloatView b, FloatView q, const detail::ValueStats& b_stats, const detail::ValueStats& q_stats) {
+    if (backend == Backend::Cuda) return detail::cuda::search_into(b, q, kp, b_stats, q_stats, spec);
+    detail::finalize_into(detail::cpu::search(b, q, kp), spec, kp.threads);
+  };
+  if (params.metric != Metric::Cosine) return dispatch(base, queries, bs, qs);
+  GKNN_EXPECT(!on_device(base) && !on_device(queries), ErrorCode::Unsupported,
+              "metric cosine with device-memory inputs: normalise the rows and use inner_product");
+  const std::vector<float> b = detail::normalized_rows(base), q = detail::normalized_rows(queries);
+  const detail::ValueStats unit{false, false, 1.f};  // normalised rows: fractions in [-1, 1]
+  dispatch(FloatView{b.data(), base.rows, base.cols, 0}, FloatView{q.data(), queries.rows, queries.cols, 0}, unit,
+           unit);
+}
+
+detail::OutputSpec output_spec(const SearchParams& params) {
+  detail::OutputSpec spec;
+  spec.metric = params.metric;
+  spec.p = params.p;
+  spec.k = params.k;
+  return spec;
 }
 
 std::vector<float> to_float(ByteView m) {
   std::vector<float> out(static_cast<size_t>(m.rows * m.cols));
+#pragma omp parallel for schedule(static) if (m.rows * m.cols > (int64_t(1) << 20))
   for (int64_t i = 0; i < m.rows; ++i)
     for (int64_t j = 0; j < m.cols; ++j) out[static_cast<size_t>(i * m.cols + j)] = m.row(i)[j];
   return out;
@@ -26,22 +60,39 @@ std::vector<float> to_float(ByteView m) {
 
 }  // namespace
 
+void search(FloatView base, FloatView queries, const SearchParams& params, const ResultView& out) {
+  detail::CallTimer timer(params.stats);
+  detail::ValueStats bs, qs;
+  detail::validate_search(base, queries, params, &bs, &qs);
+  detail::validate_result_view(out, queries.rows, params.k);
+  detail::OutputSpec spec = output_spec(params);
+  spec.memory = out.memory;
+  spec.destination = [out] { return out; };
+  run_search(base, queries, params, bs, qs, spec,
+             on_device(base) || on_device(queries) || out.memory == Memory::Device);
+}
+
 Result search(FloatView base, FloatView queries, const SearchParams& params) {
-  detail::validate_search(base, queries, params);
-  const Backend backend = detail::resolve_backend(params.backend);
-  const SearchParams kp = detail::key_params(params, base.rows);
-  if (queries.rows == 0) return detail::finalize(Result{0, kp.k, {}, {}}, params.metric, params.p, params.k);
-  if (params.metric == Metric::Cosine) {
-    const std::vector<float> b = detail::normalized_rows(base), q = detail::normalized_rows(queries);
-    const FloatView bn{b.data(), base.rows, base.cols, 0}, qn{q.data(), queries.rows, queries.cols, 0};
-    return detail::finalize(run_backend(backend, bn, qn, kp), params.metric, params.p, params.k);
-  }
-  return detail::finalize(run_backend(backend, base, queries, kp), params.metric, params.p, params.k);
+  detail::CallTimer timer(params.stats);
+  detail::ValueStats bs, qs;
+  detail::validate_search(base, queries, params, &bs, &qs);
+  Result result;
+  result.rows = queries.rows;
+  result.k = params.k;
+  detail::OutputSpec spec = output_spec(params);
+  spec.destination = [&result, &queries, &params] {
+    result = detail::allocate_result(queries.rows, params.k);
+    return detail::view_of(result);
+  };
+  run_search(base, queries, params, bs, qs, spec, on_device(base) || on_device(queries));
+  return result;
 }
 
 Result search(ByteView base, ByteView queries, const SearchParams& params) {
   GKNN_EXPECT(base.data || base.rows == 0, ErrorCode::InvalidArgument, "base: null data pointer");
   GKNN_EXPECT(queries.data || queries.rows == 0, ErrorCode::InvalidArgument, "queries: null data pointer");
+  GKNN_EXPECT(base.memory == Memory::Host && queries.memory == Memory::Host, ErrorCode::Unsupported,
+              "uint8 views in device memory are not supported: pass float32 device views");
   const std::vector<float> b = to_float(base), q = to_float(queries);
   return search(FloatView{b.data(), base.rows, base.cols, 0}, FloatView{q.data(), queries.rows, queries.cols, 0},
                 params);
@@ -50,6 +101,7 @@ Result search(ByteView base, ByteView queries, const SearchParams& params) {
 Result select_k(FloatView values, const int64_t* labels, int64_t k, Order order, const SelectParams& params) {
   GKNN_EXPECT(k > 0, ErrorCode::InvalidArgument, "select_k: k must be positive (got ", k, ")");
   GKNN_EXPECT(values.cols > 0, ErrorCode::InvalidArgument, "select_k: rows have length 0");
+  GKNN_EXPECT(values.memory == Memory::Host, ErrorCode::Unsupported, "select_k: values must be in host memory");
   GKNN_EXPECT(values.stride == 0 || values.stride >= values.cols, ErrorCode::InvalidArgument,
               "select_k: row stride ", values.stride, " is smaller than the row length ", values.cols);
   // Keys are ascending: a descending request selects on negated values (exact), then negates back.
@@ -75,7 +127,7 @@ Result select_k(FloatView values, const int64_t* labels, int64_t k, Order order,
     labels = packed_labels.data();
   }
   const int64_t k_eff = std::min(k, values.cols);
-  const Backend backend = detail::resolve_backend(params.backend);
+  const Backend backend = detail::resolve_backend(params);
   Result r = backend == Backend::Cuda ? detail::cuda::select_k(keys, labels, k_eff, params)
                                       : detail::cpu::select_k(keys, labels, k_eff, params);
   return detail::finalize(std::move(r), order == Order::Descending ? Metric::InnerProduct : Metric::SquaredL2, 2.0,
@@ -101,6 +153,8 @@ std::vector<SelectCapability> compiled_select_algorithms(Backend backend) {
   if (backend == Backend::Cuda) return detail::cuda::select_algorithms();
   return {};
 }
+
+bool distance_requires_integer_data(DistanceAlgorithm algorithm) { return algorithm == DistanceAlgorithm::Fp16Mma; }
 
 bool backend_available(Backend backend) {
   if (backend == Backend::Cuda) return detail::cuda::available();

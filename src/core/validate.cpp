@@ -1,49 +1,137 @@
 #include "core/validate.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
 
 #include "core/backend.hpp"
 #include "gknn/error.hpp"
+#include "gknn/info.hpp"
 
 namespace gknn::detail {
 
-void validate_matrix(FloatView m, std::string_view what, bool allow_empty_rows) {
+ValueStats validate_matrix(FloatView m, std::string_view what, bool allow_empty_rows) {
   GKNN_EXPECT(m.rows >= 0 && m.cols >= 0, ErrorCode::InvalidArgument, what, ": negative shape ", m.rows, "x", m.cols);
   GKNN_EXPECT(allow_empty_rows || m.rows > 0, ErrorCode::InvalidArgument, what, " is empty (0 rows)");
   GKNN_EXPECT(m.cols > 0, ErrorCode::InvalidArgument, what, " has dimension 0");
   GKNN_EXPECT(m.stride == 0 || m.stride >= m.cols, ErrorCode::InvalidArgument, what, ": row stride ", m.stride,
               " is smaller than the dimension ", m.cols);
   GKNN_EXPECT(m.rows == 0 || m.data != nullptr, ErrorCode::InvalidArgument, what, ": null data pointer");
+  if (m.memory == Memory::Device) return ValueStats{false, false, 0.f, false};
+  // One pass: finiteness (required) and the value facts (for exact lower-precision paths). The row loop only
+  // accumulates; the error path re-scans the failing row to name the column.
+  bool integral = true, nonnegative = true;
+  float max_abs = 0.f;
   for (int64_t i = 0; i < m.rows; ++i) {
     const float* row = m.row(i);
+    bool finite = true;
+    for (int64_t j = 0; j < m.cols; ++j) {
+      const float v = row[j], a = std::fabs(v);
+      finite &= a <= std::numeric_limits<float>::max();
+      integral &= v == std::nearbyint(v);
+      nonnegative &= v >= 0.f;
+      max_abs = a > max_abs ? a : max_abs;
+    }
+    if (finite) continue;
     for (int64_t j = 0; j < m.cols; ++j)
       GKNN_EXPECT(std::isfinite(row[j]), ErrorCode::InvalidArgument, what, " row ", i, " column ", j, " is ",
                   row[j], ": NaN and Inf are not valid coordinates");
   }
+  return ValueStats{integral, nonnegative, max_abs, true};
 }
 
-void validate_search(FloatView base, FloatView queries, const SearchParams& params) {
+void validate_result_view(const ResultView& out, int64_t rows, int64_t k) {
+  GKNN_EXPECT(out.rows == rows && out.k == k, ErrorCode::InvalidArgument, "result storage is shaped ", out.rows,
+              " x ", out.k, ", the search returns ", rows, " x ", k);
+  GKNN_EXPECT(rows == 0 || (out.distances && out.indices), ErrorCode::InvalidArgument,
+              "result storage: null distances or indices pointer");
+  GKNN_EXPECT(reinterpret_cast<uintptr_t>(out.distances) % alignof(float) == 0 &&
+                  reinterpret_cast<uintptr_t>(out.indices) % alignof(int64_t) == 0,
+              ErrorCode::InvalidArgument, "result storage: distances must be ", alignof(float),
+              "-byte and indices ", alignof(int64_t), "-byte aligned");
+}
+
+void validate_search(FloatView base, FloatView queries, const SearchParams& params, ValueStats* base_stats,
+                     ValueStats* query_stats) {
   GKNN_EXPECT(params.k > 0, ErrorCode::InvalidArgument, "k must be positive (got ", params.k, ")");
   GKNN_EXPECT(params.metric != Metric::Lp || (params.p > 0 && std::isfinite(params.p)), ErrorCode::InvalidArgument,
               "metric lp needs a finite p > 0 (got p = ", params.p, ")");
   GKNN_EXPECT(params.threads >= 0 && params.threads <= kMaxThreads, ErrorCode::InvalidArgument, "threads must be in [0, ",
               kMaxThreads, "] (got ", params.threads, ")");
-  validate_matrix(base, "base", false);
-  validate_matrix(queries, "queries", true);
+  const ValueStats bs = validate_matrix(base, "base", false), qs = validate_matrix(queries, "queries", true);
+  if (base_stats) *base_stats = bs;
+  if (query_stats) *query_stats = qs;
   GKNN_EXPECT(base.cols == queries.cols, ErrorCode::InvalidArgument, "base dimension ", base.cols,
               " differs from query dimension ", queries.cols);
 }
 
-Backend resolve_backend(Backend requested) {
-  if (requested == Backend::Cpu) return Backend::Cpu;
+namespace {
+
+/// The algorithms a request forces (Auto: not forced) and the metric its distance must serve (none for select_k).
+struct Forced {
+  Backend requested = Backend::Auto;
+  DistanceAlgorithm distance = DistanceAlgorithm::Auto;
+  SelectAlgorithm select = SelectAlgorithm::Auto;
+  std::optional<Metric> metric;
+};
+
+std::vector<DistanceAlgorithm> distances_of(Backend b, Metric m) {
+  return b == Backend::Cuda ? cuda::distance_algorithms(m) : cpu::distance_algorithms(m);
+}
+
+bool has_select(Backend b, SelectAlgorithm a) {
+  const std::vector<SelectCapability> all = b == Backend::Cuda ? cuda::select_algorithms() : cpu::select_algorithms();
+  return std::any_of(all.begin(), all.end(), [a](const SelectCapability& c) { return c.algorithm == a; });
+}
+
+/// What `b` lacks of the forced algorithms, e.g. "heap has no CUDA implementation"; "" when it has them all.
+/// Limits on k are left to the backend: they depend on the base size, and no other backend lifts them.
+std::string lacking(Backend b, const Forced& f) {
+  const std::string label = b == Backend::Cuda ? "CUDA" : "CPU";
+  if (f.metric) {
+    const std::vector<DistanceAlgorithm> ds = distances_of(b, *f.metric);
+    if (f.distance == DistanceAlgorithm::Auto && ds.empty())
+      return "metric " + to_string(*f.metric) + " has no " + label + " distance algorithm";
+    if (f.distance != DistanceAlgorithm::Auto && std::find(ds.begin(), ds.end(), f.distance) == ds.end()) {
+      const std::vector<DistanceAlgorithm> any = distances_of(b, Metric::SquaredL2);  // every algorithm serves it
+      const bool other_metrics = std::find(any.begin(), any.end(), f.distance) != any.end();
+      return to_string(f.distance) + " has no " + label + " implementation" +
+             (other_metrics ? " for metric " + to_string(*f.metric) : "");
+    }
+  }
+  if (f.select != SelectAlgorithm::Auto && !has_select(b, f.select))
+    return to_string(f.select) + " has no " + label + " implementation";
+  return "";
+}
+
+BackendChoice choose(const Forced& f) {
+  if (f.requested == Backend::Cpu) return {Backend::Cpu, "requested"};
   const bool cuda_ok = cuda::available();
-  if (requested == Backend::Cuda) {
+  if (f.requested == Backend::Cuda) {
     GKNN_EXPECT(cuda_ok, ErrorCode::Unsupported,
                 "backend cuda requested, but this build has no CUDA backend or no CUDA device is visible");
-    return Backend::Cuda;
+    return {Backend::Cuda, "requested"};
   }
-  return cuda_ok ? Backend::Cuda : Backend::Cpu;
+  if (!cuda_ok)
+    return {Backend::Cpu, build_info().cuda ? "auto: no CUDA device is visible" : "auto: this build has no CUDA backend"};
+  const std::string cuda_lacks = lacking(Backend::Cuda, f);
+  if (cuda_lacks.empty()) return {Backend::Cuda, "auto"};
+  const std::string cpu_lacks = lacking(Backend::Cpu, f);
+  GKNN_EXPECT(cpu_lacks.empty(), ErrorCode::Unsupported, "backend auto: no backend implements this combination (",
+              cuda_lacks, "; ", cpu_lacks, ")");
+  return {Backend::Cpu, "auto: " + cuda_lacks};
 }
+
+}  // namespace
+
+Backend resolve_backend(Backend requested) {
+  return choose({requested, DistanceAlgorithm::Auto, SelectAlgorithm::Auto, std::nullopt}).backend;
+}
+Backend resolve_backend(const SearchParams& params) { return choose_backend(params).backend; }
+Backend resolve_backend(const SelectParams& params) { return choose_backend(params).backend; }
 
 std::vector<float> normalized_rows(FloatView m) {
   std::vector<float> out(static_cast<size_t>(m.rows * m.cols));
@@ -58,3 +146,15 @@ std::vector<float> normalized_rows(FloatView m) {
 }
 
 }  // namespace gknn::detail
+
+namespace gknn {
+
+BackendChoice choose_backend(const SearchParams& params) {
+  return detail::choose({params.backend, params.distance, params.select, params.metric});
+}
+
+BackendChoice choose_backend(const SelectParams& params) {
+  return detail::choose({params.backend, DistanceAlgorithm::Auto, params.algorithm, std::nullopt});
+}
+
+}  // namespace gknn

@@ -4,6 +4,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/backend.hpp"
+#include "gknn/search.hpp"
 #include "gknn/types.hpp"
 
 namespace gknn::detail {
@@ -12,10 +14,19 @@ namespace gknn::detail {
 constexpr int kMaxThreads = 4096;
 
 /// Shape, stride and finiteness of one matrix argument; `what` names it in messages ("base", "queries").
-void validate_matrix(FloatView m, std::string_view what, bool allow_empty_rows);
-void validate_search(FloatView base, FloatView queries, const SearchParams& params);
+/// Returns the facts about its values gathered in the same pass (device views: shape only, stats unknown; the
+/// cuda backend checks their values on the device).
+ValueStats validate_matrix(FloatView m, std::string_view what, bool allow_empty_rows);
+/// Validates a search's arguments; fills the value facts of base and queries when asked.
+void validate_search(FloatView base, FloatView queries, const SearchParams& params, ValueStats* base_stats = nullptr,
+                     ValueStats* query_stats = nullptr);
+/// A caller's result storage for rows x k: both pointers set, aligned, shaped as the search.
+void validate_result_view(const ResultView& out, int64_t rows, int64_t k);
 /// Backend::Auto -> Cuda when available, else Cpu; an unavailable explicit Cuda throws Unsupported.
 Backend resolve_backend(Backend requested);
+/// The same, and Auto passes over a backend that lacks an algorithm the parameters force (gknn::choose_backend).
+Backend resolve_backend(const SearchParams& params);
+Backend resolve_backend(const SelectParams& params);
 
 /// Row-normalised copy for cosine (a zero row stays zero). Norms are accumulated in double.
 std::vector<float> normalized_rows(FloatView m);

@@ -13,7 +13,7 @@ class HostStore final : public ResidentStore {
  public:
   explicit HostStore(int64_t dim) : dim_(dim) {}
 
-  void append(FloatView rows) override {
+  void append(FloatView rows, const ValueStats&) override {
     rows_.reserve(rows_.size() + size_t(rows.rows * dim_));
     for (int64_t i = 0; i < rows.rows; ++i) rows_.insert(rows_.end(), rows.row(i), rows.row(i) + dim_);
     const std::vector<float> norms = squared_norms(rows);
@@ -27,8 +27,10 @@ class HostStore final : public ResidentStore {
 
   int64_t size() const override { return static_cast<int64_t>(norms_.size()); }
 
-  KeyResult search(FloatView queries, const SearchParams& key_params) const override {
-    return search_with_norms(FloatView{rows_.data(), size(), dim_, dim_}, norms_.data(), queries, key_params);
+  void search_into(FloatView queries, const SearchParams& key_params, const ValueStats&,
+                   const OutputSpec& out) const override {
+    finalize_into(search_with_norms(FloatView{rows_.data(), size(), dim_, dim_}, norms_.data(), queries, key_params),
+                  out, key_params.threads);
   }
 
  private:

@@ -24,12 +24,14 @@ bool available() {
   }
 }
 
-KeyResult search(FloatView base, FloatView queries, const SearchParams& key_params) {
+void search_into(FloatView base, FloatView queries, const SearchParams& key_params, const ValueStats& base_stats,
+                 const ValueStats& query_stats, const OutputSpec& out) {
   use_device(key_params.device);
-  Pipeline pipeline(key_params.device);
-  size_t budget = memory_budget(key_params.memory_budget);
-  const std::unique_ptr<BaseSource> source = make_base_source(pipeline, base, &budget);
-  return run_search(pipeline, *source, queries, key_params, budget);
+  PipelineLease pipeline(key_params.device);
+  size_t budget = pipeline_budget(*pipeline, key_params.memory_budget);
+  const std::unique_ptr<BaseSource> source = make_base_source(*pipeline, base, &budget);
+  run_search(*pipeline, *source, queries, key_params, budget, DataFacts{base_stats.merged(query_stats), base.cols},
+             out);
 }
 
 Result select_k(FloatView keys, const int64_t* labels, int64_t k, const SelectParams& params) {
@@ -43,8 +45,9 @@ std::unique_ptr<ResidentStore> make_store(int64_t dim, int device) { return make
 std::vector<DistanceAlgorithm> distance_algorithms(Metric user_metric) {
   std::vector<DistanceAlgorithm> out;
   const Metric km = key_metric(user_metric);
+  // A kernel exact only on integer data never sees cosine's normalised rows.
   for (const DistanceEntry* e = distance_entries_begin(); e != distance_entries_end(); ++e)
-    if (e->supports(km)) out.push_back(e->algorithm);
+    if (e->supports(km) && !(e->exact_on && user_metric == Metric::Cosine)) out.push_back(e->algorithm);
   return out;
 }
 

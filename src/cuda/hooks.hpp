@@ -32,6 +32,8 @@ struct StageTimes {
   double select_ms = 0;    ///< per-tile k-selection
   double merge_ms = 0;     ///< merging tile top-k lists into the running top-k
   double download_ms = 0;  ///< device -> host copies of the results
+  double finalize_ms = 0;  ///< key -> value conversion, tie order, padding, ids (on the device)
+  double device_ms = 0;    ///< first to last event of the search on the compute stream
   int64_t query_tiles = 0;
   int64_t base_tiles = 0;  ///< per query tile
 };

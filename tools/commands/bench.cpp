@@ -73,7 +73,7 @@ struct BenchCommand {
 
   void print_table(const Dataset& data, const SearchParams& params, const Timings& t) const {
     std::printf("backend      %s, distance %s, select %s, metric %s, k %lld\n",
-                effective_backend(params.backend).c_str(), to_string(params.distance).c_str(),
+                backend_description(params).c_str(), to_string(params.distance).c_str(),
                 select_name(params.select, params.select_options.tang).c_str(), to_string(params.metric).c_str(),
                 static_cast<long long>(params.k));
     std::printf("shapes       base %lld x %lld, queries %lld\n", static_cast<long long>(data.base.rows),
@@ -92,7 +92,7 @@ struct BenchCommand {
     JsonWriter w(std::cout);
     w.begin_object();
     w.key("gknn_version").value(build_info().version);
-    w.key("backend").value(effective_backend(params.backend));
+    w.key("backend").value(to_string(choose_backend(params).backend));
     w.key("distance").value(to_string(params.distance));
     w.key("select").value(select_name(params.select, params.select_options.tang));
     w.key("metric").value(to_string(params.metric));

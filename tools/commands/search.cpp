@@ -8,9 +8,11 @@
 #include "gknn/error.hpp"
 #include "gknn/io.hpp"
 #include "gknn/search.hpp"
+#include "oracle_sample.hpp"
 #include "progress.hpp"
 #include "recall_report.hpp"
 #include "search_setup.hpp"
+#include "timed_search.hpp"
 
 namespace gknn::cli {
 namespace {
@@ -21,6 +23,8 @@ struct SearchCommand {
   std::string distances_out;
   std::string groundtruth;
   bool no_progress = false;
+  int repeat = 1;
+  int64_t oracle_sample = 0;
 
   void check_outputs() const {
     if (!indices_out.empty()) {
@@ -40,6 +44,7 @@ struct SearchCommand {
   int run() const {
     check_outputs();  // before any long work
     const SearchParams base_params = search.params();
+    const std::string backend = backend_description(base_params);  // an impossible combination fails before loading
     const Dataset data = load_dataset(search);
     HostMatrix<int64_t> truth;
     if (!groundtruth.empty()) truth = with_option("--groundtruth", [&] { return load_indices(groundtruth); });
@@ -47,16 +52,16 @@ struct SearchCommand {
     ProgressBar bar("search", !no_progress);
     SearchParams params = base_params;
     params.progress = bar.callback();
-    Stopwatch clock;
-    const Result result = run_search(data, search, params);
-    const double seconds = clock.seconds();
+    const SearchTimings timings = timed_search(data, search, params, repeat);
     bar.finish();
+    const Result& result = timings.result;
 
     if (!indices_out.empty()) save_indices(indices_out, MatrixView<const int64_t>{result.indices.data(), result.rows,
                                                                                  result.k, 0});
     if (!distances_out.empty())
       save_matrix(distances_out, FloatView{result.distances.data(), result.rows, result.k, 0});
-    print_summary(data, params, seconds);
+    print_summary(data, params, backend);
+    print_timings(timings, data);
     if (!groundtruth.empty()) {
       const HostMatrix<float> values = with_option("--groundtruth", [&] {
         return truth_values(groundtruth, data.base.view(), data.queries.view(), truth, params.k, params.metric,
@@ -64,12 +69,11 @@ struct SearchCommand {
       });
       print_recall(std::cout, result, truth, values, params.k, params.metric);
     }
-    return 0;
+    return oracle_sample > 0 ? report_oracle_check(data, params, result) : 0;
   }
 
-  void print_summary(const Dataset& data, const SearchParams& params, double seconds) const {
-    std::printf("backend      %s (requested %s)\n", effective_backend(params.backend).c_str(),
-                to_string(params.backend).c_str());
+  void print_summary(const Dataset& data, const SearchParams& params, const std::string& backend) const {
+    std::printf("backend      %s\n", backend.c_str());
     std::printf("algorithms   distance %s, select %s\n", to_string(params.distance).c_str(),
                 select_name(params.select, params.select_options.tang).c_str());
     std::printf("base         %lld x %lld  %s\n", static_cast<long long>(data.base.rows),
@@ -77,10 +81,23 @@ struct SearchCommand {
     std::printf("queries      %lld x %lld  %s\n", static_cast<long long>(data.queries.rows),
                 static_cast<long long>(data.queries.cols), search.query.c_str());
     std::printf("k, metric    %lld, %s\n", static_cast<long long>(params.k), to_string(params.metric).c_str());
-    std::printf("load         %.3f s\n", data.load_seconds);
-    std::printf("search       %.3f s  (%.1f queries/s)\n", seconds,
-                seconds > 0 ? static_cast<double>(data.queries.rows) / seconds : 0.0);
+    std::printf("load         %10.3f ms  reading the files\n", data.load_seconds * 1000.0);
     std::fflush(stdout);
+  }
+
+  /// Prints the sample check; exit status 1 when a sampled query's ids differ from the reference's.
+  int report_oracle_check(const Dataset& data, const SearchParams& params, const Result& result) const {
+    const SampleCheck c = check_against_oracle(data, params, result, oracle_sample);
+    std::printf("oracle       %lld of %lld sampled queries (one in %lld) with ids identical to the float64 CPU "
+                "reference (%.1f s)\n",
+                static_cast<long long>(c.identical), static_cast<long long>(c.checked),
+                static_cast<long long>(c.step), c.seconds);
+    std::fflush(stdout);
+    if (c.identical == c.checked) return 0;
+    std::fprintf(stderr, "gknn: error: --oracle-sample: %lld of %lld sampled queries differ from the float64 CPU "
+                 "reference (first: query %lld)\n", static_cast<long long>(c.checked - c.identical),
+                 static_cast<long long>(c.checked), static_cast<long long>(c.first_difference));
+    return 1;
   }
 };
 
@@ -95,6 +112,13 @@ Command add_search_command(CLI::App& root) {
   app->add_option("--groundtruth", cmd->groundtruth,
                   "exact neighbour ids (.ivecs, .npy or file.hdf5[:neighbors]): print recall@k");
   app->add_flag("--no-progress", cmd->no_progress, "never draw the progress bar");
+  app->add_option("--repeat", cmd->repeat, "warm searches after the first (cold) one; the search time is their median")
+      ->check(non_negative())
+      ->capture_default_str();
+  app->add_option("--oracle-sample", cmd->oracle_sample,
+                  "check the ids of N evenly spaced queries against the float64 CPU reference (exit 1 when any "
+                  "differs; meant for integer data, where float32 distances are exact)")
+      ->check(non_negative());
   return {app, [cmd] { return cmd->run(); }};
 }
 

@@ -40,6 +40,8 @@ class DeviceBuffer {
   T* data() const noexcept { return ptr_; }
   size_t size() const noexcept { return size_; }
   size_t bytes() const noexcept { return size_ * sizeof(T); }
+  /// Bytes held (the largest size asked for since the last release).
+  size_t capacity_bytes() const noexcept { return capacity_ * sizeof(T); }
 
  private:
   void release() noexcept {

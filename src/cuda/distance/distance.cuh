@@ -1,14 +1,17 @@
 // distance.cuh: the contract of every GPU distance kernel, and the table that maps the enum to them.
 //
 // A distance kernel writes the nq x nb matrix of *keys* (core/keys.hpp): squared L2, -(x.y), L1, Linf or
-// sum |x-y|^p, for queries and base rows already on the device. Adding a kernel: a folder under distance/,
-// a DistanceEntry line in registry.cu.
+// sum |x-y|^p, for queries and base rows already on the device. A GEMM kernel may leave out the |q|^2 term of
+// squared L2 (a constant per query row, so it changes no ranking): its keys are |x|^2 - 2 q.x and the finaliser
+// adds |q|^2 (DistanceEntry::omits_query_norm). Adding a kernel: a folder under distance/, a DistanceEntry line
+// in registry.cu.
 #pragma once
 
 #include <cstdint>
 
 #include <cuda_runtime.h>
 
+#include "core/backend.hpp"
 #include "cuda/common/buffer.cuh"
 #include "gknn/types.hpp"
 
@@ -41,22 +44,37 @@ struct DistanceContext {
 
 using DistanceFn = void (*)(const DistanceInput& in, const DistanceOutput& out, const DistanceContext& ctx);
 
+/// Device scratch bytes of one call on an nq x nb tile (for memory planning); may over-estimate.
+using DistanceWorkspaceFn = size_t (*)(int64_t nq, int64_t nb, int64_t dim);
+
+/// What a search's data allow: the value facts of base and queries together (core/backend.hpp) and the dimension.
+struct DataFacts {
+  detail::ValueStats values;
+  int64_t dim = 0;
+};
+
 struct DistanceEntry {
   DistanceAlgorithm algorithm;
   bool (*supports)(Metric key_metric);
-  bool needs_norms;  ///< the pipeline provides squared row norms for SquaredL2
+  bool needs_norms;       ///< the pipeline provides squared row norms for SquaredL2
+  bool omits_query_norm;  ///< squared L2 keys are |x|^2 - 2 q.x; the finaliser adds |q|^2
   DistanceFn run;
+  DistanceWorkspaceFn workspace_bytes;  ///< null: no scratch
+  /// Null for kernels exact to float32 on any data; else true only for data on which this lower-precision kernel
+  /// is proven exact (it is refused on other data, and Auto takes it only there).
+  bool (*exact_on)(const DataFacts& facts);
 };
 
 const DistanceEntry* find_distance(DistanceAlgorithm algorithm);
 /// The registered entries (registry.cu), in table order.
 const DistanceEntry* distance_entries_begin();
 const DistanceEntry* distance_entries_end();
-/// Auto's choice for a shape and key metric.
-DistanceAlgorithm choose_distance(Metric key_metric, int64_t nq, int64_t nb, int64_t dim);
-/// Resolves Auto, checks support; throws Unsupported naming the algorithm and metric otherwise.
+/// Auto's choice for a shape, key metric and data.
+DistanceAlgorithm choose_distance(Metric key_metric, int64_t nq, int64_t nb, const DataFacts& facts);
+/// Resolves Auto, checks support (metric, and data for lower-precision kernels); throws Unsupported naming the
+/// algorithm and the reason otherwise.
 const DistanceEntry& resolve_distance(DistanceAlgorithm requested, Metric key_metric, int64_t nq, int64_t nb,
-                                      int64_t dim);
+                                      const DataFacts& facts);
 
 /// Squared L2 norm of each row (one pass; used by GEMM-based kernels).
 void row_squared_norms(const float* rows, int64_t count, int64_t stride, int64_t dim, float* out, cudaStream_t s);

@@ -12,5 +12,9 @@ void garcia_global_distance(const DistanceInput& in, const DistanceOutput& out, 
 /// Falls back to garcia_global_distance when the base tile exceeds the device's linear-texture limits.
 void garcia_texture_distance(const DistanceInput& in, const DistanceOutput& out, const DistanceContext& ctx);
 void cublas_distance(const DistanceInput& in, const DistanceOutput& out, const DistanceContext& ctx);
+size_t cublas_workspace(int64_t nq, int64_t nb, int64_t dim);
+void fp16_mma_distance(const DistanceInput& in, const DistanceOutput& out, const DistanceContext& ctx);
+size_t fp16_mma_workspace(int64_t nq, int64_t nb, int64_t dim);
+bool fp16_mma_exact_on(const DataFacts& facts);
 
 }  // namespace gknn::cuda_detail

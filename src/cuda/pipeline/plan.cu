@@ -44,13 +44,18 @@ size_t search_bytes(const PlanInput& in, int64_t tq, int64_t tb) {
   size_t bytes = 2 * q * d * sizeof(float) + (q + b) * sizeof(float) + q * b * sizeof(float);
   if (in.stream_base) bytes += 2 * b * d * sizeof(float);
   bytes += 5 * q * k * (sizeof(float) + sizeof(int64_t));
+  bytes += 2 * q * static_cast<size_t>(in.out_k) * (sizeof(float) + sizeof(int64_t));
   if (in.select_workspace) bytes += in.select_workspace(tq, tb, static_cast<int64_t>(kt));
+  if (in.distance_workspace) bytes += in.distance_workspace(tq, tb, in.dim);
   return bytes;
 }
 
 TilePlan plan_search(const PlanInput& in) {
   const TileOverride forced = current_override();
   TilePlan plan{std::min(in.nq, kMaxQueryTile), std::min(in.nb, kMaxBaseTile)};
+  const size_t result_bytes = static_cast<size_t>(in.nq) * static_cast<size_t>(in.out_k) * 12;
+  if (result_bytes > kOverlapResultBytes)
+    plan.query_rows = std::min(plan.query_rows, std::max<int64_t>(1, (in.nq + kOverlapTiles - 1) / kOverlapTiles));
   if (forced.query_rows > 0) plan.query_rows = std::min(in.nq, forced.query_rows);
   if (forced.base_rows > 0) plan.base_rows = std::min(in.nb, forced.base_rows);
   if (forced.query_rows > 0 || forced.base_rows > 0) return plan;

@@ -6,10 +6,14 @@
 //   norms             (tq + tb) * 4
 //   distance tile     tq * tb * 4
 //   top-k lists       5 * tq * k * 12         running + merged list per in-flight query tile (2), tile list (1)
+//   output tiles      2 * tq * out_k * 12     finalised tiles on their way to a host destination (two in flight)
 //   selector scratch  SelectEntry::workspace_bytes(tq, tb, kt)
+//   distance scratch  DistanceEntry::workspace_bytes(tq, tb, d)
 // The planner starts from the whole problem (capped, see below) and halves the larger side until it fits:
 // base tiles first while they are longer than kPreferredBaseRows (long rows amortise a selection's fixed
 // cost), then query tiles, down to 1 x 1 (a budget below that is still served, as the smallest tiling).
+// A large result to a host destination (more than kOverlapResultBytes) is cut into at least kOverlapTiles query
+// tiles, so that copying tile i into the caller's memory overlaps the device work of tile i + 1.
 // Base tiles shorter than the base stay multiples of 128 rows while > 128, which keeps tile pointers of a
 // resident base 512-byte aligned (texture objects need it).
 #pragma once
@@ -27,11 +31,19 @@ constexpr int64_t kMaxQueryTile = 16384;
 constexpr int64_t kMaxBaseTile = int64_t(1) << 30;
 constexpr int64_t kPreferredBaseRows = 1 << 16;
 
+constexpr size_t kOverlapResultBytes = size_t(32) << 20;
+constexpr int64_t kOverlapTiles = 8;
+
+/// Device scratch bytes of a distance kernel on an nq x nb tile of dimension dim.
+using DistanceWorkspaceBytesFn = size_t (*)(int64_t nq, int64_t nb, int64_t dim);
+
 struct PlanInput {
   int64_t nq = 0, nb = 0, dim = 0, k = 0;
   size_t budget = 0;
   bool stream_base = false;
   SelectWorkspaceFn select_workspace = nullptr;
+  DistanceWorkspaceBytesFn distance_workspace = nullptr;
+  int64_t out_k = 0;  ///< the user's k when the result goes to host memory (output tiles), else 0
 };
 
 struct TilePlan {

@@ -20,14 +20,21 @@ class CudaStore final : public detail::ResidentStore {
  public:
   CudaStore(int64_t dim, int device) : dim_(dim), device_(device) { use_device(device); }
 
-  void append(FloatView rows) override {
+  void append(FloatView rows, const detail::ValueStats& stats) override {
     if (rows.rows == 0) return;
     std::lock_guard<std::mutex> lock(mutex_);
     use_device(device_);
     Pipeline& p = pipeline();
     p.release_buffers();  // a search's tile buffers must not crowd out the growing database
     reserve(p, size_ + rows.rows);
-    upload_rows(p, rows, rows_.data() + size_ * dim_);
+    if (rows.memory == Memory::Device)
+      GKNN_CUDA_TRY(cudaMemcpy2DAsync(rows_.data() + size_ * dim_, static_cast<size_t>(dim_) * sizeof(float),
+                                      rows.data, static_cast<size_t>(rows.row_stride()) * sizeof(float),
+                                      static_cast<size_t>(dim_) * sizeof(float), static_cast<size_t>(rows.rows),
+                                      cudaMemcpyDeviceToDevice, p.compute.get()));
+    else
+      upload_rows(p, rows, rows_.data() + size_ * dim_);
+    stats_ = size_ == 0 ? stats : stats_.merged(stats);
     row_squared_norms(rows_.data() + size_ * dim_, rows.rows, dim_, dim_, norms_.data() + size_, p.compute.get());
     p.compute.sync();
     size_ += rows.rows;
@@ -40,18 +47,22 @@ class CudaStore final : public detail::ResidentStore {
     rows_ = DeviceBuffer<float>();
     norms_ = DeviceBuffer<float>();
     size_ = capacity_ = 0;
+    stats_ = detail::ValueStats{};
   }
 
   int64_t size() const override { return size_; }
 
-  detail::KeyResult search(FloatView queries, const SearchParams& key_params) const override {
+  void search_into(FloatView queries, const SearchParams& key_params, const detail::ValueStats& query_stats,
+                   const detail::OutputSpec& out) const override {
     std::lock_guard<std::mutex> lock(mutex_);
     use_device(device_);
     ResidentBase base(rows_.data(), size_, dim_, norms_.data());
     Pipeline& p = pipeline();
-    p.prepare_for(PlanKey{queries.rows, size_, dim_, key_params.k, key_params.metric, key_params.distance,
-                          key_params.select, key_params.memory_budget});
-    return run_search(p, base, queries, key_params, memory_budget(key_params.memory_budget));
+    // The budget of a search shaped like the previous one is reused: no cudaMemGetInfo on repeated calls.
+    if (p.prepare_for(PlanKey{queries.rows, size_, dim_, key_params.k, key_params.metric, key_params.distance,
+                              key_params.select, key_params.memory_budget}))
+      p.last_budget = pipeline_budget(p, key_params.memory_budget);
+    run_search(p, base, queries, key_params, p.last_budget, DataFacts{stats_.merged(query_stats), dim_}, out);
   }
 
  private:
@@ -82,6 +93,7 @@ class CudaStore final : public detail::ResidentStore {
   int device_;
   int64_t size_ = 0, capacity_ = 0;
   DeviceBuffer<float> rows_, norms_;
+  detail::ValueStats stats_;  ///< of every stored row (decides the exact lower-precision paths)
   mutable std::mutex mutex_;
   mutable std::unique_ptr<Pipeline> pipeline_;
 };

@@ -1,9 +1,14 @@
 // search.cu: the tiled search pipeline (see search.cuh).
 #include <algorithm>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <vector>
 #include <utility>
 
 #include "cuda/common/device.cuh"
 #include "cuda/distance/distance.cuh"
+#include "cuda/pipeline/finalize.cuh"
 #include "cuda/pipeline/merge.cuh"
 #include "cuda/pipeline/search.cuh"
 #include "cuda/pipeline/staging.cuh"
@@ -34,6 +39,25 @@ class OwnedResidentBase final : public BaseSource {
   int64_t dim_;
   DeviceBuffer<float> rows_, norms_;
   std::unique_ptr<ResidentBase> view_;
+};
+
+/// A base the caller keeps in device memory: used where it is; its norms are computed once per search.
+class DeviceViewBase final : public BaseSource {
+ public:
+  DeviceViewBase(Pipeline& p, FloatView base) : base_(base) {
+    norms_.resize(static_cast<size_t>(base.rows));
+    row_squared_norms(base.data, base.rows, base.row_stride(), base.cols, norms_.data(), p.compute.get());
+  }
+  int64_t rows() const override { return base_.rows; }
+  bool streamed() const override { return false; }
+  DeviceRows tile(int64_t begin, int64_t, cudaStream_t) override {
+    return {base_.data + begin * base_.row_stride(), base_.row_stride(), norms_.data() + begin};
+  }
+  void release(cudaStream_t) override {}
+
+ private:
+  FloatView base_;
+  DeviceBuffer<float> norms_;
 };
 
 /// A base copied from the host tile by tile (double-buffered, staging.cuh); norms are left to the pipeline.
@@ -70,6 +94,7 @@ struct TileJob {
   int64_t base_tile;
   bool norms;
   StageTimer* timer;
+  DataFacts facts;
 };
 
 struct ListRef {
@@ -79,7 +104,7 @@ struct ListRef {
 
 /// Computes the top-k of `qn` queries already on the device against every base tile; returns the list that
 /// holds the result (one of the slot's two running lists).
-ListRef search_query_tile(const TileJob& job, const float* queries, int64_t qn, int slot) {
+ListRef search_query_tile(const TileJob& job, const float* queries, int64_t query_stride, int64_t qn, int slot) {
   Pipeline& p = job.p;
   const cudaStream_t s = job.p.compute.get();
   const int64_t k = job.kp.k, nb = job.base.rows();
@@ -88,7 +113,7 @@ ListRef search_query_tile(const TileJob& job, const float* queries, int64_t qn, 
   const ListRef tile{p.list_keys[4].data(), p.list_labels[4].data()};
   if (job.norms) {
     stage_begin(job.timer, Stage::Distance, s);
-    row_squared_norms(queries, qn, job.dim, job.dim, p.query_norms.data(), s);
+    row_squared_norms(queries, qn, query_stride, job.dim, p.query_norms.data(), s);
     stage_end(job.timer, Stage::Distance, s);
   }
   int64_t cur_len = 0;
@@ -101,7 +126,7 @@ ListRef search_query_tile(const TileJob& job, const float* queries, int64_t qn, 
       row_squared_norms(rows.rows, bn, rows.stride, job.dim, p.base_norms.data(), s);
       base_norms = p.base_norms.data();
     }
-    const DistanceInput din{queries, job.dim, qn, rows.rows, rows.stride, bn, job.dim, job.kp.metric,
+    const DistanceInput din{queries, query_stride, qn, rows.rows, rows.stride, bn, job.dim, job.kp.metric,
                             static_cast<float>(job.kp.p), job.norms ? p.query_norms.data() : nullptr,
                             job.norms ? base_norms : nullptr};
     job.distance.run(din, DistanceOutput{p.distances.data(), bn}, DistanceContext{p.distance_workspace, s, p.device});
@@ -135,11 +160,18 @@ ListRef search_query_tile(const TileJob& job, const float* queries, int64_t qn, 
 
 Pipeline::Pipeline(int device_ordinal) : device((device_props(device_ordinal), device_ordinal)) {}
 
-void Pipeline::prepare_for(const PlanKey& key) {
-  if (has_last_key && key == last_key) return;
-  release_buffers();
+bool Pipeline::prepare_for(const PlanKey& key) {
+  if (has_last_key && key == last_key) return false;
   last_key = key;
   has_last_key = true;
+  return true;
+}
+
+size_t Pipeline::held_bytes() const {
+  size_t bytes = distances.capacity_bytes() + query_norms.capacity_bytes() + base_norms.capacity_bytes();
+  for (int i = 0; i < 5; ++i) bytes += list_keys[i].capacity_bytes() + list_labels[i].capacity_bytes();
+  for (const OutputSlot& s : out_slots) bytes += s.values.capacity_bytes() + s.indices.capacity_bytes();
+  return bytes;
 }
 
 void Pipeline::release_buffers() {
@@ -152,6 +184,10 @@ void Pipeline::release_buffers() {
   for (int i = 0; i < 5; ++i) {
     list_keys[i] = DeviceBuffer<float>();
     list_labels[i] = DeviceBuffer<int64_t>();
+  }
+  for (OutputSlot& s : out_slots) {
+    s.values = DeviceBuffer<float>();
+    s.indices = DeviceBuffer<int64_t>();
   }
   has_last_key = false;
 }
@@ -170,6 +206,10 @@ void upload_rows(Pipeline& p, FloatView rows, float* dst) {
 
 std::unique_ptr<BaseSource> make_base_source(Pipeline& p, FloatView base, size_t* budget) {
   const size_t bytes = resident_bytes(base);
+  if (base.memory == Memory::Device) {
+    *budget -= std::min(*budget / 2, static_cast<size_t>(base.rows) * sizeof(float));
+    return std::make_unique<DeviceViewBase>(p, base);
+  }
   if (!base_tile_forced() && bytes <= *budget / 2) {
     *budget -= bytes;
     return std::make_unique<OwnedResidentBase>(p, base);
@@ -177,52 +217,192 @@ std::unique_ptr<BaseSource> make_base_source(Pipeline& p, FloatView base, size_t
   return std::make_unique<StreamedBase>(p, base);
 }
 
-detail::KeyResult run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchParams& kp, size_t budget) {
-  const int64_t nq = queries.rows, nb = base.rows(), dim = queries.cols, k = kp.k;
-  detail::KeyResult result{nq, k, std::vector<float>(static_cast<size_t>(nq * k)),
-                   std::vector<int64_t>(static_cast<size_t>(nq * k))};
-  if (nq == 0) return result;
-  GKNN_EXPECT(k >= 1 && k <= nb, ErrorCode::Internal, "run_search: k = ", k, " outside [1, ", nb, "]");
-  // Resolve on the whole shape first, so an unsupported request fails before any work or allocation.
-  const SelectEntry& select = resolve_select(kp.select, std::min(nq, kMaxQueryTile), nb, k);
-  const TilePlan plan = plan_search(PlanInput{nq, nb, dim, k, budget, base.streamed(), select.workspace_bytes});
-  const DistanceEntry& distance = resolve_distance(kp.distance, kp.metric, plan.query_rows, plan.base_rows, dim);
-  const bool norms = distance.needs_norms && kp.metric == Metric::SquaredL2;
-  const int64_t tq = plan.query_rows, tb = plan.base_rows;
+size_t pipeline_budget(const Pipeline& p, size_t requested) {
+  return requested > 0 ? requested : memory_budget(0) + p.held_bytes();
+}
 
-  std::unique_ptr<StageTimer> timer = StageTimer::if_enabled();
-  if (auto* streamed = dynamic_cast<StreamedBase*>(&base)) streamed->timer = timer.get();
+namespace {
+
+/// Cached pipelines per device. Never destroyed: at process exit the CUDA runtime may already be gone, and the
+/// driver releases a process's memory anyway.
+struct PipelineCache {
+  std::mutex mutex;
+  std::map<int, std::vector<std::unique_ptr<Pipeline>>> idle;
+};
+PipelineCache& pipeline_cache() {
+  static PipelineCache* cache = new PipelineCache;
+  return *cache;
+}
+constexpr size_t kCachedPipelinesPerDevice = 2;
+
+}  // namespace
+
+PipelineLease::PipelineLease(int device) : device_(device) {
+  PipelineCache& c = pipeline_cache();
+  {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    auto& idle = c.idle[device];
+    if (!idle.empty()) {
+      p_ = std::move(idle.back());
+      idle.pop_back();
+    }
+  }
+  if (!p_) p_ = std::make_unique<Pipeline>(device);
+}
+
+PipelineLease::~PipelineLease() {
+  try {
+    if (p_->held_bytes() > kKeptPipelineBytes) p_->release_buffers();
+    PipelineCache& c = pipeline_cache();
+    std::lock_guard<std::mutex> lock(c.mutex);
+    auto& idle = c.idle[device_];
+    if (idle.size() < kCachedPipelinesPerDevice) idle.push_back(std::move(p_));
+  } catch (...) {
+    // a failed release leaves the pipeline to its destructor
+  }
+}
+
+namespace {
+
+/// Queries of one tile on the device: uploaded through the pipeline's staging slots, or a device view's rows.
+class QueryFeed {
+ public:
+  QueryFeed(Pipeline& p, FloatView queries, int64_t tile_rows, StageTimer* timer) : queries_(queries) {
+    if (queries.memory == Memory::Host)
+      stager_.emplace(queries.data, queries.row_stride(), queries.cols, tile_rows, p.upload.get(), timer,
+                      &p.query_slots);
+  }
+  const float* rows(int64_t q0, int64_t qn, cudaStream_t s) {
+    return stager_ ? stager_->upload(q0, qn, s) : queries_.data + q0 * queries_.row_stride();
+  }
+  int64_t stride() const { return stager_ ? queries_.cols : queries_.row_stride(); }
+  void release(cudaStream_t s) {
+    if (stager_) stager_->release(s);
+  }
+
+ private:
+  FloatView queries_;
+  std::optional<Stager<float>> stager_;
+};
+
+/// The user ids of an Index on the device (uploaded when they changed since the last search).
+const int64_t* device_ids(Pipeline& p, const detail::OutputSpec& out, cudaStream_t s) {
+  if (!out.ids) return nullptr;
+  if (p.ids_source != out.ids || p.ids_count != out.id_count) {
+    p.ids.resize(static_cast<size_t>(out.id_count));
+    GKNN_CUDA_TRY(cudaMemcpyAsync(p.ids.data(), out.ids, static_cast<size_t>(out.id_count) * sizeof(int64_t),
+                                  cudaMemcpyHostToDevice, s));
+    GKNN_CUDA_TRY(cudaStreamSynchronize(s));  // the host array may change after this search
+    p.ids_source = out.ids;
+    p.ids_count = out.id_count;
+  }
+  return p.ids.data();
+}
+
+/// Grows the tile buffers for a plan. Growing one buffer while the others still hold their old capacity could
+/// fail for memory the plan counted as available, so any growth first releases them all.
+void size_buffers(Pipeline& p, int64_t tq, int64_t tb, int64_t k, int64_t out_k, bool host_out) {
+  const size_t lists = static_cast<size_t>(tq * k), outs = host_out ? static_cast<size_t>(tq * out_k) : 0;
+  const bool grows = p.distances.capacity_bytes() < static_cast<size_t>(tq * tb) * sizeof(float) ||
+                     p.list_keys[0].capacity_bytes() < lists * sizeof(float) ||
+                     p.out_slots[0].values.capacity_bytes() < outs * sizeof(float) ||
+                     p.query_norms.capacity_bytes() < static_cast<size_t>(tq) * sizeof(float) ||
+                     p.base_norms.capacity_bytes() < static_cast<size_t>(tb) * sizeof(float);
+  if (grows) p.release_buffers();
   p.distances.resize(static_cast<size_t>(tq * tb));
   p.query_norms.resize(static_cast<size_t>(tq));
   p.base_norms.resize(static_cast<size_t>(tb));
   for (int i = 0; i < 5; ++i) {
-    p.list_keys[i].resize(static_cast<size_t>(tq * k));
-    p.list_labels[i].resize(static_cast<size_t>(tq * k));
+    p.list_keys[i].resize(lists);
+    p.list_labels[i].resize(lists);
   }
-  Stager<float> query_stager(queries.data, queries.row_stride(), dim, tq, p.upload.get(), timer.get());
-  ResultSlots results(tq, k, timer.get());
-  const TileJob job{p, base, distance, kp, dim, tb, norms, timer.get()};
+  for (OutputSlot& s : p.out_slots) {
+    s.values.resize(outs);
+    s.indices.resize(outs);
+  }
+}
+
+/// Publishes the stage times into the hook (benchmarks) and the caller's SearchStats.
+void publish_stats(StageTimer* timer, int64_t query_tiles, int64_t base_tiles, SearchStats* stats) {
+  if (!timer) return;
+  const StageTimes t = timer->publish(query_tiles, base_tiles);
+  if (!stats) return;
+  stats->upload_ms = t.upload_ms;
+  stats->distance_ms = t.distance_ms;
+  stats->select_ms = t.select_ms;
+  stats->merge_ms = t.merge_ms;
+  stats->download_ms = t.download_ms;
+  stats->finalize_ms = t.finalize_ms;
+  stats->device_ms = t.device_ms;
+  stats->query_tiles = query_tiles;
+  stats->base_tiles = base_tiles;
+}
+
+}  // namespace
+
+void run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchParams& kp, size_t budget,
+                const DataFacts& facts, const detail::OutputSpec& out) {
+  const int64_t nq = queries.rows, nb = base.rows(), dim = queries.cols, k = kp.k;
+  if (nq == 0) return;
+  GKNN_EXPECT(k >= 1 && k <= nb, ErrorCode::Internal, "run_search: k = ", k, " outside [1, ", nb, "]");
+  GKNN_EXPECT(out.k >= k, ErrorCode::Internal, "run_search: output k ", out.k, " below the key k ", k);
+  // Resolve on the whole shape first, so an unsupported request fails before any work or allocation.
+  const SelectEntry& select = resolve_select(kp.select, std::min(nq, kMaxQueryTile), nb, k);
+  const DistanceEntry& distance = resolve_distance(kp.distance, kp.metric, nq, nb, facts);
+  const bool host_out = out.memory == Memory::Host;
+  const TilePlan plan = plan_search(PlanInput{nq, nb, dim, k, budget, base.streamed(), select.workspace_bytes,
+                                              distance.workspace_bytes, host_out ? out.k : 0});
+  const bool l2 = kp.metric == Metric::SquaredL2;
+  const bool norms = distance.needs_norms && l2;
+  const int64_t tq = plan.query_rows, tb = plan.base_rows;
   const cudaStream_t s = p.compute.get();
+
+  std::unique_ptr<StageTimer> timer = StageTimer::if_enabled(kp.stats != nullptr);
+  if (timer) timer->begin_device(s);
+  if (auto* streamed = dynamic_cast<StreamedBase*>(&base)) streamed->timer = timer.get();
+  size_buffers(p, tq, tb, k, out.k, host_out);
+  QueryFeed feed(p, queries, tq, timer.get());
+  ResultWriter writer(p.out_slots, !host_out, out.destination, out.k, tq, timer.get());
+  const int64_t* ids = device_ids(p, out, s);
+  const TileJob job{p, base, distance, kp, dim, tb, norms, timer.get(), facts};
   int64_t done = 0, tile_index = 0;
-  auto finish = [&](int slot) {
-    const int64_t rows = results.finish(slot, result);
+  auto report = [&](int64_t rows) {
     done += rows;
     if (rows > 0 && kp.progress) kp.progress(static_cast<double>(done) / static_cast<double>(nq));
   };
   for (int64_t q0 = 0; q0 < nq; q0 += tq, ++tile_index) {
     const int slot = static_cast<int>(tile_index % 2);
-    finish(slot);  // the slot's previous tile (two tiles ago) is copied out before its lists are reused
+    report(writer.finish(slot));  // the slot's previous tile (two tiles ago) lands before its buffers are reused
     const int64_t qn = std::min(tq, nq - q0);
-    const float* q = query_stager.upload(q0, qn, s);
-    const ListRef top = search_query_tile(job, q, qn, slot);
-    query_stager.release(s);
-    results.download(slot, top.keys, top.labels, q0, qn, s);
+    const float* q = feed.rows(q0, qn, s);
+    const ListRef top = search_query_tile(job, q, feed.stride(), qn, slot);
+    feed.release(s);
+    const ResultWriter::Target target = writer.target(slot, q0);
+    stage_begin(timer.get(), Stage::Finalize, s);
+    FinalizeArgs fa;
+    fa.keys = top.keys;
+    fa.labels = top.labels;
+    fa.in_stride = k;
+    fa.kept = k;
+    fa.rows = qn;
+    fa.row_offsets = norms && distance.omits_query_norm ? p.query_norms.data() : nullptr;
+    fa.metric = out.metric;
+    fa.p = static_cast<float>(out.p);
+    fa.k = out.k;
+    fa.values = target.values;
+    fa.indices = target.indices;
+    fa.ids = ids;
+    finalize_rows(fa, s);
+    stage_end(timer.get(), Stage::Finalize, s);
+    writer.commit(slot, q0, qn, s);
+    if (!host_out) report(qn);
   }
-  finish(static_cast<int>(tile_index % 2));
-  finish(static_cast<int>((tile_index + 1) % 2));
+  report(writer.finish(static_cast<int>(tile_index % 2)));
+  report(writer.finish(static_cast<int>((tile_index + 1) % 2)));
+  if (timer) timer->end_device(s);
+  p.compute.sync();  // device destinations are complete when the call returns
   p.upload.sync();
-  if (timer) timer->publish(tile_index, (nb + tb - 1) / tb);
-  return result;
+  publish_stats(timer.get(), tile_index, (nb + tb - 1) / tb, kp.stats);
 }
 
 }  // namespace gknn::cuda_detail

@@ -4,16 +4,23 @@
 //   distance kernel -> tile keys (query rows x base rows), on the compute stream
 //   selector        -> top min(k, tile rows) per query of the tile, labels = tile offset + column
 //   merge           -> with the running top-k of the query tile (merge.cuh), exact in the total order
-// The query tile's running list is then copied to pinned host memory while the next query tile computes.
-// Uploads (next query tile, next base tile when streamed) run on a second stream (staging.cuh).
+// The query tile's running list is then finalised on the device (finalize.cuh: values in the user's metric, tie
+// order, padding, ids) and written once into the caller's storage (result_writer.cuh), the host copy-out of a
+// tile overlapping the next tile's work. Uploads (next query tile, next base tile when streamed) run on a
+// second stream (staging.cuh). Buffers are kept by the Pipeline between searches and only grow, so repeated
+// searches of any shape that fits allocate nothing.
 #pragma once
 
 #include <memory>
 
+#include "cuda/distance/distance.cuh"
+
 #include "core/backend.hpp"
 #include "cuda/common/buffer.cuh"
 #include "cuda/pipeline/plan.cuh"
+#include "cuda/pipeline/result_writer.cuh"
 #include "cuda/pipeline/stage_timer.cuh"
+#include "cuda/pipeline/staging.cuh"
 
 namespace gknn::cuda_detail {
 
@@ -30,11 +37,13 @@ struct PlanKey {
 /// Device state kept between searches (an Index keeps one): streams, scratch, tile buffers.
 struct Pipeline {
   explicit Pipeline(int device_ordinal);
-  /// Keeps the buffers for a search shaped like the previous one; otherwise frees them first, so that the next
-  /// plan sees the device's whole free memory (buffers only grow, and a held 40 GB tile would shrink the budget).
-  void prepare_for(const PlanKey& key);
+  /// A search shaped like the previous one reuses its plan and budget (no cudaMemGetInfo, no planning).
+  /// Returns true when the key is new.
+  bool prepare_for(const PlanKey& key);
   /// Frees every tile buffer and scratch (streams stay).
   void release_buffers();
+  /// Device bytes held by the tile buffers (counted as available by the next plan: they are reused).
+  size_t held_bytes() const;
   int device;
   Stream compute;
   Stream upload;
@@ -44,8 +53,14 @@ struct Pipeline {
   DeviceBuffer<float> query_norms, base_norms;
   DeviceBuffer<float> list_keys[5];  ///< [2s], [2s+1]: running/merged lists of query slot s; [4]: tile list
   DeviceBuffer<int64_t> list_labels[5];
+  StagingSlots<float> query_slots;  ///< pinned + device slots of the query uploads
+  OutputSlot out_slots[2];          ///< finalised tiles on their way to a host destination
+  DeviceBuffer<int64_t> ids;        ///< user ids of an Index (add_with_ids), uploaded when they change
+  const int64_t* ids_source = nullptr;
+  int64_t ids_count = 0;
   PlanKey last_key;
   bool has_last_key = false;
+  size_t last_budget = 0;
 };
 
 /// Base rows of one tile on the device, ready on the compute stream.
@@ -83,14 +98,37 @@ class ResidentBase final : public BaseSource {
   const float* norms_;
 };
 
-/// The base source of a one-shot search: the whole base uploaded once (with its norms) when it fits in half of
-/// `*budget` and no base tile is forced (hooks.hpp), else streamed from the host tile by tile. A resident copy's
-/// bytes are taken off `*budget`.
+/// The base source of a one-shot search: a device view used where it is (norms computed once), else the whole
+/// base uploaded once (with its norms) when it fits in half of `*budget` and no base tile is forced (hooks.hpp),
+/// else streamed from the host tile by tile. A device copy's bytes are taken off `*budget`.
 std::unique_ptr<BaseSource> make_base_source(Pipeline& p, FloatView base, size_t* budget);
 
-/// Runs a search of validated key-form input (core/backend.hpp) against `base`.
-detail::KeyResult run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchParams& key_params,
-                     size_t budget);
+/// Runs a search of validated key-form input (core/backend.hpp) against `base` and writes the finalised result
+/// through `out`. `queries` may be a host or a device view; `facts` describe base and queries together.
+void run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchParams& key_params, size_t budget,
+                const DataFacts& facts, const detail::OutputSpec& out);
+
+/// The device memory a search on `p` may plan with: the caller's budget, else a share of the free memory plus
+/// what the pipeline already holds (its buffers are reused or released first).
+size_t pipeline_budget(const Pipeline& p, size_t requested);
+
+/// A Pipeline borrowed for one one-shot call from a per-device cache, so that repeated calls create no streams
+/// or events and allocate no pinned or device memory when their tiles fit the buffers left by the previous call.
+/// Buffers over kKeptPipelineBytes are released on return (a large search does not keep device memory).
+class PipelineLease {
+ public:
+  explicit PipelineLease(int device);
+  ~PipelineLease();
+  PipelineLease(const PipelineLease&) = delete;
+  PipelineLease& operator=(const PipelineLease&) = delete;
+  Pipeline& operator*() const { return *p_; }
+  Pipeline* operator->() const { return p_.get(); }
+
+ private:
+  int device_;
+  std::unique_ptr<Pipeline> p_;
+};
+constexpr size_t kKeptPipelineBytes = size_t(1) << 30;
 
 /// Copies host rows (any stride) into `dst` (device, stride = cols) through pinned staging; synchronous.
 void upload_rows(Pipeline& p, FloatView rows, float* dst);

@@ -20,8 +20,8 @@ StageTimes last_stage_times() {
   return g_last;
 }
 
-std::unique_ptr<StageTimer> StageTimer::if_enabled() {
-  return g_enabled.load() ? std::make_unique<StageTimer>() : nullptr;
+std::unique_ptr<StageTimer> StageTimer::if_enabled(bool requested) {
+  return requested || g_enabled.load() ? std::make_unique<StageTimer>() : nullptr;
 }
 
 void StageTimer::begin(Stage stage, cudaStream_t stream) {
@@ -40,7 +40,7 @@ void StageTimer::end(Stage stage, cudaStream_t stream) {
     }
 }
 
-void StageTimer::publish(int64_t query_tiles, int64_t base_tiles) {
+StageTimes StageTimer::publish(int64_t query_tiles, int64_t base_tiles) {
   StageTimes t;
   t.query_tiles = query_tiles;
   t.base_tiles = base_tiles;
@@ -53,10 +53,13 @@ void StageTimer::publish(int64_t query_tiles, int64_t base_tiles) {
       case Stage::Select: t.select_ms += ms; break;
       case Stage::Merge: t.merge_ms += ms; break;
       case Stage::Download: t.download_ms += ms; break;
+      case Stage::Finalize: t.finalize_ms += ms; break;
     }
   }
+  if (device_span_) t.device_ms = device_stop_.since(device_start_);
   std::lock_guard<std::mutex> lock(g_mutex);
   g_last = t;
+  return t;
 }
 
 }  // namespace gknn::cuda_detail

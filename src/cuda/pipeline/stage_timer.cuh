@@ -9,19 +9,28 @@
 
 namespace gknn::cuda_detail {
 
-enum class Stage { Upload, Distance, Select, Merge, Download };
+enum class Stage { Upload, Distance, Select, Merge, Download, Finalize };
 
 class StageTimer {
  public:
-  /// A timer that records nothing unless stage timing is switched on.
-  static std::unique_ptr<StageTimer> if_enabled();
+  /// A timer when stage timing is switched on (hooks.hpp) or the caller asks for one (SearchParams::stats); else
+  /// null, and the stage_begin/stage_end helpers record nothing.
+  static std::unique_ptr<StageTimer> if_enabled(bool requested = false);
 
   void begin(Stage stage, cudaStream_t stream);
   void end(Stage stage, cudaStream_t stream);  ///< closes the latest open span of `stage`
-  /// Sums the spans (every stream must be synchronised) and publishes them as last_stage_times().
-  void publish(int64_t query_tiles, int64_t base_tiles);
+  /// The whole search on the device: from begin_device to end_device (device_ms).
+  void begin_device(cudaStream_t stream) { device_start_.record(stream); }
+  void end_device(cudaStream_t stream) {
+    device_stop_.record(stream);
+    device_span_ = true;
+  }
+  /// Sums the spans (every stream must be synchronised), publishes them as last_stage_times() and returns them.
+  StageTimes publish(int64_t query_tiles, int64_t base_tiles);
 
  private:
+  Event device_start_, device_stop_;
+  bool device_span_ = false;
   struct Span {
     Stage stage = Stage::Upload;
     Event start, stop;

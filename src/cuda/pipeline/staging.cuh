@@ -10,24 +10,45 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 
 #include "cuda/common/buffer.cuh"
+#include "cuda/pipeline/host_copy.hpp"
 #include "cuda/pipeline/stage_timer.cuh"
 #include "gknn/types.hpp"
 
 namespace gknn::cuda_detail {
 
+/// The pinned and device buffers of a Stager's two slots; a Pipeline keeps one per stream of rows, so repeated
+/// searches allocate nothing (buffers only grow).
+template <class T>
+struct StagingSlots {
+  struct Slot {
+    PinnedBuffer<T> pinned;
+    DeviceBuffer<T> device;
+    Event ready{cudaEventDisableTiming};
+    Event free{cudaEventDisableTiming};
+    bool used = false;
+  };
+  Slot slots[2];
+  int next = 0, last = 0;
+};
+
 template <class T>
 class Stager {
  public:
-  /// Source: rows of `cols` elements, `host_stride` apart; tiles of at most `max_rows` rows.
+  /// Source: rows of `cols` elements, `host_stride` apart; tiles of at most `max_rows` rows. `slots` (kept by the
+  /// caller across searches) or, when null, slots of its own.
   Stager(const T* host, int64_t host_stride, int64_t cols, int64_t max_rows, cudaStream_t copy_stream,
-         StageTimer* timer)
-      : host_(host), host_stride_(host_stride), cols_(cols), max_rows_(max_rows), copy_(copy_stream), timer_(timer) {}
+         StageTimer* timer, StagingSlots<T>* slots = nullptr)
+      : host_(host), host_stride_(host_stride), cols_(cols), max_rows_(max_rows), copy_(copy_stream), timer_(timer),
+        own_(slots ? nullptr : std::make_unique<StagingSlots<T>>()), s_(slots ? *slots : *own_) {
+    for (auto& slot : s_.slots) slot.used = false;  // a previous search ended synchronised
+  }
 
   /// Uploads rows [begin, begin + count) into the slot's own device buffer (row stride = cols).
   const T* upload(int64_t begin, int64_t count, cudaStream_t consumer) {
-    Slot& slot = pack(begin, count);
+    auto& slot = pack(begin, count);
     slot.device.resize(static_cast<size_t>(max_rows_ * cols_));
     send(slot, slot.device.data(), count, consumer);
     return slot.device.data();
@@ -37,26 +58,25 @@ class Stager {
     send(pack(begin, count), dst, count, consumer);
   }
   /// Work enqueued so far on `consumer` is the last to read the latest upload.
-  void release(cudaStream_t consumer) { slots_[last_].free.record(consumer); }
+  void release(cudaStream_t consumer) { s_.slots[s_.last].free.record(consumer); }
 
  private:
-  struct Slot {
-    PinnedBuffer<T> pinned;
-    DeviceBuffer<T> device;
-    Event ready{cudaEventDisableTiming};
-    Event free{cudaEventDisableTiming};
-    bool used = false;
-  };
+  using Slot = typename StagingSlots<T>::Slot;
 
   Slot& pack(int64_t begin, int64_t count) {
     GKNN_EXPECT(count <= max_rows_, ErrorCode::Internal, "staging: tile of ", count, " rows exceeds ", max_rows_);
-    last_ = next_;
-    next_ = 1 - next_;
-    Slot& slot = slots_[last_];
+    s_.last = s_.next;
+    s_.next = 1 - s_.next;
+    Slot& slot = s_.slots[s_.last];
     if (slot.used) GKNN_CUDA_TRY(cudaEventSynchronize(slot.free.get()));
     slot.used = true;
     const size_t need = static_cast<size_t>(max_rows_ * cols_);
     if (slot.pinned.size() < need) slot.pinned = PinnedBuffer<T>(need);
+    if (host_stride_ == cols_) {  // contiguous rows: one copy, split over threads (one thread reaches a fraction
+                                  // of the host bandwidth, and bulk uploads are bound by this copy)
+      parallel_memcpy(slot.pinned.data(), host_ + begin * cols_, static_cast<size_t>(count * cols_) * sizeof(T));
+      return slot;
+    }
     for (int64_t r = 0; r < count; ++r)
       std::memcpy(slot.pinned.data() + r * cols_, host_ + (begin + r) * host_stride_,
                   static_cast<size_t>(cols_) * sizeof(T));
@@ -76,8 +96,8 @@ class Stager {
   int64_t host_stride_, cols_, max_rows_;
   cudaStream_t copy_;
   StageTimer* timer_;
-  Slot slots_[2];
-  int next_ = 0, last_ = 0;
+  std::unique_ptr<StagingSlots<T>> own_;
+  StagingSlots<T>& s_;
 };
 
 /// Result tiles device -> host through two pinned slots: a tile's copy is enqueued behind its compute, and the

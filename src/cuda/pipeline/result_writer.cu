@@ -1,0 +1,64 @@
+// result_writer.cu: see result_writer.cuh.
+#include "cuda/pipeline/host_copy.hpp"
+#include "cuda/pipeline/result_writer.cuh"
+
+namespace gknn::cuda_detail {
+
+ResultWriter::ResultWriter(OutputSlot* slots, bool device_destination, std::function<ResultView()> destination,
+                           int64_t k, int64_t max_rows, StageTimer* timer)
+    : slots_(slots), device_(device_destination), destination_(std::move(destination)), k_(k), max_rows_(max_rows),
+      timer_(timer) {
+  for (int s = 0; s < 2; ++s) slots_[s].pending = false;
+}
+
+ResultView ResultWriter::dest() {
+  if (!have_dest_) {
+    dest_ = destination_();
+    have_dest_ = true;
+  }
+  return dest_;
+}
+
+ResultWriter::Target ResultWriter::target(int slot, int64_t row0) {
+  if (device_) {
+    const ResultView d = dest();
+    return {d.distances + row0 * k_, d.indices + row0 * k_};
+  }
+  OutputSlot& s = slots_[slot];
+  const size_t need = static_cast<size_t>(max_rows_ * k_);
+  s.values.resize(need);
+  s.indices.resize(need);
+  return {s.values.data(), s.indices.data()};
+}
+
+void ResultWriter::commit(int slot, int64_t row0, int64_t rows, cudaStream_t stream) {
+  if (device_) return;
+  OutputSlot& s = slots_[slot];
+  const size_t need = static_cast<size_t>(max_rows_ * k_), n = static_cast<size_t>(rows * k_);
+  if (s.pinned_values.size() < need) s.pinned_values = PinnedBuffer<float>(need);
+  if (s.pinned_indices.size() < need) s.pinned_indices = PinnedBuffer<int64_t>(need);
+  stage_begin(timer_, Stage::Download, stream);
+  GKNN_CUDA_TRY(cudaMemcpyAsync(s.pinned_values.data(), s.values.data(), n * sizeof(float), cudaMemcpyDeviceToHost,
+                                stream));
+  GKNN_CUDA_TRY(cudaMemcpyAsync(s.pinned_indices.data(), s.indices.data(), n * sizeof(int64_t),
+                                cudaMemcpyDeviceToHost, stream));
+  stage_end(timer_, Stage::Download, stream);
+  s.done.record(stream);
+  s.row0 = row0;
+  s.rows = rows;
+  s.pending = true;
+}
+
+int64_t ResultWriter::finish(int slot) {
+  OutputSlot& s = slots_[slot];
+  if (!s.pending) return 0;
+  s.pending = false;
+  const ResultView d = dest();  // allocated while the device works on the tile
+  GKNN_CUDA_TRY(cudaEventSynchronize(s.done.get()));
+  const size_t n = static_cast<size_t>(s.rows * k_), at = static_cast<size_t>(s.row0 * k_);
+  parallel_memcpy(d.distances + at, s.pinned_values.data(), n * sizeof(float));
+  parallel_memcpy(d.indices + at, s.pinned_indices.data(), n * sizeof(int64_t));
+  return s.rows;
+}
+
+}  // namespace gknn::cuda_detail

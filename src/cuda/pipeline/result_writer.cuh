@@ -1,0 +1,57 @@
+// result_writer.cuh: where a search's finalised query tiles go, written once into the caller's storage.
+//
+// Device destination: the finalise kernel writes straight into it. Host destination: the kernel writes a
+// device tile, which is copied to a pinned slot behind the tile's compute; the host moves it into the caller's
+// array (several threads) only when the slot is needed again or at the end, so that the copy-out of tile i
+// overlaps the device work of tile i+1. The destination is asked for at the first copy-out, when the device is
+// already busy (a Result's arrays are allocated then).
+#pragma once
+
+#include <functional>
+
+#include "cuda/common/buffer.cuh"
+#include "cuda/pipeline/stage_timer.cuh"
+#include "gknn/types.hpp"
+
+namespace gknn::cuda_detail {
+
+/// Buffers of one in-flight output tile, kept by the Pipeline between searches.
+struct OutputSlot {
+  DeviceBuffer<float> values;
+  DeviceBuffer<int64_t> indices;
+  PinnedBuffer<float> pinned_values;
+  PinnedBuffer<int64_t> pinned_indices;
+  Event done{cudaEventDisableTiming};
+  int64_t row0 = 0, rows = 0;
+  bool pending = false;
+};
+
+class ResultWriter {
+ public:
+  /// k: the user's k (row length of the destination); device_destination: where the caller's storage lives.
+  ResultWriter(OutputSlot* slots, bool device_destination, std::function<ResultView()> destination, int64_t k,
+               int64_t max_rows, StageTimer* timer);
+
+  struct Target {
+    float* values;
+    int64_t* indices;
+  };
+  /// Where tile rows [row0, row0 + rows) are to be finalised (after finish(slot) freed the slot).
+  Target target(int slot, int64_t row0);
+  /// The tile in the slot is complete on `stream`: enqueue its copy-out.
+  void commit(int slot, int64_t row0, int64_t rows, cudaStream_t stream);
+  /// Lands the slot's pending tile in the caller's storage (waits for its copy); returns rows landed.
+  int64_t finish(int slot);
+
+ private:
+  ResultView dest();
+  OutputSlot* slots_;
+  bool device_;
+  std::function<ResultView()> destination_;
+  ResultView dest_{};
+  bool have_dest_ = false;
+  int64_t k_, max_rows_;
+  StageTimer* timer_;
+};
+
+}  // namespace gknn::cuda_detail

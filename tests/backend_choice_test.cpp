@@ -1,0 +1,125 @@
+// backend_choice_test.cpp: which backend `auto` takes when the parameters force algorithms, and why. Holds on both
+// kinds of machine: the expectations follow whether a CUDA device is visible.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "gknn/error.hpp"
+#include "gknn/info.hpp"
+#include "gknn/search.hpp"
+#include "testing/data.hpp"
+
+namespace gknn::testing {
+namespace {
+
+const bool kCuda = backend_available(Backend::Cuda);
+
+/// The reason `auto` gives for the CPU when no GPU can be used at all.
+std::string no_gpu_reason() {
+  return build_info().cuda ? "auto: no CUDA device is visible" : "auto: this build has no CUDA backend";
+}
+
+SearchParams forcing(DistanceAlgorithm distance, SelectAlgorithm select, Metric metric = Metric::SquaredL2) {
+  SearchParams p;
+  p.k = 7;
+  p.distance = distance;
+  p.select = select;
+  p.metric = metric;
+  return p;
+}
+
+TEST(BackendChoice, ExplicitBackendsAreTakenAsTheyAre) {
+  SearchParams p = forcing(DistanceAlgorithm::Auto, SelectAlgorithm::Heap);
+  p.backend = Backend::Cpu;
+  const BackendChoice cpu = choose_backend(p);
+  EXPECT_EQ(cpu.backend, Backend::Cpu);
+  EXPECT_EQ(cpu.reason, "requested");
+  p.backend = Backend::Cuda;
+  if (kCuda) {
+    EXPECT_EQ(choose_backend(p).backend, Backend::Cuda);  // the search itself refuses heap, naming it
+    const HostMatrix<float> base = integer_matrix(50, 4, 0, 9, 1), queries = integer_matrix(3, 4, 0, 9, 2);
+    EXPECT_THROW(search(base.view(), queries.view(), p), Error);
+  } else {
+    EXPECT_THROW(choose_backend(p), Error);
+  }
+}
+
+TEST(BackendChoice, AutoWithNothingForcedPrefersCuda) {
+  const BackendChoice c = choose_backend(SearchParams{});
+  EXPECT_EQ(c.backend, kCuda ? Backend::Cuda : Backend::Cpu);
+  EXPECT_EQ(c.reason, kCuda ? "auto" : no_gpu_reason());
+}
+
+TEST(BackendChoice, AutoPassesOverCudaForACpuOnlyAlgorithm) {
+  struct Case {
+    SearchParams params;
+    std::string why;  // on a GPU machine
+  };
+  const Case cases[] = {
+      {forcing(DistanceAlgorithm::Auto, SelectAlgorithm::Heap), "auto: heap has no CUDA implementation"},
+      {forcing(DistanceAlgorithm::Auto, SelectAlgorithm::Quickselect), "auto: quickselect has no CUDA implementation"},
+      {forcing(DistanceAlgorithm::Reference, SelectAlgorithm::Auto), "auto: reference has no CUDA implementation"},
+      {forcing(DistanceAlgorithm::Gemm, SelectAlgorithm::Sort), "auto: gemm has no CUDA implementation"},
+  };
+  const HostMatrix<float> base = integer_matrix(300, 6, 0, 9, 3), queries = integer_matrix(5, 6, 0, 9, 4);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.why);
+    const BackendChoice choice = choose_backend(c.params);
+    EXPECT_EQ(choice.backend, Backend::Cpu);
+    EXPECT_EQ(choice.reason, kCuda ? c.why : no_gpu_reason());
+    SearchParams on_cpu = c.params;
+    on_cpu.backend = Backend::Cpu;
+    // search() runs the same choice: the result is the CPU's, on every machine.
+    EXPECT_EQ(search(base.view(), queries.view(), c.params).indices,
+              search(base.view(), queries.view(), on_cpu).indices);
+  }
+}
+
+TEST(BackendChoice, AutoKeepsCudaForACudaAlgorithm) {
+  const SearchParams p = forcing(DistanceAlgorithm::GarciaGlobal, SelectAlgorithm::Sort);
+  const BackendChoice c = choose_backend(p);
+  EXPECT_EQ(c.backend, kCuda ? Backend::Cuda : Backend::Cpu);
+  if (!kCuda) {  // the CPU has no garcia_global: the search names it
+    const HostMatrix<float> base = integer_matrix(50, 4, 0, 9, 5), queries = integer_matrix(3, 4, 0, 9, 6);
+    try {
+      search(base.view(), queries.view(), p);
+      ADD_FAILURE() << "garcia_global ran on the CPU";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("garcia_global"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(BackendChoice, NoBackendForTheCombinationIsAnError) {
+  // gemm serves no L1 anywhere; with CUDA visible neither backend fits, and the message says what each lacks.
+  const SearchParams p = forcing(DistanceAlgorithm::Gemm, SelectAlgorithm::Auto, Metric::L1);
+  if (!kCuda) {
+    EXPECT_EQ(choose_backend(p).backend, Backend::Cpu);  // the CPU search then names gemm and l1
+    return;
+  }
+  try {
+    choose_backend(p);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::Unsupported);
+    EXPECT_NE(std::string(e.what()).find("gemm has no CUDA implementation"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("gemm has no CPU implementation for metric l1"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(BackendChoice, SelectKFollowsTheSameRule) {
+  SelectParams sp;
+  sp.algorithm = SelectAlgorithm::Heap;
+  const BackendChoice c = choose_backend(sp);
+  EXPECT_EQ(c.backend, Backend::Cpu);
+  EXPECT_EQ(c.reason, kCuda ? "auto: heap has no CUDA implementation" : no_gpu_reason());
+  const HostMatrix<float> values = integer_matrix(4, 30, 0, 5, 7);
+  SelectParams cpu = sp;
+  cpu.backend = Backend::Cpu;
+  EXPECT_EQ(select_k(values.view(), nullptr, 6, Order::Ascending, sp).indices,
+            select_k(values.view(), nullptr, 6, Order::Ascending, cpu).indices);
+}
+
+}  // namespace
+}  // namespace gknn::testing

@@ -1,0 +1,211 @@
+// gpu_output_test.cpp: the host side of a CUDA search (issue 21) and the exact fp16 tensor-core distances
+// (issue 12): results written once into caller storage (host and device), finalised on the device (values,
+// tie order, padding, ids), device-memory inputs, buffers reused across shapes, the overlapped copy-out of
+// large results, SearchStats, and fp16_mma equal to the float64 oracle on SIFT-like uint8 data. Label gpu.
+#include <cstdint>
+#include <numeric>
+#include <vector>
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include "gknn/error.hpp"
+#include "gknn/index.hpp"
+#include "gknn/search.hpp"
+#include "testing/data.hpp"
+#include "testing/oracle.hpp"
+
+namespace gknn::testing {
+namespace {
+
+SearchParams cuda_params(int64_t k, Metric metric = Metric::SquaredL2) {
+  SearchParams p;
+  p.k = k;
+  p.metric = metric;
+  p.backend = Backend::Cuda;
+  return p;
+}
+
+/// A device copy of a host array (freed with the object).
+template <class T>
+struct DeviceArray {
+  T* ptr = nullptr;
+  size_t n = 0;
+  explicit DeviceArray(size_t count) : n(count) { EXPECT_EQ(cudaSuccess, cudaMalloc(&ptr, count * sizeof(T))); }
+  DeviceArray(const std::vector<T>& host) : DeviceArray(host.size()) {
+    EXPECT_EQ(cudaSuccess, cudaMemcpy(ptr, host.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+  }
+  ~DeviceArray() { cudaFree(ptr); }
+  std::vector<T> host() const {
+    std::vector<T> out(n);
+    EXPECT_EQ(cudaSuccess, cudaMemcpy(out.data(), ptr, n * sizeof(T), cudaMemcpyDeviceToHost));
+    return out;
+  }
+};
+
+FloatView device_view(const DeviceArray<float>& a, int64_t rows, int64_t cols) {
+  return FloatView{a.ptr, rows, cols, 0, Memory::Device};
+}
+
+void expect_same(const Result& a, const Result& b) {
+  EXPECT_EQ(a.rows, b.rows);
+  EXPECT_EQ(a.k, b.k);
+  EXPECT_EQ(a.indices, b.indices);
+  EXPECT_EQ(a.distances, b.distances);
+}
+
+TEST(GpuOutput, HostStorageEqualsResultForEveryMetricAndPadding) {
+  const HostMatrix<float> base = integer_matrix(900, 24, -5, 5, 1), queries = integer_matrix(41, 24, -5, 5, 2);
+  for (Metric m : {Metric::SquaredL2, Metric::L2, Metric::InnerProduct, Metric::Cosine, Metric::L1, Metric::Lp}) {
+    for (int64_t k : {int64_t(1), int64_t(37), int64_t(1000)}) {  // 1000 > n: padded
+      SCOPED_TRACE(to_string(m) + " k=" + std::to_string(k));
+      SearchParams p = cuda_params(k, m);
+      p.p = 3.0;
+      const Result want = search(base.view(), queries.view(), p);
+      EXPECT_EQ("", check_search(want, base.view(), queries.view(), p));
+      Result got;
+      got.rows = queries.rows;
+      got.k = k;
+      got.distances.assign(size_t(queries.rows * k), -7.f);  // poisoned: every entry must be written
+      got.indices.assign(size_t(queries.rows * k), -7);
+      search(base.view(), queries.view(), p, ResultView{got.distances.data(), got.indices.data(), queries.rows, k});
+      expect_same(want, got);
+    }
+  }
+}
+
+TEST(GpuOutput, DeviceStorageAndDeviceInputsEqualHostSearch) {
+  const HostMatrix<float> base = integer_matrix(3000, 40, 0, 9, 3), queries = integer_matrix(77, 40, 0, 9, 4);
+  const int64_t k = 50;
+  const SearchParams p = cuda_params(k);
+  const Result want = search(base.view(), queries.view(), p);
+  DeviceArray<float> d_dist(size_t(queries.rows * k));
+  DeviceArray<int64_t> d_idx(size_t(queries.rows * k));
+  const ResultView dev_out{d_dist.ptr, d_idx.ptr, queries.rows, k, Memory::Device};
+  search(base.view(), queries.view(), p, dev_out);
+  EXPECT_EQ(want.indices, d_idx.host());
+  EXPECT_EQ(want.distances, d_dist.host());
+
+  const DeviceArray<float> d_base(base.data), d_queries(queries.data);
+  search(device_view(d_base, base.rows, base.cols), device_view(d_queries, queries.rows, queries.cols), p, dev_out);
+  EXPECT_EQ(want.indices, d_idx.host());
+  EXPECT_EQ(want.distances, d_dist.host());
+  // Device inputs, host result (Auto picks cuda for device memory).
+  SearchParams autop = p;
+  autop.backend = Backend::Auto;
+  expect_same(want, search(device_view(d_base, base.rows, base.cols), device_view(d_queries, queries.rows, queries.cols),
+                           autop));
+  // A strided device base (every other row of a twice-as-wide buffer).
+  std::vector<float> wide(size_t(base.rows * base.cols * 2), 1e6f);
+  for (int64_t i = 0; i < base.rows; ++i)
+    std::copy(base.row(i), base.row(i) + base.cols, wide.begin() + i * base.cols * 2);
+  const DeviceArray<float> d_wide(wide);
+  expect_same(want, search(FloatView{d_wide.ptr, base.rows, base.cols, base.cols * 2, Memory::Device},
+                           queries.view(), p));
+}
+
+TEST(GpuOutput, IndexWritesIdsIntoHostAndDeviceStorage) {
+  const HostMatrix<float> base = integer_matrix(2000, 16, 0, 6, 5), queries = integer_matrix(33, 16, 0, 6, 6);
+  std::vector<int64_t> ids(size_t(base.rows));
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = 1000000 + 7 * int64_t(i);
+  Index index(16, Metric::L2, Backend::Cuda);
+  index.add_with_ids(base.view(), ids.data());
+  const SearchParams p = cuda_params(25, Metric::L2);
+  SearchParams plain = p;
+  Result want = search(base.view(), queries.view(), plain);
+  for (auto& i : want.indices) i = ids[size_t(i)];
+  expect_same(want, index.search(queries.view(), p));
+  DeviceArray<float> d_dist(size_t(queries.rows * 25));
+  DeviceArray<int64_t> d_idx(size_t(queries.rows * 25));
+  index.search(queries.view(), p, ResultView{d_dist.ptr, d_idx.ptr, queries.rows, 25, Memory::Device});
+  EXPECT_EQ(want.indices, d_idx.host());
+  EXPECT_EQ(want.distances, d_dist.host());
+}
+
+TEST(GpuOutput, RepeatedSearchesOfChangingShapesReuseBuffersExactly) {
+  const HostMatrix<float> base = integer_matrix(5000, 32, 0, 15, 7);
+  Index index(32, Metric::SquaredL2, Backend::Cuda);
+  index.add(base.view());
+  for (int round = 0; round < 2; ++round)
+    for (int64_t q : {int64_t(1), int64_t(300), int64_t(16), int64_t(1200)})
+      for (int64_t k : {int64_t(10), int64_t(700)}) {
+        const HostMatrix<float> queries = integer_matrix(q, 32, 0, 15, uint64_t(100 + q));
+        SearchParams p = cuda_params(k);
+        const Result got = index.search(queries.view(), p);
+        CheckOptions exact;
+        exact.exact_indices = true;
+        EXPECT_EQ("", check_search(got, base.view(), queries.view(), p, exact)) << "q=" << q << " k=" << k;
+      }
+}
+
+TEST(GpuOutput, LargeResultIsCopiedOutInOverlappedTilesExactly) {
+  // 3000 x 1500 x 12 bytes = 54 MB > 32 MB: the planner cuts the queries into >= 8 tiles.
+  const HostMatrix<float> base = integer_matrix(4000, 8, 0, 20, 8), queries = integer_matrix(3000, 8, 0, 20, 9);
+  SearchParams p = cuda_params(1500);
+  SearchStats stats;
+  p.stats = &stats;
+  const Result got = search(base.view(), queries.view(), p);
+  EXPECT_GE(stats.query_tiles, 8);
+  EXPECT_GT(stats.device_ms, 0.0);
+  EXPECT_GE(stats.total_ms, stats.distance_ms);
+  CheckOptions exact;
+  exact.exact_indices = true;
+  p.stats = nullptr;
+  EXPECT_EQ("", check_search(got, base.view(), queries.view(), p, exact));
+}
+
+TEST(GpuOutput, BadStorageIsAClearError) {
+  const HostMatrix<float> base = random_matrix(100, 8, 10), queries = random_matrix(5, 8, 11);
+  const SearchParams p = cuda_params(4);
+  std::vector<float> d(20);
+  std::vector<int64_t> i(20);
+  EXPECT_THROW(search(base.view(), queries.view(), p, ResultView{d.data(), i.data(), 5, 3}), Error);  // k mismatch
+  EXPECT_THROW(search(base.view(), queries.view(), p, ResultView{d.data(), nullptr, 5, 4}), Error);
+  std::vector<char> raw(200);
+  auto* misaligned = reinterpret_cast<float*>(raw.data() + 1);
+  EXPECT_THROW(search(base.view(), queries.view(), p, ResultView{misaligned, i.data(), 5, 4}), Error);
+  SearchParams cpu = p;
+  cpu.backend = Backend::Cpu;
+  DeviceArray<float> dd(20);
+  DeviceArray<int64_t> di(20);
+  EXPECT_THROW(search(base.view(), queries.view(), cpu, ResultView{dd.ptr, di.ptr, 5, 4, Memory::Device}), Error);
+}
+
+/// SIFT-like data: uint8 values 0..255 at dimension 128 (the bound of the fp16 path: 2 d 255^2 < 2^24).
+TEST(GpuFp16, EqualsTheFloat64OracleBitForBitOnUint8Data) {
+  HostMatrix<float> base = integer_matrix(6000, 128, 0, 255, 12), queries = integer_matrix(64, 128, 0, 255, 13);
+  // Extremes: an all-0 and an all-255 row on both sides (the largest distance and norm), and duplicates.
+  for (int64_t j = 0; j < 128; ++j) {
+    base.row(0)[j] = 0.f, base.row(1)[j] = 255.f, base.row(2)[j] = 255.f;
+    queries.row(0)[j] = 255.f, queries.row(1)[j] = 0.f;
+  }
+  for (Metric m : {Metric::SquaredL2, Metric::L2, Metric::InnerProduct}) {
+    SearchParams p = cuda_params(100, m);
+    p.distance = DistanceAlgorithm::Fp16Mma;
+    const Result got = search(base.view(), queries.view(), p);
+    CheckOptions exact;
+    exact.exact_indices = true;
+    exact.tolerance = m == Metric::L2 ? 2e-7 : 0.0;  // integer values: exact (L2: one sqrt rounding)
+    EXPECT_EQ("", check_search(got, base.view(), queries.view(), p, exact)) << to_string(m);
+    p.distance = DistanceAlgorithm::Auto;  // Auto takes the fp16 path on these data: identical result
+    expect_same(got, search(base.view(), queries.view(), p));
+    p.distance = DistanceAlgorithm::Cublas;
+    expect_same(got, search(base.view(), queries.view(), p));
+  }
+}
+
+TEST(GpuFp16, RefusedWhereItWouldNotBeExact) {
+  SearchParams p = cuda_params(5);
+  p.distance = DistanceAlgorithm::Fp16Mma;
+  const HostMatrix<float> fractions = random_matrix(200, 32, 14);
+  EXPECT_THROW(search(fractions.view(), fractions.view(), p), Error);
+  const HostMatrix<float> wide = integer_matrix(200, 300, 0, 255, 15);  // 2 * 300 * 255^2 > 2^24
+  EXPECT_THROW(search(wide.view(), wide.view(), p), Error);
+  const HostMatrix<float> big = integer_matrix(200, 4, 0, 3000, 16);  // > 2048
+  EXPECT_THROW(search(big.view(), big.view(), p), Error);
+  p.distance = DistanceAlgorithm::Auto;  // Auto falls back to exact float32 paths instead
+  EXPECT_EQ("", check_search(search(wide.view(), wide.view(), p), wide.view(), wide.view(), p));
+}
+
+}  // namespace
+}  // namespace gknn::testing
