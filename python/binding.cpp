@@ -44,7 +44,6 @@ struct Options {
   int threads = 0;
   size_t memory_budget = 0;
   int device = 0;
-  uintptr_t stream = 0;  ///< device arrays: the caller's current CUDA stream (torch/cupy), for the device search
 };
 
 SearchParams search_params(int64_t k, const std::string& metric, double p, const std::string& backend,
@@ -100,19 +99,20 @@ py::tuple select_k(const py::buffer& values_buffer, const py::object& labels_buf
   }));
 }
 
-/// Whether CUDA tensors are searched in place (false until the device-pointer C++ API of issue 21 exists).
-constexpr bool kDeviceArraysInPlace = false;
+/// CUDA tensors are searched where they are: device-memory views in, device-memory ResultView out (the C++
+/// overload of issue 21), no host copy. The search is synchronous: the outputs are complete when it returns.
+constexpr bool kDeviceArraysInPlace = true;
 
-/// The GPU-tensor path. Searching device arrays where they are needs a C++ entry point that reads device
-/// pointers and writes results into caller-provided device outputs (issue 21); until it exists this raises
-/// instead of silently copying through the host.
-[[noreturn]] void search_device(const DeviceMatrix&, const DeviceMatrix&, const SearchParams&, uintptr_t /*distances*/,
-                                uintptr_t /*indices*/) {
-  detail::fail(ErrorCode::Unsupported,
-               "gknn: searching CUDA tensors in place is not available in this build yet: it needs the C++ "
-               "entry point gknn::search(DeviceFloatView base, DeviceFloatView queries, const SearchParams&, "
-               "float* d_distances, int64_t* d_indices) of issue 21; pass host (numpy / CPU) arrays, or move the "
-               "tensors to the host yourself (tensor.cpu())");
+void search_device(const DeviceMatrix& base, const DeviceMatrix& queries, const SearchParams& params,
+                   uintptr_t distances, uintptr_t indices) {
+  GKNN_EXPECT(base.dtype == "float32" && queries.dtype == "float32", ErrorCode::InvalidArgument,
+              "device tensors must be float32 (base ", base.dtype, ", queries ", queries.dtype, ")");
+  auto view = [](const DeviceMatrix& m) {
+    return FloatView{reinterpret_cast<const float*>(m.data), m.rows, m.cols, m.row_stride, Memory::Device};
+  };
+  const ResultView out{reinterpret_cast<float*>(distances), reinterpret_cast<int64_t*>(indices), queries.rows,
+                       params.k, Memory::Device};
+  without_gil([&] { gknn::search(view(base), view(queries), params, out); });
 }
 
 DeviceMatrix device_matrix(const py::dict& d, const char* what) {
@@ -254,8 +254,7 @@ PYBIND11_MODULE(_gknn, m) {
       .def_readwrite("select", &Options::select)
       .def_readwrite("threads", &Options::threads)
       .def_readwrite("memory_budget", &Options::memory_budget)
-      .def_readwrite("device", &Options::device)
-      .def_readwrite("stream", &Options::stream);
+      .def_readwrite("device", &Options::device);
 
   m.def("search", &search, py::arg("base"), py::arg("queries"), py::arg("k"), py::arg("metric"), py::arg("p"),
         py::arg("backend"), py::arg("options"));
@@ -264,12 +263,12 @@ PYBIND11_MODULE(_gknn, m) {
   m.def(
       "search_device",
       [](const py::dict& base, const py::dict& queries, int64_t k, const std::string& metric, double p,
-         const Options& options, uintptr_t out_distances, uintptr_t out_indices) {
+         const std::string& backend, const Options& options, uintptr_t out_distances, uintptr_t out_indices) {
         search_device(device_matrix(base, "base"), device_matrix(queries, "queries"),
-                      search_params(k, metric, p, "cuda", options), out_distances, out_indices);
+                      search_params(k, metric, p, backend, options), out_distances, out_indices);
       },
-      py::arg("base"), py::arg("queries"), py::arg("k"), py::arg("metric"), py::arg("p"), py::arg("options"),
-      py::arg("out_distances"), py::arg("out_indices"));
+      py::arg("base"), py::arg("queries"), py::arg("k"), py::arg("metric"), py::arg("p"), py::arg("backend"),
+      py::arg("options"), py::arg("out_distances"), py::arg("out_indices"));
   m.def("describe_dlpack", &describe_dlpack, py::arg("capsule"));
   m.def("info", &info);
 

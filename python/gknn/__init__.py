@@ -81,7 +81,8 @@ def search(base, queries, k, metric="sqeuclidean", backend="auto", distance="aut
     k = _check_k(k)
     metric, p = metric_name(metric, p)
     if _arrays.is_device_array(base) or _arrays.is_device_array(queries):
-        return _search_device(base, queries, k, metric, p, _options(distance, select, threads, memory_budget))
+        return _search_device(base, queries, k, metric, p, backend,
+                              _options(distance, select, threads, memory_budget))
     base_host = _arrays.host_matrix(base, "base")
     queries_host = _arrays.host_matrix(queries, "queries")
     if base_host.dtype != queries_host.dtype:  # uint8 with float: compute in float32
@@ -92,19 +93,22 @@ def search(base, queries, k, metric="sqeuclidean", backend="auto", distance="aut
     return _arrays.like_input(queries, distances, indices)
 
 
-def _search_device(base, queries, k, metric, p, options):
+def _search_device(base, queries, k, metric, p, backend, options):
+    """CUDA tensors searched on their device (gknn's device-memory overload); results allocated like `queries`."""
     if not (_arrays.is_device_array(base) and _arrays.is_device_array(queries)):
         raise TypeError("base and queries must both be CUDA tensors or both host arrays (got one of each)")
+    if metric == "cosine":  # the library takes cosine on the device as inner product of unit rows
+        base, queries, metric = _arrays.unit_rows(base), _arrays.unit_rows(queries), "inner_product"
     base_desc, base_owner = _arrays.device_matrix(base, "base")
     query_desc, query_owner = _arrays.device_matrix(queries, "queries")
     if base_desc["device_id"] != query_desc["device_id"]:
         raise ValueError(f"base is on cuda:{base_desc['device_id']}, queries on cuda:{query_desc['device_id']}")
     options.device = base_desc["device_id"]
     distances, indices = _arrays.empty_like_device(queries, query_desc["shape"][0], k)
-    options.stream = _arrays.current_stream(queries)  # gknn's work is ordered after the producer's kernels
-    _gknn.search_device(base_desc, query_desc, k, metric, p, options, _arrays.device_pointer(distances),
+    _arrays.synchronize_current_stream(queries)  # the producer's kernels are done before gknn's streams read
+    _gknn.search_device(base_desc, query_desc, k, metric, p, backend, options, _arrays.device_pointer(distances),
                         _arrays.device_pointer(indices))
-    del base_owner, query_owner
+    del base_owner, query_owner  # the search is synchronous: its outputs are complete here
     return distances, indices
 
 

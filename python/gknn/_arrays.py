@@ -38,8 +38,8 @@ def host_matrix(x, name, allow_uint8=True):
     contiguous; rejected with TypeError/ValueError when it is not numeric or not 2-D.
     """
     if is_device_array(x):
-        raise NotImplementedError(f"{name}: a CUDA array; only gknn.search takes those (once the device-pointer "
-                                  "C++ API of issue 21 is in the build); here pass a host array (x.cpu())")
+        raise NotImplementedError(f"{name}: a CUDA array; only gknn.search takes those, here pass a host array "
+                                  "(x.cpu())")
     if is_torch(x):
         x = x.detach().numpy()  # a CPU tensor's memory, no copy
     array = np.asarray(x)
@@ -134,16 +134,32 @@ def empty_like_device(template, rows, k):
     raise TypeError(f"cannot allocate results like a {type(template).__name__} (torch and cupy are supported)")
 
 
-def current_stream(template):
-    """The caller's current CUDA stream (as an integer handle) on the template's device: torch or cupy."""
+def synchronize_current_stream(template):
+    """Waits for the caller's current CUDA stream (torch or cupy) on the template's device."""
     if is_torch(template):
         import torch
 
-        return int(torch.cuda.current_stream(template.device).cuda_stream)
-    import cupy
+        torch.cuda.current_stream(template.device).synchronize()
+    elif _module_of(template) == "cupy":
+        import cupy
 
-    with template.device:
-        return int(cupy.cuda.get_current_stream().ptr)
+        with template.device:
+            cupy.cuda.get_current_stream().synchronize()
+
+
+def unit_rows(x):
+    """Rows scaled to unit length on the device (a zero row stays zero): cosine becomes inner product."""
+    if is_torch(x):
+        import torch
+
+        wide = x.detach().to(torch.float64)  # in double, like the library's own normalisation
+        return (wide / torch.linalg.vector_norm(wide, dim=1, keepdim=True).clamp_min(1e-300)).to(x.dtype)
+    if _module_of(x) == "cupy":
+        import cupy
+
+        wide = x.astype(cupy.float64)
+        return (wide / cupy.maximum(cupy.sqrt((wide * wide).sum(axis=1, keepdims=True)), 1e-300)).astype(x.dtype)
+    raise NotImplementedError("metric cosine on this kind of CUDA array: normalise the rows and use inner_product")
 
 
 def device_pointer(array):

@@ -137,11 +137,16 @@ def test_ctrl_c_interrupts_a_long_search(rng):
     assert time.monotonic() - start < 30
 
 
-@pytest.mark.skipif(gknn.info()["build"]["device_arrays"], reason="this build searches device arrays in place")
-def test_the_device_entry_point_names_the_missing_cpp_api():
+@pytest.mark.skipif(gknn.info()["backends"]["cuda"]["available"], reason="a CUDA device would read the fake pointer")
+def test_device_memory_needs_a_cuda_device():
     desc = {"data": 0xDEAD0000, "shape": (20, 4), "row_stride": 4, "dtype": "float32", "device_id": 0}
-    with pytest.raises(NotImplementedError, match="issue 21"):
-        gknn._gknn.search_device(desc, desc, 2, "squared_l2", 2.0, gknn._gknn._Options(), 0, 0)
+    options = gknn._gknn._Options()
+    with pytest.raises(NotImplementedError, match="[Cc][Uu][Dd][Aa]"):  # refused before any pointer is read
+        gknn._gknn.search_device(desc, desc, 2, "squared_l2", 2.0, "auto", options, 0xDEAD1000, 0xDEAD2000)
+    with pytest.raises(ValueError, match="cuda backend"):
+        gknn._gknn.search_device(desc, desc, 2, "squared_l2", 2.0, "cpu", options, 0xDEAD1000, 0xDEAD2000)
+    with pytest.raises(ValueError, match="float32"):
+        gknn._gknn.search_device(dict(desc, dtype="float64"), desc, 2, "squared_l2", 2.0, "auto", options, 1, 2)
 
 
 def test_dlpack_capsules_are_read_in_place():

@@ -1,8 +1,8 @@
 """CUDA tensors from torch and cupy: searched on their device, results on the same device, identical to the CPU.
 
-Skipped (with the reason) without a CUDA build, without a visible device, or without torch/cupy. While the
-device-pointer C++ API (issue 21) is not in the build, the module must refuse device tensors with
-NotImplementedError rather than copy them through the host; that is what runs then.
+Skipped (with the reason) without a CUDA build, without a visible device, or without torch/cupy. A build without
+the device-memory search (gknn.info()["build"]["device_arrays"] false) must refuse device tensors with
+NotImplementedError rather than copy them through the host; that is what runs there.
 """
 import numpy as np
 import pytest
@@ -14,7 +14,7 @@ pytestmark = pytest.mark.skipif(not INFO["backends"]["cuda"]["available"],
                                 reason="no CUDA device visible" if INFO["build"]["cuda"]
                                 else "this gknn build has no CUDA backend")
 IN_PLACE = INFO["build"]["device_arrays"]
-needs_in_place = pytest.mark.skipif(not IN_PLACE, reason="device-pointer search (issue 21) is not in this build")
+needs_in_place = pytest.mark.skipif(not IN_PLACE, reason="device-memory search is not in this build")
 
 
 def _torch():
@@ -35,7 +35,7 @@ def host_data():
 def test_device_tensors_are_refused_not_copied(host_data):
     torch = _torch()
     base, queries = (torch.from_numpy(a).cuda() for a in host_data)
-    with pytest.raises(NotImplementedError, match="issue 21"):
+    with pytest.raises(NotImplementedError):
         gknn.search(base, queries, 10)
 
 
@@ -97,6 +97,44 @@ def test_no_host_copy_of_the_inputs(host_data):
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
         D, I = gknn.search(base, queries, 10)
         torch.cuda.synchronize()
-    copies = [e for e in prof.events() if "Memcpy" in e.name and ("DtoH" in e.name or "HtoD" in e.name)]
-    assert not copies, [e.name for e in copies]
-    assert D.data_ptr() != base.data_ptr() and D.is_cuda
+    downloads = [e.name for e in prof.events() if "Memcpy" in e.name and "DtoH" in e.name]
+    assert not downloads, f"device -> host copies during a device-tensor search: {downloads}"
+    assert D.is_cuda and I.is_cuda
+    np.testing.assert_array_equal(I.cpu().numpy(), gknn.search(base.cpu(), queries.cpu(), 10, backend="cpu")[1])
+
+
+@needs_in_place
+def test_k_larger_than_n_empty_queries_and_zero_rows_on_the_device(host_data):
+    torch = _torch()
+    base = torch.from_numpy(host_data[0][:7]).cuda()
+    queries = torch.from_numpy(host_data[1][:5]).cuda()
+    queries[0] = 0  # a zero row: cosine similarity 0 to everything
+    for metric in ("sqeuclidean", "cosine"):
+        D, I = gknn.search(base, queries, 12, metric=metric)
+        D_cpu, I_cpu = gknn.search(base.cpu(), queries.cpu(), 12, metric=metric, backend="cpu")
+        np.testing.assert_array_equal(I.cpu().numpy()[:, 7:], -1)
+        np.testing.assert_allclose(D.cpu().numpy(), D_cpu, rtol=1e-5, atol=1e-5)
+        if metric == "sqeuclidean":
+            np.testing.assert_array_equal(I.cpu().numpy(), I_cpu)
+    D, I = gknn.search(base, queries[:0], 3)
+    assert D.shape == (0, 3) and D.is_cuda
+
+
+@needs_in_place
+def test_device_tensor_errors(host_data):
+    torch = _torch()
+    base, queries = (torch.from_numpy(a).cuda() for a in host_data)
+    with pytest.raises(TypeError, match="float32"):
+        gknn.search(base.double(), queries.double(), 3)
+    with pytest.raises(ValueError, match="contiguous"):
+        gknn.search(base.t(), queries, 3)
+    with pytest.raises(TypeError, match="both be CUDA"):
+        gknn.search(base, queries.cpu(), 3)
+    with pytest.raises(ValueError, match="cuda backend"):
+        gknn.search(base, queries, 3, backend="cpu")
+    with pytest.raises(ValueError, match="dimension"):
+        gknn.search(base, queries[:, :5].contiguous(), 3)
+    strided = torch.zeros((base.shape[0], 80), device="cuda")
+    strided[:, :64] = base
+    np.testing.assert_array_equal(gknn.search(strided[:, :64], queries, 4)[1].cpu().numpy(),
+                                  gknn.search(base, queries, 4)[1].cpu().numpy())  # row stride, no copy
