@@ -425,6 +425,11 @@ TEST_F(Cli, InfoListsBuildAndAlgorithms) {
     EXPECT_NE(r.out.find(gknn::to_string(s.algorithm)), std::string::npos) << r.out;
   for (auto a : gknn::distance_algorithms(gknn::Backend::Cpu, gknn::Metric::SquaredL2))
     EXPECT_NE(r.out.find(gknn::to_string(a)), std::string::npos) << r.out;
+  // The catalogue has a line for every algorithm of gknn/algorithms.def, available here or not.
+  for (const auto& d : gknn::catalogue::kDistances)
+    EXPECT_NE(r.out.find("  distance " + std::string(d.name) + " "), std::string::npos) << d.name << "\n" << r.out;
+  for (const auto& s : gknn::catalogue::kSelects)
+    EXPECT_NE(r.out.find("  select   " + std::string(s.name) + " "), std::string::npos) << s.name << "\n" << r.out;
 }
 
 // A CUDA build lists its CUDA algorithms even on a machine without a GPU, and says whether a device is visible.

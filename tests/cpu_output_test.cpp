@@ -10,17 +10,12 @@
 #include "gknn/index.hpp"
 #include "gknn/search.hpp"
 #include "testing/data.hpp"
+#include "testing/oracle.hpp"
 
 namespace gknn::testing {
 namespace {
 
-SearchParams cpu_params(int64_t k, Metric metric = Metric::SquaredL2) {
-  SearchParams p;
-  p.k = k;
-  p.metric = metric;
-  p.backend = Backend::Cpu;
-  return p;
-}
+SearchParams cpu_params(int64_t k, Metric metric = Metric::SquaredL2) { return params_for(Backend::Cpu, k, metric); }
 
 TEST(CpuOutput, CallerStorageEqualsResult) {
   const HostMatrix<float> base = integer_matrix(500, 12, -3, 3, 1), queries = integer_matrix(23, 12, -3, 3, 2);

@@ -33,13 +33,7 @@ struct HookGuard {
   }
 };
 
-SearchParams cuda_params(int64_t k, Metric metric = Metric::SquaredL2) {
-  SearchParams p;
-  p.k = k;
-  p.metric = metric;
-  p.backend = Backend::Cuda;
-  return p;
-}
+SearchParams cuda_params(int64_t k, Metric metric = Metric::SquaredL2) { return params_for(Backend::Cuda, k, metric); }
 
 /// Integer data: every algorithm must return the oracle's indices exactly.
 CheckOptions exact() {

@@ -18,13 +18,7 @@
 namespace gknn::testing {
 namespace {
 
-SearchParams cuda_params(int64_t k, Metric metric = Metric::SquaredL2) {
-  SearchParams p;
-  p.k = k;
-  p.metric = metric;
-  p.backend = Backend::Cuda;
-  return p;
-}
+SearchParams cuda_params(int64_t k, Metric metric = Metric::SquaredL2) { return params_for(Backend::Cuda, k, metric); }
 
 /// A device copy of a host array (freed with the object).
 template <class T>

@@ -225,23 +225,38 @@ std::string measure_calls(const Index& index, const std::vector<float>& queries,
          fmt("%.1f", (w - dv) * 1e3) + " us | | | | | | |";
 }
 
-/// Warm-up + timed repeats of one pair; the median run's sample.
+/// Warm-up + timed repeats of one pair. The wall times come from runs without timing events (events cost host
+/// time); the stage and device times from as many runs with them, their median taken per stage.
 Row measure(const Index& index, const std::vector<float>& queries, const Config& c, const SearchParams& p,
             const Options& o, Result* result) {
   Row row;
-  std::vector<Sample> samples;
+  std::vector<double> wall;
+  std::vector<cuda_detail::StageTimes> stages;
+  cuda_detail::set_stage_timing(false);
   const Sample warm = run_once(index, queries, c, p, result);
-  if (warm.wall_s > o.long_run_s) {
-    samples.push_back(warm);  // too slow to repeat: the first run is the measurement
-  } else {
-    for (int i = 0; i < o.repeats; ++i) {
-      samples.push_back(run_once(index, queries, c, p, result));
-      if (samples.back().wall_s > o.long_run_s) break;
-    }
+  const int repeats = warm.wall_s > o.long_run_s ? 0 : o.repeats;
+  if (repeats == 0) wall.push_back(warm.wall_s);  // too slow to repeat: the first run is the measurement
+  for (int i = 0; i < repeats; ++i) {
+    wall.push_back(run_once(index, queries, c, p, result).wall_s);
+    if (wall.back() > o.long_run_s) break;
   }
-  std::sort(samples.begin(), samples.end(), [](const Sample& a, const Sample& b) { return a.wall_s < b.wall_s; });
-  row.median = samples[samples.size() / 2];
-  row.runs = static_cast<int>(samples.size());
+  cuda_detail::set_stage_timing(true);
+  for (size_t i = 0; i < wall.size(); ++i) stages.push_back(run_once(index, queries, c, p, result).stages);
+  auto median_of = [&](double cuda_detail::StageTimes::*field) {
+    std::vector<double> v;
+    for (const auto& t : stages) v.push_back(t.*field);
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  std::sort(wall.begin(), wall.end());
+  row.median.wall_s = wall[wall.size() / 2];
+  row.median.stages = stages.front();
+  for (auto field : {&cuda_detail::StageTimes::upload_ms, &cuda_detail::StageTimes::distance_ms,
+                     &cuda_detail::StageTimes::select_ms, &cuda_detail::StageTimes::merge_ms,
+                     &cuda_detail::StageTimes::download_ms, &cuda_detail::StageTimes::finalize_ms,
+                     &cuda_detail::StageTimes::device_ms})
+    row.median.stages.*field = median_of(field);
+  row.runs = static_cast<int>(wall.size());
   return row;
 }
 
@@ -284,8 +299,9 @@ int main(int argc, char** argv) {
   lines.push_back("# gknn GPU benchmark: the seeds' kernels (device: " + std::string(prop.name) + ")");
   lines.push_back("");
   lines.push_back("Measured device-to-device copy bandwidth (read + write): " + fmt("%.0f", copy_gbs) + " GB/s. " +
-                  "Times: median of up to " + std::to_string(o.repeats) + " runs after a warm-up; stages are " +
-                  "device time (CUDA events), wall includes query upload and result download.");
+                  "Times: median of up to " + std::to_string(o.repeats) + " runs after a warm-up; wall from runs " +
+                  "without timing events, stages and device ms (CUDA events) from as many runs with them; wall " +
+                  "includes validation, query upload and result download into a new Result.");
   lines.push_back("");
   lines.push_back("| config | distance | selection | wall ms | device ms | host % | queries/s | distance ms | "
                   "distance %bw | select ms | select %bw | merge+final ms | copies ms | runs | same |");

@@ -20,6 +20,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "gknn/algorithms.hpp"
+
 namespace gknn {
 
 /// Where the memory behind a view or an output lives. Device memory is CUDA global memory of the device the
@@ -63,42 +65,6 @@ enum class Metric {
 constexpr bool is_similarity(Metric m) noexcept { return m == Metric::InnerProduct || m == Metric::Cosine; }
 
 enum class Backend { Auto, Cpu, Cuda };
-
-/// How the distance matrix (or its tiles) is computed. Each backend accepts its own subset; Auto picks the
-/// fastest exact one for the configuration. See docs/algorithms.md for the table.
-enum class DistanceAlgorithm {
-  Auto,
-  Reference,      ///< cpu: float64 direct sums (the test oracle)
-  Direct,         ///< cpu: float32 vectorisable direct kernel, every metric
-  Gemm,           ///< cpu: norms + SGEMM (OpenBLAS), squared L2 / L2 / inner product / cosine
-  Naive,          ///< cuda: one thread per (query, point) pair (report's third variant)
-  SharedReduce,   ///< cuda: one thread per component, shared-memory reduction (report's first variant)
-  Atomic,         ///< cuda: atomicAdd accumulation (report's second variant; summation order not deterministic)
-  GarciaGlobal,   ///< cuda: tiled shared-memory kernel of knn_cuda_global
-  GarciaTexture,  ///< cuda: reference set read through texture objects (falls back to GarciaGlobal beyond limits)
-  Cublas,         ///< cuda: norms + cuBLAS SGEMM (knn_cublas), squared L2 / L2 / inner product / cosine
-  Fp16Mma,        ///< cuda: cuBLAS fp16 tensor-core GEMM with fp32 accumulation, norms folded into the GEMM; only
-                  ///< for integer data it computes exactly (|x| <= 2048 and every partial sum below 2^24)
-};
-
-/// How the k best of each row are selected.
-enum class SelectAlgorithm {
-  Auto,
-  Sort,            ///< cpu: full sort of every row (report's sequential scan); cuda: CUB segmented sort
-  Heap,            ///< cpu: bounded binary heap per query (thesis'/Tang's CPU baseline)
-  Quickselect,     ///< cpu: nth_element on a candidate buffer
-  Insertion,       ///< cuda: Garcia's modified insertion sort, one thread per query
-  PartialBitonic,  ///< cuda: Kruliš et al.'s partial bitonic sort
-  WarpSelect,      ///< cuda: FAISS-style WarpSelect
-  BlockSelect,     ///< cuda: FAISS-style BlockSelect
-  Bits,            ///< cuda: buffered bitonic select in registers, k <= 2048
-  BitsGlobal,      ///< cuda: bits with the top-k kept in global memory
-  InsertionQueue,  ///< cuda: Tang et al., insertion queue per thread
-  HeapQueue,       ///< cuda: Tang et al., heap queue per thread
-  MergeQueue,      ///< cuda: Tang et al., merge queue per thread
-  SampleSelect,    ///< cuda: sample select for large k
-  RadixSelect,     ///< cuda: radix select for large k
-};
 
 /// Options of Tang et al.'s queues (SelectAlgorithm::InsertionQueue/HeapQueue/MergeQueue). A full name such
 /// as "merge_queue+aligned+buffered+hp" sets the algorithm and these flags at once (see parse_select).

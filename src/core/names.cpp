@@ -1,5 +1,4 @@
 // names.cpp: the one table of user-facing names of every enum (CLI, benchmarks, errors).
-#include <array>
 #include <string>
 #include <utility>
 
@@ -9,46 +8,30 @@
 namespace gknn {
 namespace {
 
+/// A name table: an array of (value, name) pairs, its size deduced.
 template <class E, size_t N>
-using NameTable = std::array<std::pair<E, const char*>, N>;
+using NameTable = std::pair<E, const char*>[N];
 
-constexpr NameTable<Metric, 7> kMetrics{{{Metric::SquaredL2, "squared_l2"},
-                                         {Metric::L2, "l2"},
-                                         {Metric::InnerProduct, "inner_product"},
-                                         {Metric::Cosine, "cosine"},
-                                         {Metric::L1, "l1"},
-                                         {Metric::Linf, "linf"},
-                                         {Metric::Lp, "lp"}}};
+constexpr std::pair<Metric, const char*> kMetrics[] = {
+    {Metric::SquaredL2, "squared_l2"}, {Metric::L2, "l2"}, {Metric::InnerProduct, "inner_product"},
+    {Metric::Cosine, "cosine"},        {Metric::L1, "l1"}, {Metric::Linf, "linf"},
+    {Metric::Lp, "lp"}};
 
-constexpr NameTable<Backend, 3> kBackends{{{Backend::Auto, "auto"}, {Backend::Cpu, "cpu"}, {Backend::Cuda, "cuda"}}};
+constexpr std::pair<Backend, const char*> kBackends[] = {
+    {Backend::Auto, "auto"}, {Backend::Cpu, "cpu"}, {Backend::Cuda, "cuda"}};
 
-constexpr NameTable<DistanceAlgorithm, 11> kDistances{{{DistanceAlgorithm::Auto, "auto"},
-                                                       {DistanceAlgorithm::Reference, "reference"},
-                                                       {DistanceAlgorithm::Direct, "direct"},
-                                                       {DistanceAlgorithm::Gemm, "gemm"},
-                                                       {DistanceAlgorithm::Naive, "naive"},
-                                                       {DistanceAlgorithm::SharedReduce, "shared_reduce"},
-                                                       {DistanceAlgorithm::Atomic, "atomic"},
-                                                       {DistanceAlgorithm::GarciaGlobal, "garcia_global"},
-                                                       {DistanceAlgorithm::GarciaTexture, "garcia_texture"},
-                                                       {DistanceAlgorithm::Cublas, "cublas"},
-                                                       {DistanceAlgorithm::Fp16Mma, "fp16_mma"}}};
+// The algorithm tables are generated from the one list, gknn/algorithms.def, with Auto in front.
+constexpr std::pair<DistanceAlgorithm, const char*> kDistances[] = {
+    {DistanceAlgorithm::Auto, "auto"},
+#define GKNN_DISTANCE(id, name, backends, summary) {DistanceAlgorithm::id, name},
+#include "gknn/algorithms.def"
+};
 
-constexpr NameTable<SelectAlgorithm, 15> kSelects{{{SelectAlgorithm::Auto, "auto"},
-                                                   {SelectAlgorithm::Sort, "sort"},
-                                                   {SelectAlgorithm::Heap, "heap"},
-                                                   {SelectAlgorithm::Quickselect, "quickselect"},
-                                                   {SelectAlgorithm::Insertion, "insertion"},
-                                                   {SelectAlgorithm::PartialBitonic, "partial_bitonic"},
-                                                   {SelectAlgorithm::WarpSelect, "warp_select"},
-                                                   {SelectAlgorithm::BlockSelect, "block_select"},
-                                                   {SelectAlgorithm::Bits, "bits"},
-                                                   {SelectAlgorithm::BitsGlobal, "bits_global"},
-                                                   {SelectAlgorithm::InsertionQueue, "insertion_queue"},
-                                                   {SelectAlgorithm::HeapQueue, "heap_queue"},
-                                                   {SelectAlgorithm::MergeQueue, "merge_queue"},
-                                                   {SelectAlgorithm::SampleSelect, "sample_select"},
-                                                   {SelectAlgorithm::RadixSelect, "radix_select"}}};
+constexpr std::pair<SelectAlgorithm, const char*> kSelects[] = {
+    {SelectAlgorithm::Auto, "auto"},
+#define GKNN_SELECT(id, name, backends, flags, summary) {SelectAlgorithm::id, name},
+#include "gknn/algorithms.def"
+};
 
 template <class E, size_t N>
 std::string name_of(const NameTable<E, N>& table, E value) {
@@ -76,8 +59,12 @@ std::vector<E> all_of(const NameTable<E, N>& table) {
   return out;
 }
 
-bool is_tang_queue(SelectAlgorithm a) {
-  return a == SelectAlgorithm::InsertionQueue || a == SelectAlgorithm::HeapQueue || a == SelectAlgorithm::MergeQueue;
+/// "insertion_queue, heap_queue, merge_queue": the selections that take Tang's flags.
+std::string tang_queue_names() {
+  std::string out;
+  for (const catalogue::SelectInfo& s : catalogue::kSelects)
+    if (catalogue::takes_tang_flags(s.algorithm)) out += (out.empty() ? "" : ", ") + std::string(s.name);
+  return out;
 }
 
 }  // namespace
@@ -102,7 +89,7 @@ std::string to_string(SelectAlgorithm a) { return name_of(kSelects, a); }
 
 std::string select_name(SelectAlgorithm a, const TangOptions& tang) {
   std::string name = to_string(a);
-  if (!is_tang_queue(a)) return name;
+  if (!catalogue::takes_tang_flags(a)) return name;
   if (tang.aligned) name += "+aligned";
   if (tang.buffered) name += "+buffered";
   if (tang.hierarchical) name += "+hp";
@@ -121,8 +108,8 @@ SelectAlgorithm parse_select(std::string_view name, TangOptions* tang) {
   for (size_t at = plus; at != std::string_view::npos;) {
     const size_t next = name.find('+', at + 1);
     const std::string_view flag = name.substr(at + 1, next == std::string_view::npos ? next : next - at - 1);
-    GKNN_EXPECT(is_tang_queue(algo), ErrorCode::InvalidArgument, "selection '", name,
-                "': flags (+", flag, ") apply only to insertion_queue, heap_queue and merge_queue");
+    GKNN_EXPECT(catalogue::takes_tang_flags(algo), ErrorCode::InvalidArgument, "selection '", name,
+                "': flags (+", flag, ") apply only to ", tang_queue_names());
     if (flag == "aligned") flags.aligned = true;
     else if (flag == "buffered") flags.buffered = true;
     else if (flag == "hp") flags.hierarchical = true;

@@ -6,65 +6,85 @@
 // Reference is the float64 oracle: it computes and sorts double keys whatever the selection says.
 #include "cpu/algorithms.hpp"
 
+#include <iterator>
+#include <string>
+
 #include "core/backend.hpp"
 #include "gknn/error.hpp"
 
 namespace gknn::detail::cpu {
 namespace {
 
+bool any_metric(Metric) { return true; }
 bool gemm_metric(Metric m) {
   return m == Metric::SquaredL2 || m == Metric::L2 || m == Metric::InnerProduct || m == Metric::Cosine;
 }
 
-std::string names(const std::vector<DistanceAlgorithm>& algorithms) {
+/// The CPU backend's entries: one line per algorithm that gknn/algorithms.def says the CPU implements.
+struct DistanceEntry {
+  DistanceAlgorithm algorithm;
+  bool (*supports)(Metric metric);  ///< user or key metric (the GEMM metrics keep their family in key form)
+};
+constexpr DistanceEntry kDistanceEntries[] = {
+    {DistanceAlgorithm::Reference, any_metric},
+    {DistanceAlgorithm::Direct, any_metric},
+    {DistanceAlgorithm::Gemm, gemm_metric},
+};
+constexpr SelectCapability kSelectEntries[] = {
+    {SelectAlgorithm::Sort, INT64_MAX},
+    {SelectAlgorithm::Heap, INT64_MAX},
+    {SelectAlgorithm::Quickselect, INT64_MAX},
+};
+
+const DistanceEntry* find_distance(DistanceAlgorithm a) {
+  for (const DistanceEntry& e : kDistanceEntries)
+    if (e.algorithm == a) return &e;
+  return nullptr;
+}
+
+template <class Algorithm>
+std::string names(const std::vector<Algorithm>& algorithms) {
   std::string s;
-  for (DistanceAlgorithm a : algorithms) s += (s.empty() ? "" : ", ") + to_string(a);
+  for (Algorithm a : algorithms) s += (s.empty() ? "" : ", ") + to_string(a);
   return s;
+}
+
+std::vector<SelectAlgorithm> select_names() {
+  std::vector<SelectAlgorithm> out;
+  for (const SelectCapability& e : kSelectEntries) out.push_back(e.algorithm);
+  return out;
 }
 
 }  // namespace
 
 std::vector<DistanceAlgorithm> distance_algorithms(Metric user_metric) {
-  std::vector<DistanceAlgorithm> out{DistanceAlgorithm::Reference, DistanceAlgorithm::Direct};
-  if (gemm_metric(user_metric)) out.push_back(DistanceAlgorithm::Gemm);
+  std::vector<DistanceAlgorithm> out;
+  for (const DistanceEntry& e : kDistanceEntries)
+    if (e.supports(user_metric)) out.push_back(e.algorithm);
   return out;
 }
 
-std::vector<SelectCapability> select_algorithms() {
-  return {{SelectAlgorithm::Sort, INT64_MAX},
-          {SelectAlgorithm::Heap, INT64_MAX},
-          {SelectAlgorithm::Quickselect, INT64_MAX}};
-}
+std::vector<SelectCapability> select_algorithms() { return {std::begin(kSelectEntries), std::end(kSelectEntries)}; }
 
 DistanceAlgorithm resolve_distance(DistanceAlgorithm requested, Metric key_metric) {
-  switch (requested) {
-    case DistanceAlgorithm::Auto:
-      return gemm_metric(key_metric) ? DistanceAlgorithm::Gemm : DistanceAlgorithm::Direct;
-    case DistanceAlgorithm::Reference:
-    case DistanceAlgorithm::Direct:
-      return requested;
-    case DistanceAlgorithm::Gemm:
-      GKNN_EXPECT(gemm_metric(key_metric), ErrorCode::Unsupported, "distance algorithm gemm does not support metric ",
-                  to_string(key_metric), " (it serves squared_l2, l2, inner_product, cosine); use direct");
-      return requested;
-    default:
-      fail(ErrorCode::Unsupported, "distance algorithm ", to_string(requested),
-           " is not available on the cpu backend (cpu offers: ", names(distance_algorithms(Metric::SquaredL2)), ")");
-  }
+  if (requested == DistanceAlgorithm::Auto)
+    return gemm_metric(key_metric) ? DistanceAlgorithm::Gemm : DistanceAlgorithm::Direct;
+  const DistanceEntry* e = find_distance(requested);
+  GKNN_EXPECT(e != nullptr, ErrorCode::Unsupported, "distance algorithm ", to_string(requested),
+              " is not available on the cpu backend (cpu offers: ", names(distance_algorithms(Metric::SquaredL2)),
+              ")");
+  GKNN_EXPECT(e->supports(key_metric), ErrorCode::Unsupported, "distance algorithm ", to_string(requested),
+              " does not support metric ", to_string(key_metric),
+              " (it serves squared_l2, l2, inner_product, cosine); use direct");
+  return requested;
 }
 
 SelectAlgorithm resolve_select(SelectAlgorithm requested, int64_t k) {
-  switch (requested) {
-    case SelectAlgorithm::Auto:
-      return k <= kHeapMaxAutoK ? SelectAlgorithm::Heap : SelectAlgorithm::Quickselect;
-    case SelectAlgorithm::Sort:
-    case SelectAlgorithm::Heap:
-    case SelectAlgorithm::Quickselect:
-      return requested;
-    default:
-      fail(ErrorCode::Unsupported, "selection algorithm ", to_string(requested),
-           " is not available on the cpu backend (cpu offers: sort, heap, quickselect)");
-  }
+  if (requested == SelectAlgorithm::Auto) return k <= kHeapMaxAutoK ? SelectAlgorithm::Heap : SelectAlgorithm::Quickselect;
+  for (const SelectCapability& e : kSelectEntries)
+    if (e.algorithm == requested) return requested;
+  fail(ErrorCode::Unsupported, "selection algorithm ", to_string(requested),
+       " is not available on the cpu backend (cpu offers: ", names(select_names()), ")");
 }
 
 }  // namespace gknn::detail::cpu

@@ -42,19 +42,22 @@ Result select_k(FloatView keys, const int64_t* labels, int64_t k, const SelectPa
 
 std::unique_ptr<ResidentStore> make_store(int64_t dim, int device) { return make_resident_store(dim, device); }
 
+// Both lists come in the catalogue's order (gknn/algorithms.def), whatever the order of the registry's folders.
 std::vector<DistanceAlgorithm> distance_algorithms(Metric user_metric) {
   std::vector<DistanceAlgorithm> out;
   const Metric km = key_metric(user_metric);
   // A kernel exact only on integer data never sees cosine's normalised rows.
-  for (const DistanceEntry* e = distance_entries_begin(); e != distance_entries_end(); ++e)
-    if (e->supports(km) && !(e->exact_on && user_metric == Metric::Cosine)) out.push_back(e->algorithm);
+  for (const catalogue::DistanceInfo& info : catalogue::kDistances)
+    if (const DistanceEntry* e = find_distance(info.algorithm);
+        e && e->supports(km) && !(e->exact_on && user_metric == Metric::Cosine))
+      out.push_back(e->algorithm);
   return out;
 }
 
 std::vector<SelectCapability> select_algorithms() {
   std::vector<SelectCapability> out;
-  for (const SelectEntry* e = select_entries_begin(); e != select_entries_end(); ++e)
-    if (e->run) out.push_back({e->algorithm, e->max_k});
+  for (const catalogue::SelectInfo& info : catalogue::kSelects)
+    if (const SelectEntry* e = find_select(info.algorithm)) out.push_back({e->algorithm, e->max_k});
   return out;
 }
 

@@ -10,6 +10,15 @@
 
 namespace gknn::testing {
 
+/// Search parameters of a test: k, metric and backend, the rest at their defaults.
+inline SearchParams params_for(Backend backend, int64_t k, Metric metric = Metric::SquaredL2) {
+  SearchParams p;
+  p.k = k;
+  p.metric = metric;
+  p.backend = backend;
+  return p;
+}
+
 /// Exact value of query q to base row i in the user's metric (double; cosine on the original rows).
 double exact_value(Metric metric, double p, const float* q, const float* x, int64_t dim);
 

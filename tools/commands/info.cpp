@@ -52,11 +52,23 @@ void print_algorithms(Backend backend, const char* state) {
     const bool unbounded = s.max_k >= (int64_t{1} << 40);
     std::printf("    %-14s %s%s\n", to_string(s.algorithm).c_str(),
                 unbounded ? "any k" : ("k <= " + std::to_string(s.max_k)).c_str(),
-                s.algorithm == SelectAlgorithm::InsertionQueue || s.algorithm == SelectAlgorithm::HeapQueue ||
-                        s.algorithm == SelectAlgorithm::MergeQueue
-                    ? "  (flags: +aligned +buffered +hp)"
-                    : "");
+                catalogue::takes_tang_flags(s.algorithm) ? "  (flags: +aligned +buffered +hp)" : "");
   }
+}
+
+std::string backends_of(unsigned mask) {
+  std::string out = (mask & catalogue::cpu) ? "cpu" : "";
+  if (mask & catalogue::cuda) out += out.empty() ? "cuda" : ",cuda";
+  return out;
+}
+
+/// Every algorithm of the library (gknn/algorithms.def), whether or not this build or machine runs it.
+void print_catalogue() {
+  std::printf("\nalgorithm catalogue (kind, name, backends, what it is)\n");
+  for (const catalogue::DistanceInfo& d : catalogue::kDistances)
+    std::printf("  distance %-16s %-9s %s\n", d.name, backends_of(d.backends).c_str(), d.summary);
+  for (const catalogue::SelectInfo& s : catalogue::kSelects)
+    std::printf("  select   %-16s %-9s %s\n", s.name, backends_of(s.backends).c_str(), s.summary);
 }
 
 int run_info() {
@@ -68,6 +80,7 @@ int run_info() {
   std::printf("backends     cpu (built), cuda (%s)\n", cuda);
   print_algorithms(Backend::Cpu, "built");
   if (backend_compiled(Backend::Cuda)) print_algorithms(Backend::Cuda, cuda);
+  print_catalogue();
   return 0;
 }
 

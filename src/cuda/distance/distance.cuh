@@ -3,8 +3,8 @@
 // A distance kernel writes the nq x nb matrix of *keys* (core/keys.hpp): squared L2, -(x.y), L1, Linf or
 // sum |x-y|^p, for queries and base rows already on the device. A GEMM kernel may leave out the |q|^2 term of
 // squared L2 (a constant per query row, so it changes no ranking): its keys are |x|^2 - 2 q.x and the finaliser
-// adds |q|^2 (DistanceEntry::omits_query_norm). Adding a kernel: a folder under distance/, a DistanceEntry line
-// in registry.cu.
+// adds |q|^2 (DistanceEntry::omits_query_norm). Adding a kernel: a line in gknn/algorithms.def and a folder under
+// distance/ with the kernel and its entries.inc (see registry.cu, docs/architecture.md).
 #pragma once
 
 #include <cstdint>
@@ -41,6 +41,13 @@ struct DistanceContext {
   cudaStream_t stream;
   int device;
 };
+
+/// Which key metrics an entry serves (DistanceEntry::supports): every key metric, or the GEMM decomposition's.
+inline bool any_key_metric(Metric m) {
+  return m == Metric::SquaredL2 || m == Metric::InnerProduct || m == Metric::L1 || m == Metric::Linf ||
+         m == Metric::Lp;
+}
+inline bool gemm_key_metric(Metric m) { return m == Metric::SquaredL2 || m == Metric::InnerProduct; }
 
 using DistanceFn = void (*)(const DistanceInput& in, const DistanceOutput& out, const DistanceContext& ctx);
 

@@ -1,4 +1,10 @@
-// registry.cu: DistanceAlgorithm -> GPU kernel, which key metrics each serves, and Auto's choice.
+// registry.cu: DistanceAlgorithm -> GPU kernel, which key metrics each serves, and Auto's choice. Each kernel
+// folder holds an entries.inc with one line, GKNN_DISTANCE_ENTRY(Id, supports, needs_norms, omits_query_norm, fn,
+// workspace, exact_on): the enum value
+// (gknn/algorithms.def), the key metrics it serves (a predicate of distance.cuh), whether the pipeline must
+// provide squared row norms, whether its squared L2 keys leave out |q|^2, its run function, its scratch size and,
+// for a lower-precision kernel, the data it is exact on. src/CMakeLists.txt gathers every distance/*/entries.inc into
+// all_entries.inc, so a new folder is registered without editing a list here.
 #include <iterator>
 
 #include "cuda/distance/kernels.cuh"
@@ -7,26 +13,18 @@
 namespace gknn::cuda_detail {
 namespace {
 
-bool any_key_metric(Metric m) {
-  return m == Metric::SquaredL2 || m == Metric::InnerProduct || m == Metric::L1 || m == Metric::Linf ||
-         m == Metric::Lp;
-}
-/// The GEMM decomposition exists only for the dot-product metrics.
-bool gemm_metric(Metric m) { return m == Metric::SquaredL2 || m == Metric::InnerProduct; }
-
-//  algorithm, metrics, needs norms, omits |q|^2, run, workspace, exact only on
 const DistanceEntry kDistanceEntries[] = {
-    {DistanceAlgorithm::Naive, any_key_metric, false, false, naive_distance, nullptr, nullptr},
-    {DistanceAlgorithm::SharedReduce, any_key_metric, false, false, shared_reduce_distance, nullptr, nullptr},
-    {DistanceAlgorithm::Atomic, any_key_metric, false, false, atomic_distance, nullptr, nullptr},
-    {DistanceAlgorithm::GarciaGlobal, any_key_metric, false, false, garcia_global_distance, nullptr, nullptr},
-    {DistanceAlgorithm::GarciaTexture, any_key_metric, false, false, garcia_texture_distance, nullptr, nullptr},
-    {DistanceAlgorithm::Cublas, gemm_metric, true, true, cublas_distance, cublas_workspace, nullptr},
-    {DistanceAlgorithm::Fp16Mma, gemm_metric, true, true, fp16_mma_distance, fp16_mma_workspace, fp16_mma_exact_on},
+// One line per folder: GKNN_DISTANCE_ENTRY(Id, supports, needs_norms, omits_query_norm, fn, workspace, exact_on).
+#define GKNN_DISTANCE_ENTRY(id, supports, needs_norms, omits_query_norm, fn, workspace, exact_on) \
+  {DistanceAlgorithm::id, supports, needs_norms, omits_query_norm, fn, workspace, exact_on},
+#include "cuda/distance/all_entries.inc"
+#undef GKNN_DISTANCE_ENTRY
 };
 
 /// Below this dimension a GEMM has too little work per output to beat a direct kernel.
 constexpr int64_t kGemmMinDim = 16;
+/// Below this many queries Auto prefers SGEMM to the fp16 GEMM (H100, 1M x 128 base: q = 1/16 faster in fp32).
+constexpr int64_t kFp16MinQueries = 64;
 
 }  // namespace
 
@@ -42,9 +40,10 @@ const DistanceEntry* distance_entries_end() { return std::end(kDistanceEntries);
 // Auto: for the dot-product metrics once dim is large enough for a GEMM to pay off, the fp16 tensor-core GEMM
 // where it is proven exact on the data (integers in its range; 4-7x the fp32 SGEMM's rate), else cuBLAS SGEMM;
 // otherwise the tiled shared-memory kernel, which reuses every loaded component 16 times.
-DistanceAlgorithm choose_distance(Metric key_metric, int64_t /*nq*/, int64_t /*nb*/, const DataFacts& facts) {
-  if (!gemm_metric(key_metric) || facts.dim < kGemmMinDim) return DistanceAlgorithm::GarciaGlobal;
-  return fp16_mma_exact_on(facts) ? DistanceAlgorithm::Fp16Mma : DistanceAlgorithm::Cublas;
+DistanceAlgorithm choose_distance(Metric key_metric, int64_t nq, int64_t /*nb*/, const DataFacts& facts) {
+  if (!gemm_key_metric(key_metric) || facts.dim < kGemmMinDim) return DistanceAlgorithm::GarciaGlobal;
+  // The fp16 path converts the base tile every call: with few queries that copy costs more than the SGEMM reads.
+  return nq >= kFp16MinQueries && fp16_mma_exact_on(facts) ? DistanceAlgorithm::Fp16Mma : DistanceAlgorithm::Cublas;
 }
 
 const DistanceEntry& resolve_distance(DistanceAlgorithm requested, Metric key_metric, int64_t nq, int64_t nb,

@@ -4,16 +4,27 @@
 
 namespace gknn::cuda_detail {
 
+namespace {
+/// Results above this size are allocated on a helper thread while the device computes.
+constexpr size_t kAheadBytes = size_t(4) << 20;
+}  // namespace
+
 ResultWriter::ResultWriter(OutputSlot* slots, bool device_destination, std::function<ResultView()> destination,
-                           int64_t k, int64_t max_rows, StageTimer* timer)
+                           int64_t k, int64_t max_rows, int64_t rows, StageTimer* timer)
     : slots_(slots), device_(device_destination), destination_(std::move(destination)), k_(k), max_rows_(max_rows),
       timer_(timer) {
   for (int s = 0; s < 2; ++s) slots_[s].pending = false;
+  if (!device_ && static_cast<size_t>(rows) * static_cast<size_t>(k) * 12 > kAheadBytes)
+    ahead_ = std::async(std::launch::async, destination_);
+}
+
+ResultWriter::~ResultWriter() {
+  if (ahead_.valid()) ahead_.wait();  // never leave the helper writing into a destroyed result
 }
 
 ResultView ResultWriter::dest() {
   if (!have_dest_) {
-    dest_ = destination_();
+    dest_ = ahead_.valid() ? ahead_.get() : destination_();
     have_dest_ = true;
   }
   return dest_;

@@ -3,11 +3,13 @@
 // Device destination: the finalise kernel writes straight into it. Host destination: the kernel writes a
 // device tile, which is copied to a pinned slot behind the tile's compute; the host moves it into the caller's
 // array (several threads) only when the slot is needed again or at the end, so that the copy-out of tile i
-// overlaps the device work of tile i+1. The destination is asked for at the first copy-out, when the device is
-// already busy (a Result's arrays are allocated then).
+// overlaps the device work of tile i+1. A large host destination is asked for on a helper thread as soon as the
+// search starts (a Result's arrays are allocated, and their pages touched, while the device computes); a small one
+// at the first copy-out, when a thread would cost more than the allocation.
 #pragma once
 
 #include <functional>
+#include <future>
 
 #include "cuda/common/buffer.cuh"
 #include "cuda/pipeline/stage_timer.cuh"
@@ -29,8 +31,10 @@ struct OutputSlot {
 class ResultWriter {
  public:
   /// k: the user's k (row length of the destination); device_destination: where the caller's storage lives.
+  /// rows: the whole result's rows (decides whether the destination is asked for ahead, on a helper thread).
   ResultWriter(OutputSlot* slots, bool device_destination, std::function<ResultView()> destination, int64_t k,
-               int64_t max_rows, StageTimer* timer);
+               int64_t max_rows, int64_t rows, StageTimer* timer);
+  ~ResultWriter();
 
   struct Target {
     float* values;
@@ -48,6 +52,7 @@ class ResultWriter {
   OutputSlot* slots_;
   bool device_;
   std::function<ResultView()> destination_;
+  std::future<ResultView> ahead_;
   ResultView dest_{};
   bool have_dest_ = false;
   int64_t k_, max_rows_;

@@ -362,7 +362,7 @@ void run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchPa
   if (auto* streamed = dynamic_cast<StreamedBase*>(&base)) streamed->timer = timer.get();
   size_buffers(p, tq, tb, k, out.k, host_out);
   QueryFeed feed(p, queries, tq, timer.get());
-  ResultWriter writer(p.out_slots, !host_out, out.destination, out.k, tq, timer.get());
+  ResultWriter writer(p.out_slots, !host_out, out.destination, out.k, tq, nq, timer.get());
   const int64_t* ids = device_ids(p, out, s);
   const TileJob job{p, base, distance, kp, dim, tb, norms, timer.get(), facts};
   int64_t done = 0, tile_index = 0;

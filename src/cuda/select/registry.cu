@@ -1,5 +1,7 @@
-// registry.cu: SelectAlgorithm -> GPU implementation. Each family contributes its lines via entries.inc, e.g.
-//   {SelectAlgorithm::Insertion, 1024, insertion_run, insertion_workspace},
+// registry.cu: SelectAlgorithm -> GPU implementation. Each family folder holds an entries.inc with one line per
+// algorithm, GKNN_SELECT_ENTRY(Id, max_k, fn), naming the enum value (gknn/algorithms.def), the largest k served
+// and the prefix of its fn_run/fn_workspace functions. src/CMakeLists.txt gathers every select/*/entries.inc into
+// all_entries.inc, so a new folder is registered without editing a list here.
 #include <cstdint>
 #include <iterator>
 
@@ -10,16 +12,9 @@ namespace gknn::cuda_detail {
 namespace {
 
 const SelectEntry kSelectEntries[] = {
-#include "cuda/select/insertion/entries.inc"
-#include "cuda/select/sort/entries.inc"
-#include "cuda/select/partial_bitonic/entries.inc"
-#include "cuda/select/warp_select/entries.inc"
-#include "cuda/select/block_select/entries.inc"
-#include "cuda/select/bits/entries.inc"
-#include "cuda/select/bits_global/entries.inc"
-#include "cuda/select/tang/entries.inc"
-#include "cuda/select/sample_select/entries.inc"
-#include "cuda/select/radix_select/entries.inc"
+#define GKNN_SELECT_ENTRY(id, max_k, fn) {SelectAlgorithm::id, max_k, fn##_run, fn##_workspace},
+#include "cuda/select/all_entries.inc"
+#undef GKNN_SELECT_ENTRY
     {SelectAlgorithm::Auto, 0, nullptr, nullptr},  // sentinel: keeps the array non-empty
 };
 

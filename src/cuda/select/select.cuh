@@ -3,7 +3,8 @@
 // A selector reads `rows` rows of `cols` keys in device memory and writes, per row, the k smallest keys with
 // their labels, sorted in the library's total order (core/order.hpp: ascending key, ties by smaller label).
 // Labels are `labels[r * stride + c]` when given, else `label_offset + c`. Keys are finite or +-inf (no NaN).
-// Adding an algorithm: a folder under select/, a SelectEntry line in registry.cu. Nothing else changes.
+// Adding an algorithm: a line in gknn/algorithms.def, and a folder under select/ with the code and its entries.inc
+// (see registry.cu, docs/architecture.md); Auto considers it once it is in choose.cu's preference list.
 #pragma once
 
 #include <cstdint>

@@ -37,11 +37,12 @@ __global__ void augment_kernel(const float* __restrict__ rows, int64_t stride, i
       if (sizeof(T) == sizeof(float)) {
         if (extra == 0) v = is_query ? 1.f : norms[r];
       } else if (extra < 3) {
-        // |x|^2 is an integer below 2^24 on data fp16_exact() accepted: three 11-bit pieces.
-        const int64_t n = static_cast<int64_t>(norms[r]);
-        const float pieces[3] = {float(n & 2047), float((n >> 11) & 2047), float(n >> 22) * 2048.f};
-        const float factors[3] = {1.f, 2048.f, 2048.f};
-        v = is_query ? factors[extra] : pieces[extra];
+        if (is_query) {
+          v = extra == 0 ? 1.f : 2048.f;
+        } else {  // |x|^2 is an integer below 2^24 on data fp16_exact() accepted: three 11-bit pieces
+          const int64_t n = static_cast<int64_t>(norms[r]);
+          v = extra == 0 ? float(n & 2047) : extra == 1 ? float((n >> 11) & 2047) : float(n >> 22) * 2048.f;
+        }
       }
     }
     out[e] = to<T>(v);
