@@ -22,6 +22,8 @@ fi
 # What the build needs, one line each: "<debian package> <required|optional> <probe>", the probe being
 #   command NAME [MIN_VERSION]  an executable on the PATH (its version: the first x.y[.z] of `NAME --version`)
 #   cxx20                       the C++ compiler CMake will use ($CXX, else c++, else g++) compiles C++20
+#   pymodule NAME               a Python module that `python3` on the PATH or /usr/bin/python3 imports (the two
+#                               interpreters python/CMakeLists.txt chooses from)
 #   cmake CODE                  CMake commands (on one line) run in a scratch project (CMake >= 3.25); found when
 #                               <P>_FOUND is true for the package P of CODE's first find_package
 requirements=(
@@ -36,6 +38,11 @@ requirements=(
   "libnanoflann-dev   required cmake find_path(GKNN_NANOFLANN_INCLUDE nanoflann.hpp REQUIRED)"
   "libopenmpi-dev     optional cmake find_package(MPI COMPONENTS CXX)"
   "openmpi-bin        optional command mpiexec"
+  "python3-dev        optional cmake find_package(Python 3.8 COMPONENTS Interpreter Development.Module)"
+  "pybind11-dev       optional cmake set(PYBIND11_NOPYTHON ON) find_package(pybind11 CONFIG)"
+  "libdlpack-dev      optional cmake find_package(dlpack CONFIG)"
+  "python3-numpy      optional pymodule numpy"
+  "python3-pytest     optional pymodule pytest"
 )
 # For trying the script (and its test): more lines of the same form, separated by newlines.
 if [[ -n ${GKNN_DEPS_EXTRA:-} ]]; then
@@ -57,6 +64,14 @@ probe_command() {  # name [min_version]
   local have
   have=$("$1" --version 2>/dev/null | grep -m1 -oE '[0-9]+\.[0-9]+(\.[0-9]+)?' || true)
   [[ -n $have ]] && version_at_least "$have" "$2"
+}
+
+probe_pymodule() {  # name
+  local python
+  for python in "$(command -v python3 || true)" /usr/bin/python3; do
+    [[ -x $python ]] && "$python" -c "import $1" >/dev/null 2>&1 && return 0
+  done
+  return 1
 }
 
 probe_cxx20() {
@@ -109,6 +124,7 @@ probe_all() {
     case $kind in
       command) probe_command $rest && found=1 ;;
       cxx20) probe_cxx20 && found=1 ;;
+      pymodule) probe_pymodule $rest && found=1 ;;
       cmake) [[ $cmake_ran == 1 ]] && grep -qxF "$package" "$scratch/found.txt" && found=1 ;;
       *) echo "install-deps: bad requirement line '$line' (probe kind $kind)" >&2; exit 2 ;;
     esac

@@ -432,6 +432,25 @@ TEST_F(Cli, InfoListsBuildAndAlgorithms) {
     EXPECT_NE(r.out.find("  select   " + std::string(s.name) + " "), std::string::npos) << s.name << "\n" << r.out;
 }
 
+// A CUDA build lists its CUDA algorithms even on a machine without a GPU, and says whether a device is visible.
+TEST_F(Cli, InfoListsCompiledCudaAlgorithmsWithOrWithoutADevice) {
+  const CliRun r = gknn("info");
+  ASSERT_EQ(r.code, 0) << r.err;
+  if (!gknn::backend_compiled(gknn::Backend::Cuda)) {
+    EXPECT_NE(r.out.find("cuda (not compiled in)"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("algorithms of backend cuda"), std::string::npos) << r.out;
+    return;
+  }
+  const bool device = gknn::backend_available(gknn::Backend::Cuda);
+  const std::string state = device ? "built, device visible" : "built, no device visible";
+  EXPECT_NE(r.out.find("algorithms of backend cuda (" + state + ")"), std::string::npos) << r.out;
+  const size_t cuda_section = r.out.find("algorithms of backend cuda");
+  for (const auto& s : gknn::compiled_select_algorithms(gknn::Backend::Cuda))
+    EXPECT_NE(r.out.find(gknn::to_string(s.algorithm), cuda_section), std::string::npos) << r.out;
+  for (auto a : gknn::compiled_distance_algorithms(gknn::Backend::Cuda, gknn::Metric::SquaredL2))
+    EXPECT_NE(r.out.find(gknn::to_string(a), cuda_section), std::string::npos) << r.out;
+}
+
 TEST_F(Cli, BenchJsonIsValid) {
   generate_uint8();
   const CliRun r = gknn("bench --base base.bvecs --query queries.bvecs -k 10 --repeat 3 --warmup 0 --json");

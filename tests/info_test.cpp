@@ -5,6 +5,7 @@
 
 #include "gknn/info.hpp"
 #include "gknn/io.hpp"
+#include "gknn/search.hpp"
 
 namespace gknn {
 namespace {
@@ -42,6 +43,22 @@ TEST(Info, DevicesAreWellFormed) {
     EXPECT_GT(dev.global_memory, 0u);
     EXPECT_LE(dev.free_memory, dev.global_memory);
     EXPECT_GE(dev.major, 1);
+  }
+}
+
+// The compiled tables are what `gknn info` lists: a CUDA build must show its algorithms without a device.
+TEST(Info, CompiledAlgorithmsDoNotNeedADevice) {
+  EXPECT_TRUE(backend_compiled(Backend::Cpu));
+  EXPECT_EQ(backend_compiled(Backend::Cuda), build_info().cuda);
+  for (Backend b : {Backend::Cpu, Backend::Cuda}) {
+    const bool listed = backend_compiled(b);
+    EXPECT_EQ(!compiled_distance_algorithms(b, Metric::SquaredL2).empty(), listed) << to_string(b);
+    EXPECT_EQ(!compiled_distance_algorithms(b, Metric::Lp).empty(), listed) << to_string(b);
+    EXPECT_EQ(!compiled_select_algorithms(b).empty(), listed) << to_string(b);
+    // Where the backend can run, the run-time lists are the compiled ones; where it cannot, they are empty.
+    EXPECT_EQ(select_algorithms(b).size(), backend_available(b) ? compiled_select_algorithms(b).size() : 0u);
+    EXPECT_EQ(distance_algorithms(b, Metric::L1), backend_available(b) ? compiled_distance_algorithms(b, Metric::L1)
+                                                                       : std::vector<DistanceAlgorithm>{});
   }
 }
 

@@ -47,6 +47,12 @@ std::vector<SelectCapability> select_algorithms(Backend backend);
 
 /// Backends this build can run now (Cpu always; Cuda when compiled in and a device is visible).
 bool backend_available(Backend backend);
+/// Backends compiled into this build (Cpu always; Cuda when built with it), whether or not a device is visible.
+bool backend_compiled(Backend backend);
+/// What a compiled backend offers, read from its static tables without looking for a device (so a machine
+/// without a GPU can list the CUDA algorithms of the build); empty for a backend not compiled in.
+std::vector<DistanceAlgorithm> compiled_distance_algorithms(Backend backend, Metric metric);
+std::vector<SelectCapability> compiled_select_algorithms(Backend backend);
 
 /// The backend a search (or select_k) runs on, and why.
 struct BackendChoice {

@@ -135,14 +135,22 @@ Result select_k(FloatView values, const int64_t* labels, int64_t k, Order order,
 }
 
 std::vector<DistanceAlgorithm> distance_algorithms(Backend backend, Metric metric) {
-  if (backend == Backend::Cpu) return detail::cpu::distance_algorithms(metric);
-  if (backend == Backend::Cuda && detail::cuda::available()) return detail::cuda::distance_algorithms(metric);
-  return {};
+  return backend_available(backend) ? compiled_distance_algorithms(backend, metric) : std::vector<DistanceAlgorithm>{};
 }
 
 std::vector<SelectCapability> select_algorithms(Backend backend) {
+  return backend_available(backend) ? compiled_select_algorithms(backend) : std::vector<SelectCapability>{};
+}
+
+std::vector<DistanceAlgorithm> compiled_distance_algorithms(Backend backend, Metric metric) {
+  if (backend == Backend::Cpu) return detail::cpu::distance_algorithms(metric);
+  if (backend == Backend::Cuda) return detail::cuda::distance_algorithms(metric);  // {} when not compiled in
+  return {};
+}
+
+std::vector<SelectCapability> compiled_select_algorithms(Backend backend) {
   if (backend == Backend::Cpu) return detail::cpu::select_algorithms();
-  if (backend == Backend::Cuda && detail::cuda::available()) return detail::cuda::select_algorithms();
+  if (backend == Backend::Cuda) return detail::cuda::select_algorithms();
   return {};
 }
 
@@ -151,6 +159,15 @@ bool distance_requires_integer_data(DistanceAlgorithm algorithm) { return algori
 bool backend_available(Backend backend) {
   if (backend == Backend::Cuda) return detail::cuda::available();
   return true;
+}
+
+bool backend_compiled(Backend backend) {
+#ifdef GKNN_HAS_CUDA
+  constexpr bool cuda = true;
+#else
+  constexpr bool cuda = false;
+#endif
+  return backend != Backend::Cuda || cuda;
 }
 
 }  // namespace gknn

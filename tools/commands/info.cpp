@@ -1,4 +1,5 @@
-// gknn info: version, build options, CPU, CUDA devices and the algorithms each available backend offers.
+// gknn info: version, build options, CPU, CUDA devices and the algorithms compiled into each backend (listed
+// even when the backend has no visible device, so a build can be inspected on a machine without a GPU).
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -38,14 +39,16 @@ std::string join_distances(const std::vector<DistanceAlgorithm>& algorithms) {
   return out.empty() ? "-" : out;
 }
 
-void print_algorithms(Backend backend) {
-  std::printf("\nalgorithms of backend %s\n", to_string(backend).c_str());
+/// The algorithms compiled into `backend`, listed whether or not it can run here (`state` says which).
+void print_algorithms(Backend backend, const char* state) {
+  std::printf("\nalgorithms of backend %s (%s)\n", to_string(backend).c_str(), state);
   std::printf("  distance, per metric:\n");
   for (Metric m : {Metric::SquaredL2, Metric::L2, Metric::InnerProduct, Metric::Cosine, Metric::L1, Metric::Linf,
                    Metric::Lp})
-    std::printf("    %-14s %s\n", to_string(m).c_str(), join_distances(distance_algorithms(backend, m)).c_str());
+    std::printf("    %-14s %s\n", to_string(m).c_str(),
+                join_distances(compiled_distance_algorithms(backend, m)).c_str());
   std::printf("  select (largest k):\n");
-  for (const SelectCapability& s : select_algorithms(backend)) {
+  for (const SelectCapability& s : compiled_select_algorithms(backend)) {
     const bool unbounded = s.max_k >= (int64_t{1} << 40);
     std::printf("    %-14s %s%s\n", to_string(s.algorithm).c_str(),
                 unbounded ? "any k" : ("k <= " + std::to_string(s.max_k)).c_str(),
@@ -71,11 +74,12 @@ void print_catalogue() {
 int run_info() {
   print_build();
   print_devices();
-  const bool cuda = backend_available(Backend::Cuda);
-  std::printf("backends     cpu, %s\n", cuda ? "cuda" : build_info().cuda ? "cuda (no device visible)"
-                                                                          : "cuda (not compiled in)");
-  print_algorithms(Backend::Cpu);
-  if (cuda) print_algorithms(Backend::Cuda);
+  const char* cuda = !backend_compiled(Backend::Cuda)        ? "not compiled in"
+                     : backend_available(Backend::Cuda) ? "built, device visible"
+                                                        : "built, no device visible";
+  std::printf("backends     cpu (built), cuda (%s)\n", cuda);
+  print_algorithms(Backend::Cpu, "built");
+  if (backend_compiled(Backend::Cuda)) print_algorithms(Backend::Cuda, cuda);
   print_catalogue();
   return 0;
 }

@@ -1,0 +1,140 @@
+"""CUDA tensors from torch and cupy: searched on their device, results on the same device, identical to the CPU.
+
+Skipped (with the reason) without a CUDA build, without a visible device, or without torch/cupy. A build without
+the device-memory search (gknn.info()["build"]["device_arrays"] false) must refuse device tensors with
+NotImplementedError rather than copy them through the host; that is what runs there.
+"""
+import numpy as np
+import pytest
+
+from conftest import gknn, small_integers
+
+INFO = gknn.info()
+pytestmark = pytest.mark.skipif(not INFO["backends"]["cuda"]["available"],
+                                reason="no CUDA device visible" if INFO["build"]["cuda"]
+                                else "this gknn build has no CUDA backend")
+IN_PLACE = INFO["build"]["device_arrays"]
+needs_in_place = pytest.mark.skipif(not IN_PLACE, reason="device-memory search is not in this build")
+
+
+def _torch():
+    return pytest.importorskip("torch", reason="torch is not installed")
+
+
+def _cupy():
+    return pytest.importorskip("cupy", reason="cupy is not installed")
+
+
+@pytest.fixture
+def host_data():
+    rng = np.random.default_rng(7)
+    return small_integers(rng, 5000, 64, high=8), small_integers(rng, 300, 64, high=8)
+
+
+@pytest.mark.skipif(IN_PLACE, reason="this build searches device tensors in place")
+def test_device_tensors_are_refused_not_copied(host_data):
+    torch = _torch()
+    base, queries = (torch.from_numpy(a).cuda() for a in host_data)
+    with pytest.raises(NotImplementedError):
+        gknn.search(base, queries, 10)
+
+
+@needs_in_place
+@pytest.mark.parametrize("metric", ["sqeuclidean", "inner_product", "cosine", "l1"])
+def test_torch_in_torch_out_identical_to_cpu(host_data, metric):
+    torch = _torch()
+    base, queries = (torch.from_numpy(a).cuda() for a in host_data)
+    D, I = gknn.search(base, queries, 17, metric=metric)
+    assert isinstance(D, torch.Tensor) and D.device == queries.device and I.device == queries.device
+    assert D.dtype == torch.float32 and I.dtype == torch.int64
+    D_cpu, I_cpu = gknn.search(*host_data, 17, metric=metric, backend="cpu")
+    if metric != "cosine":  # integer data: exact on every backend
+        np.testing.assert_array_equal(I.cpu().numpy(), I_cpu)
+    np.testing.assert_allclose(D.cpu().numpy(), D_cpu, rtol=1e-5, atol=1e-4)
+
+
+@needs_in_place
+def test_cupy_in_cupy_out_identical_to_cpu(host_data):
+    cupy = _cupy()
+    base, queries = (cupy.asarray(a) for a in host_data)
+    D, I = gknn.search(base, queries, 9)
+    assert isinstance(D, cupy.ndarray) and D.device == queries.device
+    D_cpu, I_cpu = gknn.search(*host_data, 9, backend="cpu")
+    np.testing.assert_array_equal(cupy.asnumpy(I), I_cpu)
+    np.testing.assert_array_equal(cupy.asnumpy(D), D_cpu)
+
+
+@needs_in_place
+def test_dlpack_only_objects_are_accepted(host_data):
+    torch = _torch()
+    if not INFO["build"]["dlpack"]:
+        pytest.skip("module built without the DLPack header")
+
+    class DlpackOnly:  # hides __cuda_array_interface__: only the DLPack route remains
+        def __init__(self, t):
+            self.t = t
+
+        def __dlpack__(self, stream=None):
+            return self.t.__dlpack__()
+
+        def __dlpack_device__(self):
+            return self.t.__dlpack_device__()
+
+    base, queries = (torch.from_numpy(a).cuda() for a in host_data)
+    with pytest.raises(TypeError, match="allocate results"):  # outputs need a torch/cupy template
+        gknn.search(DlpackOnly(base), DlpackOnly(queries), 5)
+    D, I = gknn.search(DlpackOnly(base), queries, 5)
+    np.testing.assert_array_equal(I.cpu().numpy(), gknn.search(*host_data, 5, backend="cpu")[1])
+
+
+@needs_in_place
+def test_no_host_copy_of_the_inputs(host_data):
+    """The profiler sees every CUDA memcpy of the process: none may move the base or queries to the host."""
+    torch = _torch()
+    base = torch.from_numpy(np.tile(host_data[0], (20, 1))).cuda()  # 100000 x 64: 25.6 MB
+    queries = torch.from_numpy(host_data[1]).cuda()
+    gknn.search(base, queries, 10)  # warm-up (context, pools)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        D, I = gknn.search(base, queries, 10)
+        torch.cuda.synchronize()
+    downloads = [e.name for e in prof.events() if "Memcpy" in e.name and "DtoH" in e.name]
+    assert not downloads, f"device -> host copies during a device-tensor search: {downloads}"
+    assert D.is_cuda and I.is_cuda
+    np.testing.assert_array_equal(I.cpu().numpy(), gknn.search(base.cpu(), queries.cpu(), 10, backend="cpu")[1])
+
+
+@needs_in_place
+def test_k_larger_than_n_empty_queries_and_zero_rows_on_the_device(host_data):
+    torch = _torch()
+    base = torch.from_numpy(host_data[0][:7]).cuda()
+    queries = torch.from_numpy(host_data[1][:5]).cuda()
+    queries[0] = 0  # a zero row: cosine similarity 0 to everything
+    for metric in ("sqeuclidean", "cosine"):
+        D, I = gknn.search(base, queries, 12, metric=metric)
+        D_cpu, I_cpu = gknn.search(base.cpu(), queries.cpu(), 12, metric=metric, backend="cpu")
+        np.testing.assert_array_equal(I.cpu().numpy()[:, 7:], -1)
+        np.testing.assert_allclose(D.cpu().numpy(), D_cpu, rtol=1e-5, atol=1e-5)
+        if metric == "sqeuclidean":
+            np.testing.assert_array_equal(I.cpu().numpy(), I_cpu)
+    D, I = gknn.search(base, queries[:0], 3)
+    assert D.shape == (0, 3) and D.is_cuda
+
+
+@needs_in_place
+def test_device_tensor_errors(host_data):
+    torch = _torch()
+    base, queries = (torch.from_numpy(a).cuda() for a in host_data)
+    with pytest.raises(TypeError, match="float32"):
+        gknn.search(base.double(), queries.double(), 3)
+    with pytest.raises(ValueError, match="contiguous"):
+        gknn.search(base.t(), queries, 3)
+    with pytest.raises(TypeError, match="both be CUDA"):
+        gknn.search(base, queries.cpu(), 3)
+    with pytest.raises(ValueError, match="cuda backend"):
+        gknn.search(base, queries, 3, backend="cpu")
+    with pytest.raises(ValueError, match="dimension"):
+        gknn.search(base, queries[:, :5].contiguous(), 3)
+    strided = torch.zeros((base.shape[0], 80), device="cuda")
+    strided[:, :64] = base
+    np.testing.assert_array_equal(gknn.search(strided[:, :64], queries, 4)[1].cpu().numpy(),
+                                  gknn.search(base, queries, 4)[1].cpu().numpy())  # row stride, no copy
