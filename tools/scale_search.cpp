@@ -19,16 +19,6 @@ namespace {
 
 int64_t g_total_base_rows = -1;  // the whole base's rows under MPI (each rank loads only its block)
 
-/// Runs search() and adds the input file names to any error (the library only knows "base" and "queries").
-template <class Search>
-Result naming_inputs(const SearchOptions& options, Search&& search) {
-  try {
-    return search();
-  } catch (const Error& e) {
-    throw Error(e.code(), std::string(e.what()) + " (base: '" + options.base + "', queries: '" + options.query + "')");
-  }
-}
-
 ShardMode mode_of(const ScaleOptions& scale) { return scale.replicate ? ShardMode::Replicated : ShardMode::Sharded; }
 
 std::string describe(const std::vector<ShardDevice>& shards) {
