@@ -11,6 +11,7 @@ packages=(
   libcli11-dev                   # the gknn command-line tool
   libgtest-dev                   # tests
   nlohmann-json3-dev             # tests parse `gknn bench --json` back
+  clang libfuzzer-14-dev libclang-rt-14-dev libomp-dev  # `make fuzz` (libFuzzer, clang's OpenMP)
 )
 
 if ! command -v dpkg-query >/dev/null; then

@@ -6,3 +6,8 @@ gknn_test(gpu_host_logic LABEL cpu SOURCES gpu_host_logic_test.cpp)
 if(GKNN_HAS_CUDA)
   gknn_test(gpu_backend LABEL gpu SOURCES gpu_backend_test.cpp)
 endif()
+# A base larger than the device budget, streamed from the host in tiles, against the resident path; the
+# out-of-memory error of an allocation that cannot succeed. Uses internal CUDA headers: CUDA builds only.
+if(GKNN_HAS_CUDA)
+  gknn_test(gpu_streaming LABEL gpu SOURCES gpu_streaming_test.cpp)
+endif()

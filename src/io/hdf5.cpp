@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "io/convert.hpp"
+#include "io/staged_path.hpp"
 
 namespace gknn {
 namespace {
@@ -32,6 +33,8 @@ class Hid {
   Hid& operator=(const Hid&) = delete;
   Hid& operator=(Hid&&) = delete;
   hid_t get() const noexcept { return id_; }
+  /// Gives up ownership (to close explicitly and check the result).
+  hid_t release() noexcept { return std::exchange(id_, -1); }
   bool valid() const noexcept { return id_ >= 0; }
 
  private:
@@ -210,6 +213,20 @@ void write_int_attribute(hid_t file, const std::string& path, const char* name, 
     detail::fail(ErrorCode::Io, "cannot write attribute '", name, "' to '", path, "'");
 }
 
+/// The datasets and attributes of an ann-benchmarks file.
+void write_ann_file(hid_t file, const std::string& path, const AnnDataset& data) {
+  write_dataset(file, path, "train", H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, data.train);
+  write_dataset(file, path, "test", H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, data.test);
+  if (data.neighbors.rows > 0)
+    write_dataset(file, path, "neighbors", H5T_NATIVE_INT32, H5T_STD_I32LE, data.neighbors);
+  if (data.distances.rows > 0)
+    write_dataset(file, path, "distances", H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, data.distances);
+  write_string_attribute(file, path, "distance", data.distance);
+  write_string_attribute(file, path, "type", "dense");
+  write_string_attribute(file, path, "point_type", "float");
+  write_int_attribute(file, path, "dimension", data.train.cols);
+}
+
 }  // namespace
 
 namespace io_detail {
@@ -243,20 +260,17 @@ AnnDataset read_ann_hdf5(const std::string& path) {
 
 void write_ann_hdf5(const std::string& path, const AnnDataset& data) {
   QuietHdf5Errors quiet;
-  Hid file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
-  if (!file.valid()) detail::fail(ErrorCode::Io, "cannot create HDF5 file '", path, "'");
-  write_dataset(file.get(), path, "train", H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, data.train);
-  write_dataset(file.get(), path, "test", H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, data.test);
-  if (data.neighbors.rows > 0)
-    write_dataset(file.get(), path, "neighbors", H5T_NATIVE_INT32, H5T_STD_I32LE, data.neighbors);
-  if (data.distances.rows > 0)
-    write_dataset(file.get(), path, "distances", H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, data.distances);
-  write_string_attribute(file.get(), path, "distance", data.distance);
-  write_string_attribute(file.get(), path, "type", "dense");
-  write_string_attribute(file.get(), path, "point_type", "float");
-  write_int_attribute(file.get(), path, "dimension", data.train.cols);
-  if (H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0) detail::fail(ErrorCode::Io, "cannot write '", path, "'");
+  io_detail::StagedPath staged(path);  // written under a temporary name, renamed when complete
+  {
+    Hid file(H5Fcreate(staged.write_path().c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
+    if (!file.valid()) detail::fail(ErrorCode::Io, "cannot create HDF5 file '", path, "'");
+    write_ann_file(file.get(), path, data);
+    if (H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0) detail::fail(ErrorCode::Io, "cannot write '", path, "'");
+    if (H5Fclose(file.release()) < 0) detail::fail(ErrorCode::Io, "cannot write '", path, "'");
+  }
+  staged.commit();
 }
+
 
 }  // namespace gknn
 
@@ -268,6 +282,20 @@ namespace {
   detail::fail(ErrorCode::Unsupported, "cannot use '", path,
                "': this gknn build has no HDF5 support (install the HDF5 C library, e.g. libhdf5-dev, and reconfigure)");
 }
+/// The datasets and attributes of an ann-benchmarks file.
+void write_ann_file(hid_t file, const std::string& path, const AnnDataset& data) {
+  write_dataset(file, path, "train", H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, data.train);
+  write_dataset(file, path, "test", H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, data.test);
+  if (data.neighbors.rows > 0)
+    write_dataset(file, path, "neighbors", H5T_NATIVE_INT32, H5T_STD_I32LE, data.neighbors);
+  if (data.distances.rows > 0)
+    write_dataset(file, path, "distances", H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, data.distances);
+  write_string_attribute(file, path, "distance", data.distance);
+  write_string_attribute(file, path, "type", "dense");
+  write_string_attribute(file, path, "point_type", "float");
+  write_int_attribute(file, path, "dimension", data.train.cols);
+}
+
 }  // namespace
 
 namespace io_detail {
