@@ -84,6 +84,29 @@ Hid open_dataset(hid_t file, const std::string& path, const std::string& name) {
   return ds;
 }
 
+/// Deflate, the strongest filter of ann-benchmarks files, compresses at most about 1032:1.
+constexpr double kMaxCompression = 1032.0;
+
+/// The shape comes from the file: before anything is allocated for it, the values it claims must be storable in
+/// what the dataset actually stores (a corrupt or hostile header must not make the reader allocate terabytes).
+/// Contiguous and compact datasets store every value; chunked (possibly compressed) ones at least
+/// 1/kMaxCompression of them.
+void check_storage(hid_t ds, const hsize_t dims[2], size_t type_size, const std::string& path,
+                   const std::string& name) {
+  constexpr hsize_t kLimit = hsize_t{1} << 40;  // values per dimension; also keeps rows * cols * 8 in range
+  if (dims[0] > kLimit || dims[1] > kLimit || (dims[1] > 0 && dims[0] > (hsize_t{1} << 56) / dims[1]))
+    detail::fail(ErrorCode::Format, "'", path, "': dataset '", name, "' has an impossible shape ", dims[0], " x ",
+                 dims[1]);
+  const double needed = static_cast<double>(dims[0]) * static_cast<double>(dims[1]) * static_cast<double>(type_size);
+  if (needed == 0) return;
+  const auto stored = static_cast<double>(H5Dget_storage_size(ds));
+  Hid plist(H5Dget_create_plist(ds), H5Pclose);
+  const bool chunked = plist.valid() && H5Pget_layout(plist.get()) == H5D_CHUNKED;
+  if (stored < (chunked ? needed / kMaxCompression : needed))
+    detail::fail(ErrorCode::Format, "'", path, "': dataset '", name, "' claims ", dims[0], " x ", dims[1],
+                 " values (", needed, " bytes) but stores ", stored, " bytes", chunked ? " (compressed)" : "");
+}
+
 Dataset describe(hid_t ds, const std::string& path, const std::string& name) {
   Hid space(H5Dget_space(ds), H5Sclose);
   Hid type(H5Dget_type(ds), H5Tclose);
@@ -100,6 +123,7 @@ Dataset describe(hid_t ds, const std::string& path, const std::string& name) {
   d.type_size = H5Tget_size(type.get());
   if (d.type_class != H5T_FLOAT && d.type_class != H5T_INTEGER)
     detail::fail(ErrorCode::Format, "'", path, "': dataset '", name, "' is not numeric");
+  check_storage(ds, dims, d.type_size, path, name);
   return d;
 }
 
@@ -271,7 +295,6 @@ void write_ann_hdf5(const std::string& path, const AnnDataset& data) {
   staged.commit();
 }
 
-
 }  // namespace gknn
 
 #else  // no HDF5 in this build
@@ -282,20 +305,6 @@ namespace {
   detail::fail(ErrorCode::Unsupported, "cannot use '", path,
                "': this gknn build has no HDF5 support (install the HDF5 C library, e.g. libhdf5-dev, and reconfigure)");
 }
-/// The datasets and attributes of an ann-benchmarks file.
-void write_ann_file(hid_t file, const std::string& path, const AnnDataset& data) {
-  write_dataset(file, path, "train", H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, data.train);
-  write_dataset(file, path, "test", H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, data.test);
-  if (data.neighbors.rows > 0)
-    write_dataset(file, path, "neighbors", H5T_NATIVE_INT32, H5T_STD_I32LE, data.neighbors);
-  if (data.distances.rows > 0)
-    write_dataset(file, path, "distances", H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, data.distances);
-  write_string_attribute(file, path, "distance", data.distance);
-  write_string_attribute(file, path, "type", "dense");
-  write_string_attribute(file, path, "point_type", "float");
-  write_int_attribute(file, path, "dimension", data.train.cols);
-}
-
 }  // namespace
 
 namespace io_detail {
