@@ -5,7 +5,8 @@
 #   scripts/fuzz.sh --check                                         exit 0 when clang + libFuzzer are usable
 # Limits (a violation is a finding): 1 s per input (-timeout), 2 GiB RSS, and no single allocation above
 # 64 MiB (-malloc_limit_mb): inputs are at most a few KiB, so a reader asking for more trusted a header.
-# New coverage goes to BUILD/corpus/<harness>/ (fuzz/corpus/<harness>/ is read as seeds, never written);
+# New coverage goes to BUILD/corpus/<harness>/ (fuzz/corpus/<harness>/ and fuzz/regressions/<harness>/ are read
+# as seeds, never written);
 # a crashing input is written to BUILD/artifacts/<harness>/ and the script fails naming it: fix the reader and
 # keep the input in fuzz/regressions/<harness>/ (replayed by the fuzz_regressions_test of `make test`).
 # Logs with libFuzzer's final statistics: BUILD/logs/<harness>.log.
@@ -50,15 +51,19 @@ cmake --build "$build" -j "${JOBS:-$(nproc 2>/dev/null || echo 2)}" --target "${
 
 failed=()
 for h in "${harnesses[@]}"; do
+  rm -rf "$build/artifacts/$h"
   mkdir -p "$build/corpus/$h" "$build/artifacts/$h" "$build/logs"
+  seeds=("fuzz/corpus/$h")
+  [[ -d fuzz/regressions/$h ]] && seeds+=("fuzz/regressions/$h")
   echo "fuzz: $h for $seconds s"
   # lsan.supp: leaks inside libhdf5's own error paths only (see the file); gknn's leaks stay findings.
   # allocator_may_return_null: a C malloc of an absurd size returns NULL as glibc's does (libhdf5 asks for sizes
   # read from corrupt metadata and handles NULL); operator new still aborts, and -malloc_limit_mb still reports
   # any allocation above 64 MiB, so gknn's own allocations stay checked.
   if ! LSAN_OPTIONS="suppressions=$PWD/fuzz/lsan.supp:print_suppressions=0" \
-       ASAN_OPTIONS="allocator_may_return_null=1:${ASAN_OPTIONS:-}" "$build/fuzz/fuzz_$h" "$build/corpus/$h" "fuzz/corpus/$h" -max_total_time="$seconds" -timeout=1 \
-       -rss_limit_mb=2048 -malloc_limit_mb=64 -print_final_stats=1 -artifact_prefix="$build/artifacts/$h/" \
+       ASAN_OPTIONS="allocator_may_return_null=1:${ASAN_OPTIONS:-}" "$build/fuzz/fuzz_$h" "$build/corpus/$h" \
+       "${seeds[@]}" -max_total_time="$seconds" -timeout=1 -rss_limit_mb=2048 -malloc_limit_mb=64 \
+       -print_final_stats=1 -artifact_prefix="$build/artifacts/$h/" \
        ${FUZZ_ARGS:-} >"$build/logs/$h.log" 2>&1; then
     failed+=("$h")
     echo "fuzz: $h FAILED; input(s): $(ls "$build/artifacts/$h" | tr '\n' ' ')" >&2
