@@ -28,8 +28,7 @@ toolchain_ok() {
 }
 
 if [[ ${1:-} == --check ]]; then
-  toolchain_ok
-  exit $?
+  if toolchain_ok; then exit 0; else exit 1; fi
 fi
 
 build=${1:-build-fuzz}
@@ -55,6 +54,10 @@ for h in "${harnesses[@]}"; do
   mkdir -p "$build/corpus/$h" "$build/artifacts/$h" "$build/logs"
   seeds=("fuzz/corpus/$h")
   [[ -d fuzz/regressions/$h ]] && seeds+=("fuzz/regressions/$h")
+  # fuzz_hdf5 runs in fork mode with timeouts recorded but not fatal: libhdf5 1.10.8 itself never returns on some
+  # corrupt global heaps (fuzz/known-issues/README.md); crashes, leaks and oversized allocations still fail.
+  mode=()
+  [[ $h == hdf5 ]] && mode=(-fork=1 -ignore_timeouts=1 -ignore_ooms=0 -ignore_crashes=0)
   echo "fuzz: $h for $seconds s"
   # lsan.supp: leaks inside libhdf5's own error paths only (see the file); gknn's leaks stay findings.
   # allocator_may_return_null: a C malloc of an absurd size returns NULL as glibc's does (libhdf5 asks for sizes
@@ -62,7 +65,7 @@ for h in "${harnesses[@]}"; do
   # any allocation above 64 MiB, so gknn's own allocations stay checked.
   if ! LSAN_OPTIONS="suppressions=$PWD/fuzz/lsan.supp:print_suppressions=0" \
        ASAN_OPTIONS="allocator_may_return_null=1:${ASAN_OPTIONS:-}" "$build/fuzz/fuzz_$h" "$build/corpus/$h" \
-       "${seeds[@]}" -max_total_time="$seconds" -timeout=1 -rss_limit_mb=2048 -malloc_limit_mb=64 \
+       "${seeds[@]}" "${mode[@]}" -max_total_time="$seconds" -timeout=1 -rss_limit_mb=2048 -malloc_limit_mb=64 \
        -print_final_stats=1 -artifact_prefix="$build/artifacts/$h/" \
        ${FUZZ_ARGS:-} >"$build/logs/$h.log" 2>&1; then
     failed+=("$h")
@@ -70,6 +73,10 @@ for h in "${harnesses[@]}"; do
     grep -E "ERROR|SUMMARY|gknn fuzz" "$build/logs/$h.log" | head -5 >&2 || true
   fi
   grep -E "^stat::(number_of_executed_units|peak_rss_mb)|^#[0-9]+.*DONE" "$build/logs/$h.log" | tr '\n' ' ' || true
+  ((${#mode[@]})) && { grep -E "^#[0-9]+: cov:" "$build/logs/$h.log" | tail -n1 || true; }
+  timeouts=$(find "$build/artifacts/$h" -name 'timeout-*' | wc -l)
+  ((timeouts > 0)) && echo "fuzz: NOTICE: $h: $timeouts input(s) hung inside libhdf5 (not fatal, see" \
+                           "fuzz/known-issues/README.md): $build/artifacts/$h/timeout-*"
   echo
 done
 if ((${#failed[@]})); then
