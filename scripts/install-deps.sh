@@ -43,6 +43,10 @@ requirements=(
   "libdlpack-dev      optional cmake find_package(dlpack CONFIG)"
   "python3-numpy      optional pymodule numpy"
   "python3-pytest     optional pymodule pytest"
+  "clang              optional command clang++"
+  "libfuzzer-14-dev   optional file /usr/lib/llvm-*/lib/libFuzzer.a"
+  "libclang-rt-14-dev optional file /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a"
+  "libomp-dev         optional file /usr/lib/llvm-*/lib/libomp.so*"
 )
 # For trying the script (and its test): more lines of the same form, separated by newlines.
 if [[ -n ${GKNN_DEPS_EXTRA:-} ]]; then
@@ -125,6 +129,7 @@ probe_all() {
       command) probe_command $rest && found=1 ;;
       cxx20) probe_cxx20 && found=1 ;;
       pymodule) probe_pymodule $rest && found=1 ;;
+      file) compgen -G "$rest" >/dev/null && found=1 ;;
       cmake) [[ $cmake_ran == 1 ]] && grep -qxF "$package" "$scratch/found.txt" && found=1 ;;
       *) echo "install-deps: bad requirement line '$line' (probe kind $kind)" >&2; exit 2 ;;
     esac

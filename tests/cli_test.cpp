@@ -1,8 +1,13 @@
 // cli_test.cpp: runs the `gknn` executable end to end: gen -> search -> recall round trips, every bad-input case
 // (non-zero exit, message naming the file or argument, no crash), info, bench --json.
+#include <signal.h>
+#include <spawn.h>
+#include <fcntl.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -12,6 +17,7 @@
 #include <limits>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -53,9 +59,13 @@ class Cli : public ::testing::Test {
 
   /// Runs `gknn <args>` in the test directory with stdout and stderr captured (stderr is not a terminal, so the
   /// progress bar must stay silent).
-  CliRun gknn(const std::string& args) const {
-    const std::string command =
-        "cd '" + dir_.string() + "' && '" GKNN_CLI_PATH "' " + args + " > stdout.txt 2> stderr.txt";
+  /// `limit_blocks` > 0: runs under `ulimit -f` (file size limit) with SIGXFSZ ignored, so that writes beyond the
+  /// limit fail with EFBIG like on a full disk.
+  CliRun gknn(const std::string& args, int limit_blocks = 0) const {
+    const std::string limit =
+        limit_blocks > 0 ? "trap '' XFSZ; ulimit -f " + std::to_string(limit_blocks) + "; " : std::string();
+    const std::string command = "cd '" + dir_.string() + "' && (" + limit + "'" GKNN_CLI_PATH "' " + args +
+                                ") > stdout.txt 2> stderr.txt";
     const int status = std::system(command.c_str());
     CliRun r;
     if (WIFEXITED(status)) r.code = WEXITSTATUS(status);
@@ -496,6 +506,116 @@ TEST_F(Cli, JoinErrors) {
   expect_error("join --input pts.npy -k 5 --mode cpu", 1, "smaller than the number of points");
   expect_error("join --input pts.npy -k 2 --mode fast", 2, "fast");
   expect_error("join --input missing.npy -k 2", 1, "--input");
+// ---- no partial output -------------------------------------------------------------------------------------
+
+/// Names in the test directory that look like a result or its temporary file ("<name>.tmp-<pid>-<n>").
+std::vector<std::string> files_named_like(const fs::path& dir, const std::string& prefix) {
+  std::vector<std::string> found;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) == 0) found.push_back(name);
+  }
+  return found;
+}
+
+TEST_F(Cli, FailedWriteLeavesNoPartialFileAndKeepsTheOldOne) {
+  // A file-size limit makes every write past 64 blocks fail with EFBIG, like a full disk but in any directory
+  // and without root (SIGXFSZ ignored so that write() reports the error instead of killing the process).
+  write_bytes("big.fvecs", "previous complete result");
+  const CliRun r = gknn("gen --rows 20000 --dim 16 -o big.fvecs", 64);
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(r.err.rfind("gknn: error: cannot write '", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("big.fvecs"), std::string::npos) << r.err;
+  EXPECT_EQ(slurp(dir_ / "big.fvecs"), "previous complete result") << "a failed write must not touch the old file";
+  EXPECT_EQ(files_named_like(dir_, "big.fvecs"), std::vector<std::string>{"big.fvecs"}) << "temporary file left";
+}
+
+TEST_F(Cli, FailedWriteOfANewFileLeavesNothing) {
+  write_raw_fvecs("x.fvecs", rows_of(300, 8, 1.f));
+  ASSERT_EQ(gknn("search --base x.fvecs --query x.fvecs -k 100 -o ok.ivecs").code, 0);
+  const CliRun r = gknn("search --base x.fvecs --query x.fvecs -k 100 -o r.npy", 16);
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("cannot write '"), std::string::npos) << r.err;
+  EXPECT_TRUE(files_named_like(dir_, "r.npy").empty()) << "partial result or temporary file left behind";
+  EXPECT_EQ(gknn::read_ivecs(path("ok.ivecs")).rows, 300) << "without the limit the same search succeeds";
+}
+
+TEST_F(Cli, DevFullIsReportedAsAFailedWrite) {
+  write_raw_fvecs("x.fvecs", rows_of(50, 4, 1.f));
+  // Links give the devices the extensions the CLI requires. A device cannot be replaced by a rename, so the link
+  // is followed and the device written in place: /dev/full's ENOSPC must surface, /dev/null must stay a device.
+  fs::create_symlink("/dev/full", dir_ / "full.ivecs");
+  fs::create_symlink("/dev/full", dir_ / "full.npy");
+  fs::create_symlink("/dev/null", dir_ / "null.ivecs");
+  expect_error("search --base x.fvecs --query x.fvecs -k 5 -o full.ivecs", 1, "/dev/full");
+  expect_error("gen --rows 5000 --dim 8 -o full.npy", 1, "No space left on device");
+  const CliRun ok = gknn("search --base x.fvecs --query x.fvecs -k 5 -o null.ivecs");
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_TRUE(fs::is_character_file("/dev/null") && fs::is_character_file("/dev/full"));
+  EXPECT_TRUE(fs::is_symlink(dir_ / "null.ivecs") && fs::is_symlink(dir_ / "full.npy")) << "links must survive";
+}
+
+TEST_F(Cli, ReadOnlyDirectoryIsReportedBeforeSearching) {
+  if (::geteuid() == 0) GTEST_SKIP() << "running as root: permissions do not stop root from writing";
+  write_raw_fvecs("x.fvecs", rows_of(10, 4, 1.f));
+  fs::create_directories(dir_ / "ro");
+  fs::permissions(dir_ / "ro", fs::perms::owner_read | fs::perms::owner_exec);
+  expect_error("search --base x.fvecs --query x.fvecs -k 5 -o ro/r.ivecs", 1, "ro/r.ivecs");
+  expect_error("gen --rows 5 --dim 3 -o ro/g.fvecs", 1, "ro/g.fvecs");
+  EXPECT_TRUE(fs::is_empty(dir_ / "ro"));
+  fs::permissions(dir_ / "ro", fs::perms::owner_all);
+}
+
+/// Starts `gknn <args>` (no shell: a shell's background job would ignore SIGINT), sends `signal` after
+/// `delay`, and returns the exit code (-1 if it exited before the signal) and stderr.
+CliRun interrupted_run(const fs::path& dir, const std::vector<std::string>& args, int signal,
+                       std::chrono::milliseconds delay) {
+  std::vector<std::string> argv_text{GKNN_CLI_PATH};
+  argv_text.insert(argv_text.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : argv_text) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const std::string err_path = (dir / "stderr.txt").string(), out_path = (dir / "stdout.txt").string();
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  const fs::path previous = fs::current_path();
+  fs::current_path(dir);
+  pid_t pid = -1;
+  const int spawned = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  fs::current_path(previous);
+  posix_spawn_file_actions_destroy(&actions);
+  CliRun r;
+  if (spawned != 0) return r;
+  std::this_thread::sleep_for(delay);
+  int status = 0;
+  const bool finished_early = waitpid(pid, &status, WNOHANG) == pid;
+  if (!finished_early) {
+    kill(pid, signal);
+    waitpid(pid, &status, 0);
+  }
+  r.code = finished_early ? -1 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.err = slurp(dir / "stderr.txt");
+  return r;
+}
+
+TEST_F(Cli, SignalDuringSearchLeavesNoOutputAndExitsWithAMessage) {
+  // A search that takes many seconds on one thread (float64 reference kernel), interrupted after one second.
+  const CliRun g = gknn("gen --rows 60000 --dim 64 -o base.fvecs --queries 4000 --queries-out q.fvecs");
+  ASSERT_EQ(g.code, 0) << g.err;
+  const std::vector<std::string> search = {"search", "--base", "base.fvecs", "--query", "q.fvecs", "-k", "50",
+                                           "--backend", "cpu", "--distance", "reference", "--threads", "1",
+                                           "-o", "r.ivecs", "--distances-out", "d.fvecs"};
+  for (const auto& [signal, name] : {std::pair{SIGINT, "SIGINT"}, std::pair{SIGTERM, "SIGTERM"}}) {
+    SCOPED_TRACE(name);
+    const CliRun r = interrupted_run(dir_, search, signal, std::chrono::milliseconds(1000));
+    ASSERT_NE(r.code, -1) << "the search finished within a second: enlarge the workload of this test";
+    EXPECT_EQ(r.code, 128 + signal) << r.err;
+    EXPECT_NE(r.err.find(name), std::string::npos) << r.err;
+    EXPECT_TRUE(files_named_like(dir_, "r.ivecs").empty());
+    EXPECT_TRUE(files_named_like(dir_, "d.fvecs").empty());
+  }
 }
 
 }  // namespace

@@ -10,3 +10,8 @@ endif()
 if(GKNN_HAS_CUDA)
   gknn_test(gpu_output LABEL gpu SOURCES gpu_output_test.cpp)
 endif()
+# A base larger than the device budget, streamed from the host in tiles, against the resident path; the
+# out-of-memory error of an allocation that cannot succeed. Uses internal CUDA headers: CUDA builds only.
+if(GKNN_HAS_CUDA)
+  gknn_test(gpu_streaming LABEL gpu SOURCES gpu_streaming_test.cpp)
+endif()

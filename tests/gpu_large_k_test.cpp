@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <ostream>
 #include <random>
 #include <string>
@@ -15,7 +17,9 @@
 
 #include "core/order.hpp"
 #include "cuda/common/buffer.cuh"
+#include "cuda/hooks.hpp"
 #include "cuda/select/select.cuh"
+#include "testing/sanitize.hpp"
 
 namespace gknn::testing {
 namespace {
@@ -167,10 +171,44 @@ std::vector<int64_t> k_values(int64_t n) {
   return ks;
 }
 
-void check_all_k(const Variant& v, const Rows& r, const std::vector<int64_t>& ks, bool both_orders = true,
+/// A data set with its expectation and its device copy, built once and shared by the 8 variants (the host
+/// sort of the expectation and the upload cost more than the selections themselves).
+struct Prepared {
+  Rows rows;
+  std::vector<std::vector<Entry>> expected;
+  DeviceRows dev;
+  explicit Prepared(Rows r) : rows(std::move(r)), expected(sorted_rows(rows)), dev(rows) {}
+};
+
+/// Emptied after the suite (LargeK::TearDownTestSuite) so that the device memory is freed while CUDA is up
+/// (compute-sanitizer's leak check counts memory still allocated at exit).
+std::map<std::string, std::unique_ptr<Prepared>>& prepared_cache() {
+  static std::map<std::string, std::unique_ptr<Prepared>> cache;
+  return cache;
+}
+
+/// make_rows (plus user labels when label_seed != 0, a label offset) through a cache keyed by all arguments.
+const Prepared& prepared(const std::string& kind, int64_t rows, int64_t cols, uint64_t seed, int64_t pad = 0,
+                         uint64_t label_seed = 0, int64_t label_offset = 0) {
+  auto& cache = prepared_cache();
+  const std::string key = kind + "/" + std::to_string(rows) + "/" + std::to_string(cols) + "/" + std::to_string(seed) +
+                          "/" + std::to_string(pad) + "/" + std::to_string(label_seed) + "/" +
+                          std::to_string(label_offset);
+  std::unique_ptr<Prepared>& slot = cache[key];
+  if (!slot) {
+    Rows r = make_rows(kind, rows, cols, seed, pad);
+    if (label_seed != 0) add_user_labels(r, label_seed);
+    r.label_offset = label_offset;
+    slot = std::make_unique<Prepared>(std::move(r));
+  }
+  return *slot;
+}
+
+void check_all_k(const Variant& v, const Prepared& p, const std::vector<int64_t>& ks, bool both_orders = true,
                  int bracket_shift = 0) {
-  const DeviceRows dev(r);
-  const auto expected = sorted_rows(r);
+  const Rows& r = p.rows;
+  const DeviceRows& dev = p.dev;
+  const auto& expected = p.expected;
   for (int64_t k : ks)
     for (bool sorted : {true, false}) {
       if (!sorted && !both_orders) continue;
@@ -181,69 +219,75 @@ void check_all_k(const Variant& v, const Rows& r, const std::vector<int64_t>& ks
     }
 }
 
-class LargeK : public ::testing::TestWithParam<Variant> {};
+class LargeK : public ::testing::TestWithParam<Variant> {
+ public:
+  static void TearDownTestSuite() { prepared_cache().clear(); }
+};
+
+// Sizes: the normal run's, and the sanitizer-sized run's (testing/sanitize.hpp), which keep every path: at most
+// 128 rows of >= 16384 columns (large_k/plan.cuh: cooperating blocks), more than 128 rows (one block per row),
+// rows of >= 32768 columns (large_k/bracket.cuh: the sampled bracket), short rows around the 2048-key sort cap.
 
 // Few long rows: cooperating blocks.
 TEST_P(LargeK, LongRowsAllK) {
-  const Rows r = make_rows("uniform", 4, 300000, 11);
-  check_all_k(GetParam(), r, k_values(r.cols));
+  const Prepared& p = prepared("uniform", sized(4, 2), sized(300000, 40000), 11);
+  check_all_k(GetParam(), p, k_values(p.rows.cols));
 }
 
-// Skewed rows on both paths: 4 rows (cooperating blocks) and 160 rows (one block per row, long enough for the
+// Skewed rows on both paths: few rows (cooperating blocks) and many rows (one block per row, long enough for the
 // sampled bracket).
 TEST_P(LargeK, SkewedRows) {
   uint64_t seed = 20;
+  const int64_t few = sized(4, 2), many = sized(160, 129);
   for (const char* kind : {"tiny", "many_equal", "all_equal", "powers", "negatives", "special"}) {
-    for (int64_t rows : {int64_t{4}, int64_t{160}}) {
-      const Rows r = make_rows(kind, rows, rows == 4 ? 100000 : 40000, seed++);
-      check_all_k(GetParam(), r, k_values(r.cols), rows == 4);
+    for (int64_t rows : {few, many}) {
+      const Prepared& p = prepared(kind, rows, rows == few ? sized(100000, 40000) : sized(40000, 33000), seed++);
+      check_all_k(GetParam(), p, k_values(p.rows.cols), rows == few);
     }
   }
 }
 
 // Many uniform rows: one block per row, several passes, unsorted output too.
 TEST_P(LargeK, ManyRows) {
-  const Rows r = make_rows("uniform", 300, 50000, 31, /*pad=*/5);
-  check_all_k(GetParam(), r, k_values(r.cols));
+  const Prepared& p = prepared("uniform", sized(300, 129), sized(50000, 33000), 31, /*pad=*/5);
+  check_all_k(GetParam(), p, k_values(p.rows.cols));
 }
 
 // A bracket that misses (moved far above or below the k-th key by SelectOverrides::bracket_rank_shift) must fall
 // back to the passes from the input and still give the exact result (single-stage has already written outputs).
 TEST_P(LargeK, MissedBracketFallsBack) {
-  const Rows r = make_rows("uniform", 140, 40000, 35);
+  const Prepared& p = prepared("uniform", sized(140, 129), sized(40000, 33000), 35);
+  const int64_t n = p.rows.cols;
   for (int shift : {-600, 600}) {
     SCOPED_TRACE("rank shift " + std::to_string(shift));
-    check_all_k(GetParam(), r, {1, 2048, 4000, 20000, 39999}, /*both_orders=*/true, shift);
+    check_all_k(GetParam(), p, {1, 2048, 4000, n / 2, n - 1}, /*both_orders=*/true, shift);
   }
 }
 
 // Short rows: no pass at all (the row fits one block) or exactly one.
 TEST_P(LargeK, ShortRows) {
   for (int64_t cols : {int64_t{1}, int64_t{2}, int64_t{100}, int64_t{2048}, int64_t{2049}, int64_t{5000}}) {
-    const Rows r = make_rows("many_equal", 130, cols, 40 + cols);
-    check_all_k(GetParam(), r, k_values(cols));
+    const Prepared& p = prepared("many_equal", 130, cols, 40 + cols);
+    check_all_k(GetParam(), p, k_values(cols));
   }
 }
 
 // User labels decide ties (scrambled, negative too); column labels with an offset.
 TEST_P(LargeK, LabelsDecideTies) {
-  for (int64_t rows : {int64_t{3}, int64_t{150}}) {
-    Rows r = make_rows("many_equal", rows, 40000, 50 + rows, /*pad=*/2);
-    add_user_labels(r, 60 + rows);
-    check_all_k(GetParam(), r, k_values(r.cols));
-    Rows offset = make_rows("all_equal", rows, 40000, 70 + rows);
-    offset.label_offset = 1000000007;
-    check_all_k(GetParam(), offset, {1, 777, 20000, 39999});
+  const int64_t cols = sized(40000, 33000);
+  for (int64_t rows : {int64_t{3}, sized(int64_t{150}, int64_t{129})}) {
+    const Prepared& labelled = prepared("many_equal", rows, cols, 50 + rows, /*pad=*/2, /*label_seed=*/60 + rows);
+    check_all_k(GetParam(), labelled, k_values(cols));
+    const Prepared& offset = prepared("all_equal", rows, cols, 70 + rows, 0, 0, /*label_offset=*/1000000007);
+    check_all_k(GetParam(), offset, {1, 777, cols / 2, cols - 1});
   }
 }
 
 // One very long row: the single-query path.
 TEST_P(LargeK, SingleLongRow) {
-  const int64_t n = int64_t{1} << 22;
-  const Rows r = make_rows("uniform", 1, n, 80);
-  check_all_k(GetParam(), r, {1, 4096, n / 10, n / 2, n});
-  const Rows skewed = make_rows("many_equal", 1, n, 81);
-  check_all_k(GetParam(), skewed, {1, n / 3, n - 1}, /*both_orders=*/false);
+  const int64_t n = int64_t{1} << sized(22, 17);
+  check_all_k(GetParam(), prepared("uniform", 1, n, 80), {1, 4096, n / 10, n / 2, n});
+  check_all_k(GetParam(), prepared("many_equal", 1, n, 81), {1, n / 3, n - 1}, /*both_orders=*/false);
 }
 
 INSTANTIATE_TEST_SUITE_P(Gpu, LargeK,

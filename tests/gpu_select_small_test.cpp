@@ -12,6 +12,7 @@
 #include "gknn/error.hpp"
 #include "gknn/search.hpp"
 #include "testing/oracle.hpp"
+#include "testing/sanitize.hpp"
 
 namespace gknn::testing {
 namespace {
@@ -95,7 +96,8 @@ TEST_P(SmallK, MisalignedStridesAndLabels) {
 }
 
 TEST_P(SmallK, ManyRows) {
-  const Rows r = make_rows("uniform", 2000, 5000, 5000, 4);
+  // Sanitizer-sized: still more rows than one wave of blocks on an H100 (132 SMs).
+  const Rows r = make_rows("uniform", sized(2000, 300), 5000, 5000, 4);
   for (int64_t k : {1, 37, 128, 1000}) {
     SCOPED_TRACE("k=" + std::to_string(k));
     EXPECT_EQ("", run_and_check(r, nullptr, k, GetParam()));
@@ -161,7 +163,9 @@ TEST(BitsSingleQuery, ForcedPartitions) {
 }
 
 TEST(BitsSingleQuery, AutomaticSplitOfOneLongRow) {
-  const Rows r = make_rows("uniform", 1, 1 << 22, 1 << 22, 10);
+  // Sanitizer-sized 2^18: still long enough to be split (bits/split_plan.hpp: segments of >= 8192 keys).
+  const int64_t n = int64_t{1} << sized(22, 18);
+  const Rows r = make_rows("uniform", 1, n, n, 10);
   for (SelectAlgorithm a : {SelectAlgorithm::Bits, SelectAlgorithm::BitsGlobal})
     for (int64_t k : {1, 128, 2048}) {
       SCOPED_TRACE(to_string(a) + " k=" + std::to_string(k));
@@ -170,7 +174,7 @@ TEST(BitsSingleQuery, AutomaticSplitOfOneLongRow) {
 }
 
 TEST(Bits, PrefetchOnAndOff) {
-  const Rows uniform = make_rows("uniform", 6, 70001, 70001, 11);
+  const Rows uniform = make_rows("uniform", sized(6, 2), 70001, 70001, 11);
   const Rows descending = make_rows("descending", 2, 70001, 70001, 12);
   for (bool prefetch : {false, true}) {
     SelectOptions options;

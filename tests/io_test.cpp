@@ -558,6 +558,26 @@ TEST(Hdf5, ConvertsFloat64AndInt64DatasetsAndFixedStrings) {
   expect_error([&] { load_matrix(path + ":cube"); }, ErrorCode::Format, {path, "'cube'", "3 dimensions"});
 }
 
+TEST(Hdf5, ShapeBeyondTheStoredValuesIsFormatBeforeAllocating) {
+  // A chunked dataset of 2^20 x 2^20 float64 with nothing written stores no chunk: reading it would allocate
+  // 8 TiB for fill values. The reader refuses it from the sizes, naming the shape and the stored bytes.
+  const std::string path = temp_path("claims.hdf5");
+  hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  ASSERT_GE(file, 0);
+  const hsize_t dims[2] = {hsize_t{1} << 20, hsize_t{1} << 20}, chunk[2] = {64, 64};
+  hid_t space = H5Screate_simple(2, dims, nullptr);
+  hid_t plist = H5Pcreate(H5P_DATASET_CREATE);
+  H5Pset_chunk(plist, 2, chunk);
+  hid_t ds = H5Dcreate2(file, "train", H5T_NATIVE_DOUBLE, space, H5P_DEFAULT, plist, H5P_DEFAULT);
+  ASSERT_GE(ds, 0);
+  H5Dclose(ds);
+  H5Pclose(plist);
+  H5Sclose(space);
+  H5Fclose(file);
+  expect_error([&] { load_matrix(path + ":train"); }, ErrorCode::Format,
+               {path, "'train'", "1048576 x 1048576", "stores 0 bytes"});
+}
+
 #else
 
 TEST(Hdf5, UnsupportedWithoutHdf5) {

@@ -14,6 +14,7 @@
 #include "gknn/search.hpp"
 #include "testing/data.hpp"
 #include "testing/oracle.hpp"
+#include "testing/sanitize.hpp"
 
 namespace gknn::testing {
 namespace {
@@ -54,10 +55,13 @@ std::vector<TangOptions> tang_variants(SelectAlgorithm a) {
 
 /// Every distance algorithm with the default selection, and every selection with the default distance,
 /// for every metric: each algorithm meets every case and metric without a full cross product.
+/// Sanitizer-sized run (GKNN_TEST_SANITIZE=1): the selections meet one distance metric and one similarity
+/// (ascending and descending keys); their kernels do not depend on the metric otherwise.
 std::vector<Combo> combos() {
   std::vector<Combo> out;
   for (Metric m : kMetrics) {
     for (DistanceAlgorithm d : distance_algorithms(kBackend, m)) out.push_back({d, SelectAlgorithm::Auto, {}, m});
+    if (sanitize_mode() && m != Metric::SquaredL2 && m != Metric::InnerProduct) continue;
     for (const SelectCapability& s : select_algorithms(kBackend))
       for (const TangOptions& t : tang_variants(s.algorithm)) out.push_back({DistanceAlgorithm::Auto, s.algorithm, t, m});
   }

@@ -1,7 +1,8 @@
 // select_suite_test.cpp: ONE parameterised suite for gknn::select_k over every selection algorithm of a
 // backend, on the rows that break selectors: uniform, ascending, descending (the buffer's worst case),
 // all-equal, +-inf and -0.0, integer ties, with labels, k = 1, k = n, k > n, n a multiple of no tile.
-// Built twice like the search suite (GKNN_SUITE_BACKEND = Cpu / Cuda).
+// Built twice like the search suite (GKNN_SUITE_BACKEND = Cpu / Cuda). Rows and expectations are built once and
+// shared by every algorithm; GKNN_TEST_SANITIZE=1 selects smaller rows (see build_select_cases).
 #include <cmath>
 #include <random>
 #include <string>
@@ -11,6 +12,7 @@
 
 #include "gknn/search.hpp"
 #include "testing/oracle.hpp"
+#include "testing/sanitize.hpp"
 
 namespace gknn::testing {
 namespace {
@@ -46,17 +48,42 @@ RowsCase make_rows(const std::string& kind, int64_t rows, int64_t cols, uint64_t
   return c;
 }
 
-std::vector<RowsCase> select_cases() {
+/// The cases with their expected selections (both orders), built once and shared by every combination.
+struct PreparedCase {
+  RowsCase rows;
+  SelectExpectation ascending, descending;
+  const SelectExpectation& expected(Order order) const { return order == Order::Ascending ? ascending : descending; }
+};
+
+/// Sanitizer-sized run (testing/sanitize.hpp): every kind keeps several rows of 3001 (k buckets up to 2048, k = n,
+/// k > n); the rows longer than 4096 (the k = 4096 bucket) are kept for the kinds that stress selectors most
+/// (uniform, descending: every key a candidate, special: +-inf and -0.0).
+std::vector<PreparedCase> build_select_cases() {
   std::vector<RowsCase> c;
   uint64_t seed = 100;
   for (const char* kind : {"uniform", "ascending", "descending", "all_equal", "ties", "special", "tiny", "powers"}) {
-    c.push_back(make_rows(kind, 7, 3001, seed++));
-    c.push_back(make_rows(kind, 3, 20011, seed++));
+    const std::string k = kind;
+    const bool long_rows = !sanitize_mode() || k == "uniform" || k == "descending" || k == "special";
+    c.push_back(make_rows(kind, sized(7, 3), 3001, seed++));
+    if (long_rows) c.push_back(make_rows(kind, sized(3, 2), sized(20011, 5003), seed++));
+    else ++seed;
   }
   c.push_back(make_rows("uniform", 129, 257, seed++));
   c.push_back(make_rows("uniform", 2, 1, seed++));
   c.push_back(make_rows("uniform", 1, 100003, seed++));  // a single long row (single-query path)
-  return c;
+  std::vector<PreparedCase> out;
+  for (RowsCase& rc : c) {
+    const FloatView view{rc.values.data(), rc.rows, rc.cols, 0};
+    SelectExpectation asc = expected_select(view, nullptr, Order::Ascending);
+    SelectExpectation desc = expected_select(view, nullptr, Order::Descending);
+    out.push_back({std::move(rc), std::move(asc), std::move(desc)});
+  }
+  return out;
+}
+
+const std::vector<PreparedCase>& select_cases() {
+  static const std::vector<PreparedCase> cases = build_select_cases();
+  return cases;
 }
 
 struct SelectCombo {
@@ -99,10 +126,11 @@ TEST_P(SelectSuite, MatchesSortedOrder) {
   params.backend = kBackend;
   params.algorithm = c.algorithm;
   params.options.tang = c.tang;
-  for (const RowsCase& rc : select_cases()) {
+  for (const PreparedCase& pc : select_cases()) {
+    const RowsCase& rc = pc.rows;
     const FloatView view{rc.values.data(), rc.rows, rc.cols, 0};
     for (Order order : {Order::Ascending, Order::Descending}) {
-      const SelectExpectation expected = expected_select(view, nullptr, order);
+      const SelectExpectation& expected = pc.expected(order);
       for (int64_t k : k_values(rc.cols, c.max_k)) {
         SCOPED_TRACE(rc.name + " k=" + std::to_string(k) + (order == Order::Ascending ? " asc" : " desc"));
         Result got;

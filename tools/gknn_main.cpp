@@ -9,6 +9,7 @@
 
 #include "commands/commands.hpp"
 #include "gknn/error.hpp"
+#include "interrupt.hpp"
 
 namespace {
 
@@ -23,6 +24,7 @@ int report(const char* message, int code) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  gknn::cli::install_interrupt_handlers();  // SIGINT/SIGTERM: no partial output file, exit 128 + signal
   CLI::App app("gknn: exact k-nearest-neighbour search on GPUs (CUDA) and CPUs", "gknn");
   app.require_subcommand(1);
   const std::vector<gknn::cli::Command> commands = {

@@ -8,7 +8,14 @@
 namespace gknn {
 
 /// Holds a database of vectors of one dimension and answers exact kNN queries. With Backend::Cuda the
-/// database stays resident in device memory across searches. Not thread-safe for concurrent add/search.
+/// database stays resident in device memory across searches.
+///
+/// Threads: `search` (both overloads) may be called concurrently from any number of host threads on one
+/// Index; every call returns the same result as it would alone. On the CPU backend the searches run in
+/// parallel (each call has its own buffers and OpenMP team; the database is only read). On the CUDA backend
+/// the store holds one device pipeline and a mutex, so concurrent searches are serialised (safe, not faster).
+/// The mutating calls (`add`, `add_with_ids`, `reset`, `set_p`, assignment) need exclusive access: do not
+/// run them while another thread uses the same Index.
 class Index {
  public:
   Index(int64_t dimension, Metric metric = Metric::SquaredL2, Backend backend = Backend::Auto);

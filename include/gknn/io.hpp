@@ -105,4 +105,13 @@ void save_indices(const std::string& path, MatrixView<const int64_t> m);
 /// Writes float32 rows as .fvecs or .npy by extension.
 void save_matrix(const std::string& path, MatrixView<const float> m);
 
+// ---- output files ----------------------------------------------------------------------------------------
+// Every writer above writes to "<path>.tmp-<pid>-<n>" in the same directory and renames it onto `path` only
+// when complete (after fsync), so a failed write or an exception never leaves a truncated file under `path`
+// (the temporary file is removed). Existing non-regular targets (/dev/null, a FIFO) are written in place.
+
+/// Unlinks the temporary files of the outputs being written right now. Async-signal-safe: meant for a SIGINT /
+/// SIGTERM handler that then calls _exit (the CLI does); after it, those writers fail or rename nothing.
+void remove_partial_outputs() noexcept;
+
 }  // namespace gknn

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "io/convert.hpp"
+#include "io/staged_path.hpp"
 
 namespace gknn {
 namespace {
@@ -32,6 +33,8 @@ class Hid {
   Hid& operator=(const Hid&) = delete;
   Hid& operator=(Hid&&) = delete;
   hid_t get() const noexcept { return id_; }
+  /// Gives up ownership (to close explicitly and check the result).
+  hid_t release() noexcept { return std::exchange(id_, -1); }
   bool valid() const noexcept { return id_ >= 0; }
 
  private:
@@ -81,6 +84,29 @@ Hid open_dataset(hid_t file, const std::string& path, const std::string& name) {
   return ds;
 }
 
+/// Deflate, the strongest filter of ann-benchmarks files, compresses at most about 1032:1.
+constexpr double kMaxCompression = 1032.0;
+
+/// The shape comes from the file: before anything is allocated for it, the values it claims must be storable in
+/// what the dataset actually stores (a corrupt or hostile header must not make the reader allocate terabytes).
+/// Contiguous and compact datasets store every value; chunked (possibly compressed) ones at least
+/// 1/kMaxCompression of them.
+void check_storage(hid_t ds, const hsize_t dims[2], size_t type_size, const std::string& path,
+                   const std::string& name) {
+  constexpr hsize_t kLimit = hsize_t{1} << 40;  // values per dimension; also keeps rows * cols * 8 in range
+  if (dims[0] > kLimit || dims[1] > kLimit || (dims[1] > 0 && dims[0] > (hsize_t{1} << 56) / dims[1]))
+    detail::fail(ErrorCode::Format, "'", path, "': dataset '", name, "' has an impossible shape ", dims[0], " x ",
+                 dims[1]);
+  const double needed = static_cast<double>(dims[0]) * static_cast<double>(dims[1]) * static_cast<double>(type_size);
+  if (needed == 0) return;
+  const auto stored = static_cast<double>(H5Dget_storage_size(ds));
+  Hid plist(H5Dget_create_plist(ds), H5Pclose);
+  const bool chunked = plist.valid() && H5Pget_layout(plist.get()) == H5D_CHUNKED;
+  if (stored < (chunked ? needed / kMaxCompression : needed))
+    detail::fail(ErrorCode::Format, "'", path, "': dataset '", name, "' claims ", dims[0], " x ", dims[1],
+                 " values (", needed, " bytes) but stores ", stored, " bytes", chunked ? " (compressed)" : "");
+}
+
 Dataset describe(hid_t ds, const std::string& path, const std::string& name) {
   Hid space(H5Dget_space(ds), H5Sclose);
   Hid type(H5Dget_type(ds), H5Tclose);
@@ -97,6 +123,7 @@ Dataset describe(hid_t ds, const std::string& path, const std::string& name) {
   d.type_size = H5Tget_size(type.get());
   if (d.type_class != H5T_FLOAT && d.type_class != H5T_INTEGER)
     detail::fail(ErrorCode::Format, "'", path, "': dataset '", name, "' is not numeric");
+  check_storage(ds, dims, d.type_size, path, name);
   return d;
 }
 
@@ -210,6 +237,20 @@ void write_int_attribute(hid_t file, const std::string& path, const char* name, 
     detail::fail(ErrorCode::Io, "cannot write attribute '", name, "' to '", path, "'");
 }
 
+/// The datasets and attributes of an ann-benchmarks file.
+void write_ann_file(hid_t file, const std::string& path, const AnnDataset& data) {
+  write_dataset(file, path, "train", H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, data.train);
+  write_dataset(file, path, "test", H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, data.test);
+  if (data.neighbors.rows > 0)
+    write_dataset(file, path, "neighbors", H5T_NATIVE_INT32, H5T_STD_I32LE, data.neighbors);
+  if (data.distances.rows > 0)
+    write_dataset(file, path, "distances", H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, data.distances);
+  write_string_attribute(file, path, "distance", data.distance);
+  write_string_attribute(file, path, "type", "dense");
+  write_string_attribute(file, path, "point_type", "float");
+  write_int_attribute(file, path, "dimension", data.train.cols);
+}
+
 }  // namespace
 
 namespace io_detail {
@@ -243,19 +284,15 @@ AnnDataset read_ann_hdf5(const std::string& path) {
 
 void write_ann_hdf5(const std::string& path, const AnnDataset& data) {
   QuietHdf5Errors quiet;
-  Hid file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
-  if (!file.valid()) detail::fail(ErrorCode::Io, "cannot create HDF5 file '", path, "'");
-  write_dataset(file.get(), path, "train", H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, data.train);
-  write_dataset(file.get(), path, "test", H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, data.test);
-  if (data.neighbors.rows > 0)
-    write_dataset(file.get(), path, "neighbors", H5T_NATIVE_INT32, H5T_STD_I32LE, data.neighbors);
-  if (data.distances.rows > 0)
-    write_dataset(file.get(), path, "distances", H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, data.distances);
-  write_string_attribute(file.get(), path, "distance", data.distance);
-  write_string_attribute(file.get(), path, "type", "dense");
-  write_string_attribute(file.get(), path, "point_type", "float");
-  write_int_attribute(file.get(), path, "dimension", data.train.cols);
-  if (H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0) detail::fail(ErrorCode::Io, "cannot write '", path, "'");
+  io_detail::StagedPath staged(path);  // written under a temporary name, renamed when complete
+  {
+    Hid file(H5Fcreate(staged.write_path().c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
+    if (!file.valid()) detail::fail(ErrorCode::Io, "cannot create HDF5 file '", path, "'");
+    write_ann_file(file.get(), path, data);
+    if (H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0) detail::fail(ErrorCode::Io, "cannot write '", path, "'");
+    if (H5Fclose(file.release()) < 0) detail::fail(ErrorCode::Io, "cannot write '", path, "'");
+  }
+  staged.commit();
 }
 
 }  // namespace gknn

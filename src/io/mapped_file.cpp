@@ -45,9 +45,18 @@ MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(const_cast<unsigned char*>(data_), size_);
 }
 
-OutputFile::OutputFile(const std::string& path) : path_(path) {
-  file_ = std::fopen(path.c_str(), "wb");
-  if (file_ == nullptr) fail_io("create", path, errno);
+OutputFile::OutputFile(const std::string& path) : staged_(path) {
+  const std::string& name = staged_.write_path();
+  // O_EXCL: a temporary name is never shared; in place (a device, a FIFO) the target is opened as it is.
+  const int flags = O_WRONLY | O_CLOEXEC | (name == staged_.target() ? O_TRUNC : O_CREAT | O_EXCL);
+  int fd = ::open(name.c_str(), flags, 0666);
+  if (fd < 0) fail_io("create", staged_.target(), errno);
+  file_ = ::fdopen(fd, "wb");
+  if (file_ == nullptr) {
+    int err = errno;
+    ::close(fd);
+    fail_io("create", staged_.target(), err);
+  }
 }
 
 OutputFile::~OutputFile() {
@@ -56,19 +65,22 @@ OutputFile::~OutputFile() {
 
 void OutputFile::write(const void* bytes, size_t count) {
   if (count == 0) return;
-  if (std::fwrite(bytes, 1, count, file_) != count) fail_io("write", path_, errno);
+  if (std::fwrite(bytes, 1, count, file_) != count) fail_io("write", staged_.target(), errno);
 }
 
 void OutputFile::close() {
   if (file_ == nullptr) return;
   std::FILE* f = file_;
   file_ = nullptr;
-  if (std::fflush(f) != 0) {
+  // fsync before the rename: after a crash the name holds either the old file or the complete new one.
+  // Devices and FIFOs written in place do not support fsync (EINVAL), which is not an error.
+  if (std::fflush(f) != 0 || (::fsync(::fileno(f)) != 0 && errno != EINVAL && errno != EROFS)) {
     int err = errno;
     std::fclose(f);
-    fail_io("write", path_, err);
+    fail_io("write", staged_.target(), err);
   }
-  if (std::fclose(f) != 0) fail_io("close", path_, errno);
+  if (std::fclose(f) != 0) fail_io("close", staged_.target(), errno);
+  staged_.commit();
 }
 
 }  // namespace gknn::io_detail

@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <string>
 
+#include "io/staged_path.hpp"
+
 namespace gknn::io_detail {
 
 class MappedFile {
@@ -29,8 +31,9 @@ class MappedFile {
   size_t size_ = 0;
 };
 
-/// Creates (truncates) a file for writing; every write and the final close are checked and throw Io
-/// naming the path, so a full disk is reported instead of leaving a silently short file.
+/// Writes a file under a temporary name beside `path` (see StagedPath); every write and the final close are
+/// checked and throw Io naming the path, so a full disk is reported instead of leaving a silently short file.
+/// Only close() puts the file under its name: an exception or an early return leaves no file behind.
 class OutputFile {
  public:
   explicit OutputFile(const std::string& path);
@@ -39,11 +42,12 @@ class OutputFile {
   OutputFile& operator=(const OutputFile&) = delete;
 
   void write(const void* bytes, size_t count);
-  /// Flushes and closes; must be called for the data to count as written (the destructor only cleans up).
+  /// Flushes, syncs, closes and renames onto `path`; must be called for the data to count as written (the
+  /// destructor only cleans up).
   void close();
 
  private:
-  std::string path_;
+  StagedPath staged_;
   std::FILE* file_ = nullptr;
 };
 

@@ -2,6 +2,8 @@
 
 #include <random>
 
+#include "testing/sanitize.hpp"
+
 namespace gknn::testing {
 
 HostMatrix<float> random_matrix(int64_t rows, int64_t cols, uint64_t seed) {
@@ -48,8 +50,9 @@ std::vector<Case> search_cases(bool large) {
   c.push_back({"d1", integer_matrix(301, 1, -50, 50, 17), integer_matrix(11, 1, -50, 50, 18), 15, true});
   c.push_back({"q1", random_matrix(999, 40, 19), random_matrix(1, 40, 20), 12, false});
   if (large) {
-    c.push_back({"d1000", random_matrix(600, 1000, 21), random_matrix(13, 1000, 22), 9, false});
-    c.push_back({"many_rows", random_matrix(20011, 20, 23), random_matrix(67, 20, 24), 50, false});
+    // Sanitizer-sized (testing/sanitize.hpp): fewer rows and queries, the same dimension and odd sizes.
+    c.push_back({"d1000", random_matrix(sized(600, 130), 1000, 21), random_matrix(sized(13, 5), 1000, 22), 9, false});
+    c.push_back({"many_rows", random_matrix(20011, 20, 23), random_matrix(sized(67, 5), 20, 24), 50, false});
   }
   return c;
 }

@@ -1,11 +1,14 @@
 // main.cpp: GoogleTest main for every test binary. With --require-gpu the binary exits 77 (CTest: skipped)
 // and says why when no CUDA device can run the tests, so a GPU test never passes silently without a GPU.
+// GKNN_TEST_SANITIZE=1 in the environment selects the sanitizer-sized inputs (testing/sanitize.hpp); it is an
+// environment switch, not a flag, because parameter lists are built before main runs.
 #include <cstdio>
 #include <cstring>
 
 #include <gtest/gtest.h>
 
 #include "gknn/search.hpp"
+#include "testing/sanitize.hpp"
 
 int main(int argc, char** argv) {
   bool require_gpu = false;
@@ -23,6 +26,7 @@ int main(int argc, char** argv) {
 #endif
     return 77;
   }
+  if (gknn::testing::sanitize_mode()) std::printf("sanitizer-sized inputs (GKNN_TEST_SANITIZE=1)\n");
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <mutex>
 
 #include "cpu/distance/tile_kernel.hpp"
 #include "gknn/error.hpp"
@@ -70,7 +71,31 @@ std::vector<float> squared_norms(FloatView m) {
   return out;
 }
 
-SingleThreadedBlas::SingleThreadedBlas() : saved_(openblas_get_num_threads()) { openblas_set_num_threads(1); }
-SingleThreadedBlas::~SingleThreadedBlas() { openblas_set_num_threads(saved_); }
+namespace {
+struct BlasThreadsState {
+  std::mutex mutex;
+  int guards = 0;  ///< live SingleThreadedBlas objects
+  int saved = 1;   ///< OpenBLAS's thread count before the first of them
+};
+BlasThreadsState& blas_threads_state() {
+  static BlasThreadsState state;
+  return state;
+}
+}  // namespace
+
+SingleThreadedBlas::SingleThreadedBlas() {
+  BlasThreadsState& s = blas_threads_state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.guards++ == 0) {
+    s.saved = openblas_get_num_threads();
+    openblas_set_num_threads(1);
+  }
+}
+
+SingleThreadedBlas::~SingleThreadedBlas() {
+  BlasThreadsState& s = blas_threads_state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (--s.guards == 0) openblas_set_num_threads(s.saved);
+}
 
 }  // namespace gknn::detail::cpu

@@ -43,15 +43,14 @@ std::vector<float> squared_norms(FloatView m);
 /// Makes OpenBLAS single-threaded while it lives: gknn calls SGEMM from its own OpenMP threads (one call per
 /// tile), and OpenBLAS's own pool on top of them would oversubscribe the cores. Restores the previous count.
 /// The setting is process-wide: concurrent BLAS users elsewhere in the process run single-threaded meanwhile.
+/// Guards of concurrent searches (several host threads searching one Index) are counted: the first saves and
+/// sets 1, the last restores, so overlapping guards never restore each other's setting.
 class SingleThreadedBlas {
  public:
   SingleThreadedBlas();
   ~SingleThreadedBlas();
   SingleThreadedBlas(const SingleThreadedBlas&) = delete;
   SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
-
- private:
-  int saved_;
 };
 
 }  // namespace gknn::detail::cpu

@@ -34,7 +34,10 @@ class DeviceBuffer {
       return;
     }
     release();
-    if (count > 0) GKNN_CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&ptr_), count * sizeof(T)));
+    if (count > 0) {
+      const cudaError_t err = cudaMalloc(reinterpret_cast<void**>(&ptr_), count * sizeof(T));
+      if (err != cudaSuccess) throw_device_allocation(err, count * sizeof(T));
+    }
     size_ = capacity_ = count;
   }
   T* data() const noexcept { return ptr_; }

@@ -10,6 +10,10 @@ namespace gknn::cuda_detail {
 
 [[noreturn]] void throw_cuda(cudaError_t err, const char* expr, const char* file, int line);
 [[noreturn]] void throw_cublas(cublasStatus_t st, const char* expr, const char* file, int line);
+/// A failed cudaMalloc of `bytes`: OutOfMemory naming the request and the device's free and total memory (the
+/// planner shrinks tiles to the budget first, so this remains only where even the smallest tile cannot fit),
+/// else the CUDA error as throw_cuda reports it.
+[[noreturn]] void throw_device_allocation(cudaError_t err, size_t bytes);
 /// For destructors: reports to stderr instead of throwing.
 void warn_cuda(cudaError_t err, const char* expr, const char* file, int line) noexcept;
 

@@ -1,0 +1,77 @@
+// gpu_streaming_test.cpp: a base that does not fit the device budget is streamed from the host in tiles
+// (src/cuda/pipeline/search.cu: make_base_source streams when the base needs more than half of
+// SearchParams::memory_budget) and must give results identical to the resident path, for every distance
+// algorithm and several selections, with k above and below a base tile; a device allocation that cannot succeed
+// is an OutOfMemory error naming the sizes.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+
+#include "cuda/common/buffer.cuh"
+#include "gknn/error.hpp"
+#include "gknn/search.hpp"
+#include "testing/data.hpp"
+#include "testing/sanitize.hpp"
+
+namespace gknn::testing {
+namespace {
+
+/// Device bytes of a resident base: rows plus their squared norms (as make_base_source counts them).
+size_t resident_bytes(const HostMatrix<float>& base) {
+  return static_cast<size_t>(base.rows) * static_cast<size_t>(base.cols + 1) * sizeof(float);
+}
+
+TEST(GpuStreaming, StreamedBaseEqualsResidentBase) {
+  const HostMatrix<float> base = integer_matrix(sized(20011, 4099), 64, -6, 6, 1);
+  const HostMatrix<float> queries = integer_matrix(sized(300, 40), 64, -6, 6, 2);
+  // A budget equal to the base's own size: the base needs more than half of it, so it is streamed, and the
+  // planner has to cut it into several base tiles to fit the rest.
+  const size_t streaming_budget = resident_bytes(base);
+  for (Metric metric : {Metric::SquaredL2, Metric::InnerProduct, Metric::L1}) {
+    for (DistanceAlgorithm distance : distance_algorithms(Backend::Cuda, metric)) {
+      for (SelectAlgorithm select : {SelectAlgorithm::Auto, SelectAlgorithm::WarpSelect, SelectAlgorithm::RadixSelect}) {
+        for (int64_t k : {int64_t{1}, int64_t{100}, int64_t{2500}}) {
+          SCOPED_TRACE(to_string(metric) + " " + to_string(distance) + " " + to_string(select) + " k=" +
+                       std::to_string(k));
+          SearchParams p;
+          p.backend = Backend::Cuda;
+          p.metric = metric;
+          p.distance = distance;
+          p.select = select;
+          p.k = k;
+          Result resident, streamed;
+          try {
+            resident = search(base.view(), queries.view(), p);
+          } catch (const Error& e) {
+            // A selection whose maximum k is below k refuses the request; the streamed path must refuse it too.
+            ASSERT_TRUE(e.code() == ErrorCode::Unsupported || e.code() == ErrorCode::InvalidArgument) << e.what();
+            p.memory_budget = streaming_budget;
+            EXPECT_THROW((void)search(base.view(), queries.view(), p), Error);
+            continue;
+          }
+          p.memory_budget = streaming_budget;
+          ASSERT_NO_THROW(streamed = search(base.view(), queries.view(), p));
+          ASSERT_EQ(streamed.indices, resident.indices);
+          ASSERT_EQ(streamed.distances, resident.distances);
+        }
+      }
+    }
+  }
+}
+
+TEST(GpuStreaming, ImpossibleDeviceAllocationNamesItsSize) {
+  const size_t count = size_t{1} << 50;  // 4 PiB of floats: no device has it
+  try {
+    cuda_detail::DeviceBuffer<float> huge(count);
+    FAIL() << "a 4 PiB device allocation succeeded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::OutOfMemory) << e.what();
+    const std::string message = e.what();
+    EXPECT_NE(message.find(std::to_string(count * sizeof(float))), std::string::npos) << message;
+    EXPECT_NE(message.find("MiB free of"), std::string::npos) << message;
+  }
+}
+
+}  // namespace
+}  // namespace gknn::testing
