@@ -506,6 +506,8 @@ TEST_F(Cli, JoinErrors) {
   expect_error("join --input pts.npy -k 5 --mode cpu", 1, "smaller than the number of points");
   expect_error("join --input pts.npy -k 2 --mode fast", 2, "fast");
   expect_error("join --input missing.npy -k 2", 1, "--input");
+}
+
 // ---- no partial output -------------------------------------------------------------------------------------
 
 /// Names in the test directory that look like a result or its temporary file ("<name>.tmp-<pid>-<n>").
