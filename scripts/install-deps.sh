@@ -35,7 +35,7 @@ requirements=(
   "libgtest-dev       required cmake find_package(GTest)"
   "libhdf5-dev        optional cmake find_package(HDF5 COMPONENTS C)"
   "nlohmann-json3-dev optional cmake find_package(nlohmann_json 3)"
-  "libnanoflann-dev   required cmake find_path(GKNN_NANOFLANN_INCLUDE nanoflann.hpp REQUIRED)"
+  "libnanoflann-dev   optional cmake find_path(GKNN_NANOFLANN_INCLUDE nanoflann.hpp REQUIRED)"
   "libopenmpi-dev     optional cmake find_package(MPI COMPONENTS CXX)"
   "openmpi-bin        optional command mpiexec"
   "python3-dev        optional cmake find_package(Python 3.8 COMPONENTS Interpreter Development.Module)"

@@ -5,13 +5,16 @@
 #include <limits>
 #include <vector>
 
+#if GKNN_HAS_NANOFLANN
 #include <nanoflann.hpp>
+#endif
 
 #include "gknn/error.hpp"
 #include "gknn/join.hpp"
 #include "join/problem.hpp"
 
 namespace gknn::detail::join {
+#if GKNN_HAS_NANOFLANN
 namespace {
 
 /// nanoflann's view of the base: coordinates widened to double, so its own distance sums match ours closely.
@@ -107,5 +110,22 @@ void KdTree::search(const float* query, int64_t exclude, BoundedNeighbours& best
   ExactResultSet results(base, query, exclude, best);
   impl_->search(q.data(), results);
 }
+
+#else
+// Without nanoflann (libnanoflann-dev) the CPU side scans the whole base per query: the same exact result in the
+// same total order, at O(n) per query. CMake says so at configure time; install the package for the kd-tree.
+struct KdTree::Impl {
+  FloatView base;
+};
+
+KdTree::KdTree(FloatView base) : impl_(std::make_unique<Impl>(Impl{base})) {}
+KdTree::~KdTree() = default;
+
+void KdTree::search(const float* query, int64_t exclude, BoundedNeighbours& best) const {
+  const FloatView& base = impl_->base;
+  for (int64_t i = 0; i < base.rows; ++i)
+    if (i != exclude) best.offer(squared_distance(query, base.row(i), base.cols), i);
+}
+#endif
 
 }  // namespace gknn::detail::join
