@@ -35,7 +35,7 @@ requirements=(
   "libgtest-dev       required cmake find_package(GTest)"
   "libhdf5-dev        optional cmake find_package(HDF5 COMPONENTS C)"
   "nlohmann-json3-dev optional cmake find_package(nlohmann_json 3)"
-  "libnanoflann-dev   optional cmake find_path(GKNN_NANOFLANN_INCLUDE nanoflann.hpp REQUIRED)"
+  "libnanoflann-dev   optional file /usr/include/nanoflann.hpp /usr/local/include/nanoflann.hpp"
   "libopenmpi-dev     optional cmake find_package(MPI COMPONENTS CXX)"
   "openmpi-bin        optional command mpiexec"
   "python3-dev        optional cmake find_package(Python 3.8 COMPONENTS Interpreter Development.Module)"
@@ -129,7 +129,7 @@ probe_all() {
       command) probe_command $rest && found=1 ;;
       cxx20) probe_cxx20 && found=1 ;;
       pymodule) probe_pymodule $rest && found=1 ;;
-      file) compgen -G "$rest" >/dev/null && found=1 ;;
+      file) for pattern in $rest; do compgen -G "$pattern" >/dev/null && found=1; done ;;
       cmake) [[ $cmake_ran == 1 ]] && grep -qxF "$package" "$scratch/found.txt" && found=1 ;;
       *) echo "install-deps: bad requirement line '$line' (probe kind $kind)" >&2; exit 2 ;;
     esac
