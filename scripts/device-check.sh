@@ -93,15 +93,10 @@ status=0
 clean_copy() {  # into $readme_dir, replacing it
   rm -rf "$readme_dir"
   mkdir -p "$readme_dir"
-  if git -C "$root" rev-parse --verify -q HEAD >/dev/null 2>&1; then
-    git -C "$root" archive HEAD | tar -x -C "$readme_dir"
-    note "copy         git archive of HEAD $(git -C "$root" rev-parse --short HEAD) -> $readme_dir"
-    [[ -n $(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null) ]] &&
-      note "             (uncommitted changes of the working tree are NOT in the copy)"
-  else
-    tar -C "$root" --exclude='./build*' --exclude='./device-out' --exclude='./.git' -cf - . | tar -x -C "$readme_dir"
-    note "copy         no .git: plain copy of $root without build*/ and device-out/ -> $readme_dir"
-  fi
+  # The working tree as it is, without build outputs: on the device machine .git (when present) may be a stale
+  # snapshot that does not hold the tree's commit, so `git archive HEAD` would test old code.
+  tar -C "$root" --exclude='./build*' --exclude='./device-out' --exclude='./.git' -cf - . | tar -x -C "$readme_dir"
+  note "copy         plain copy of $root without .git, build*/ and device-out/ -> $readme_dir"
 }
 
 readme_step() {  # run|test: `make <step>` in the copy, as the README says
