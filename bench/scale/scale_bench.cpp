@@ -159,8 +159,8 @@ void write(const Args& a, const std::vector<Row>& rows, const std::string& devic
   std::ofstream csv(a.csv);
   csv << "mode,k,parts,t1_ms,part_ms,merge_ms,comm_ms,total_ms,efficiency,note\n";
   for (const Row& r : rows)
-    csv << r.mode << ',' << r.k << ',' << r.parts << ',' << r.t1_ms << ',' << r.part_ms << ',' << r.merge_ms << ','
-        << r.comm_ms << ',' << r.predicted_ms << ',' << r.efficiency << ',' << r.note << '\n';
+    csv << '"' << r.mode << "\"," << r.k << ',' << r.parts << ',' << r.t1_ms << ',' << r.part_ms << ',' << r.merge_ms << ','
+        << r.comm_ms << ',' << r.predicted_ms << ',' << r.efficiency << ",\"" << r.note << "\"\n";  // text fields quoted: they hold commas
   std::ofstream md(a.md);
   md << "# Scale-out: stage costs and efficiency (gknn_scale_bench)\n\n"
      << "Device: " << device << ". Base " << a.rows << " x " << a.dim << (a.float_data ? " float32" : " uint8")
