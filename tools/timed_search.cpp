@@ -3,7 +3,9 @@
 #include <cstdio>
 
 #include "cli_common.hpp"
+#include "gknn/error.hpp"
 #include "gknn/index.hpp"
+#include "gknn/search.hpp"
 
 namespace gknn::cli {
 
@@ -34,13 +36,23 @@ SearchTimings timed_search(const Dataset& data, const SearchOptions& options, co
 
   naming_inputs(options, [&] {
     Stopwatch upload_clock;
-    index.add(data.base.view());
+    try {
+      index.add(data.base.view());
+    } catch (const Error& e) {
+      // A base the device cannot hold: every search streams it from the host in tiles (gknn::search does).
+      if (e.code() != ErrorCode::OutOfMemory) throw;
+      index.reset();
+      t.streamed = true;
+    }
     t.upload_ms = upload_clock.seconds() * ms_per_s;
+    auto run = [&](const SearchParams& p) {
+      return t.streamed ? search(data.base.view(), data.queries.view(), p) : index.search(data.queries.view(), p);
+    };
 
     SearchParams p = params;
     p.stats = &t.cold;
     Stopwatch cold_clock;
-    t.result = index.search(data.queries.view(), p);
+    t.result = run(p);
     t.cold_ms = cold_clock.seconds() * ms_per_s;
 
     p.progress = nullptr;  // the bar covers the first search only
@@ -48,7 +60,7 @@ SearchTimings timed_search(const Dataset& data, const SearchOptions& options, co
     for (SearchStats& stats : t.warm) {
       p.stats = &stats;
       Stopwatch clock;
-      index.search(data.queries.view(), p);
+      run(p);
       t.warm_wall_ms.push_back(clock.seconds() * ms_per_s);
     }
   });
@@ -61,7 +73,10 @@ void print_timings(const SearchTimings& t, const Dataset& data) {
   std::printf("init         %10.3f ms  %s\n", t.init_ms,
               cuda ? "device initialisation (CUDA context, index creation)"
                    : "index creation (the CPU backend needs no device initialisation)");
-  if (cuda)
+  if (t.streamed)
+    std::printf("upload       %10.3f ms  base %lld x %lld does not fit on the device: every search streams it from "
+                "the host in tiles\n", t.upload_ms, rows, cols);
+  else if (cuda)
     std::printf("upload       %10.3f ms  base %lld x %lld to the device, once (it stays resident); queries: %.3f ms per "
                 "search\n", t.upload_ms, rows, cols, t.median_phase(&SearchStats::upload_ms));
   else

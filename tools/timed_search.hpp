@@ -15,6 +15,7 @@ struct SearchTimings {
   BackendChoice backend;
   double init_ms = 0;    ///< gknn::Index construction: on CUDA the context and device set-up
   double upload_ms = 0;  ///< Index::add of the base: to the device on CUDA, into the index's host copy on the CPU
+  bool streamed = false; ///< the base did not fit on the device: each search streamed it (gknn::search)
   double cold_ms = 0;    ///< wall time of the first search (one-time set-up included)
   SearchStats cold;      ///< phases of the first search
   std::vector<double> warm_wall_ms;     ///< wall time of each warm search
