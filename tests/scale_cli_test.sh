@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scale_cli_test.sh GKNN [MPIEXEC]: `gknn search` on several shards writes the same bytes as one search:
 # --cpu-shards N (sharded and --replicate), and with MPIEXEC, `mpiexec -n 1..4 gknn search` (sharded and
-# --replicate), on uint8 data with ties (exact in float32: every distance algorithm agrees bit for bit).
+# --replicate), on uint8 data with ties (exact in float32: every distance algorithm agrees bit for bit); and
+# `gknn join` on CPU shards writes the bytes of the single join.
 set -euo pipefail
 gknn=$1
 mpiexec=${2:-}
@@ -41,6 +42,24 @@ for metric in squared_l2 l1 inner_product; do
     done
   done
 done
+# The self-join on shards writes the bytes of the single join (3-D points: the grid path; 12-D: brute force).
+"$gknn" gen --rows 700 --dim 3 --distribution clusters --clusters 4 -o points.fvecs >/dev/null
+"$gknn" gen --rows 300 --dim 12 --uint8 -o points12.bvecs >/dev/null
+for input in points.fvecs points12.bvecs; do
+  "$gknn" join --input "$input" -k 9 --mode cpu --no-progress -o join.npy --distances-out join_d.npy >/dev/null
+  for layout in "--cpu-shards 3 --shard" "--cpu-shards 2 --replicate"; do
+    # shellcheck disable=SC2086
+    "$gknn" join --input "$input" -k 9 --mode cpu --no-progress -o got.npy --distances-out got_d.npy $layout \
+      >join.log
+    grep -q "shards" join.log || fail "join $input $layout: no line naming the shards"
+    same got.npy join.npy "join $input $layout"
+    same got_d.npy join_d.npy "join $input $layout (distances)"
+  done
+done
+"$gknn" join --input points.fvecs --queries points.fvecs -k 3 --cpu-shards 2 --no-progress >join.log 2>&1 &&
+  fail "join --queries with --cpu-shards was accepted"
+grep -q "R ⋈ S" join.log || fail "join --queries --cpu-shards: the error does not say why"
+
 if [[ -n "$mpiexec" ]]; then  # every metric and k > n are covered by mpi_search_test; here the command line
   reference l2_25 squared_l2 25
   reference l1_500 l1 500

@@ -4,13 +4,17 @@
 // device 0 (plus every other visible device) (label gpu).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <mutex>
 #include <vector>
 
 #include "gknn/error.hpp"
 #include "gknn/info.hpp"
+#include "gknn/join.hpp"
 #include "gknn/search.hpp"
 #include "gknn/sharded_index.hpp"
+#include "join_common.hpp"
 #include "shard_common.hpp"
 #include "testing/data.hpp"
 #include "testing/expect_error.hpp"
@@ -240,6 +244,81 @@ TEST(ShardedIndex, DeviceListsAreParsed) {
   } else {
     expect_error([] { parse_devices("all"); }, ErrorCode::Unsupported, {"no CUDA device"});
   }
+}
+
+// ---- the self-join over shards: knn_join's rows (and so the float64 oracle's), bit for bit ----
+
+JoinParams join_params() {
+  JoinParams p;
+  p.mode = kBackend == Backend::Cuda ? JoinMode::Hybrid : JoinMode::Cpu;
+  p.cpu_threads = 2;
+  return p;
+}
+
+TEST(ShardedJoin, EveryCaseEveryLayoutEqualsTheOracle) {
+  const std::vector<int> shard_counts = kBackend == Backend::Cuda ? std::vector<int>{2, 3} : std::vector<int>{2, 3, 4};
+  for (const JoinCase& c : join_cases()) {
+    const FloatView v = c.points.view();
+    const Result want = join_oracle(v, v, c.k, true);
+    for (int shards : shard_counts)
+      for (ShardMode mode : {ShardMode::Sharded, ShardMode::Replicated}) {
+        JoinReport report;
+        JoinParams params = join_params();
+        params.report = &report;
+        EXPECT_EQ(compare_join(knn_join(v, c.k, test_shards(shards), mode, params), want), "")
+            << c.name << ", " << shards << " shards, " << (mode == ShardMode::Sharded ? "sharded" : "replicated");
+        EXPECT_NE(report.note.find(std::to_string(shards) + " shards"), std::string::npos) << report.note;
+      }
+  }
+}
+
+TEST(ShardedJoin, MetricL2AndOneShard) {
+  const HostMatrix<float> points = integer_matrix(700, 3, 0, 12, 71);  // ties at every rank
+  const Result want = join_oracle(points.view(), points.view(), 9, true, Metric::L2);
+  JoinParams params = join_params();
+  params.metric = Metric::L2;
+  for (int shards : {1, 3})
+    EXPECT_EQ(compare_join(knn_join(points.view(), 9, test_shards(shards), ShardMode::Sharded, params), want), "")
+        << shards << " shards";
+}
+
+TEST(ShardedJoin, HighDimensionEqualsTheSingleJoin) {
+  const HostMatrix<float> points = integer_matrix(400, 12, 0, 4, 72);  // integers: exact on every distance path
+  const Result want = knn_join(points.view(), 7, join_params());
+  for (ShardMode mode : {ShardMode::Sharded, ShardMode::Replicated}) {
+    JoinReport report;
+    JoinParams params = join_params();
+    params.report = &report;
+    expect_identical(knn_join(points.view(), 7, test_shards(3), mode, params), want);
+    EXPECT_EQ(report.brute_force_queries, 400);
+  }
+}
+
+TEST(ShardedJoin, ProgressReachesOne) {
+  const HostMatrix<float> points = random_matrix(3000, 2, 73);
+  double last = 0;
+  std::mutex seen;
+  JoinParams params = join_params();
+  params.progress = [&](double f) {
+    std::lock_guard<std::mutex> lock(seen);
+    EXPECT_GE(f, 0.0);
+    EXPECT_LE(f, 1.0);
+    last = std::max(last, f);
+  };
+  knn_join(points.view(), 4, test_shards(2), ShardMode::Sharded, params);
+  EXPECT_DOUBLE_EQ(last, 1.0);
+}
+
+TEST(ShardedJoin, BadInputIsNamed) {
+  const HostMatrix<float> points = random_matrix(10, 2, 74);
+  expect_error([&] { knn_join(points.view(), 3, std::vector<ShardDevice>{}, ShardMode::Sharded); },
+               ErrorCode::InvalidArgument, {"shards", "empty"});
+  expect_error([&] { knn_join(points.view(), 10, test_shards(2), ShardMode::Sharded); }, ErrorCode::InvalidArgument,
+               {"k = 10", "10"});
+  JoinParams params;
+  params.metric = Metric::L1;
+  expect_error([&] { knn_join(points.view(), 3, test_shards(2), ShardMode::Sharded, params); },
+               ErrorCode::InvalidArgument, {"metric"});
 }
 
 }  // namespace

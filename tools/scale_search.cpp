@@ -19,21 +19,6 @@ namespace {
 
 int64_t g_total_base_rows = -1;  // the whole base's rows under MPI (each rank loads only its block)
 
-ShardMode mode_of(const ScaleOptions& scale) { return scale.replicate ? ShardMode::Replicated : ShardMode::Sharded; }
-
-std::string describe(const std::vector<ShardDevice>& shards) {
-  std::string s;
-  for (const ShardDevice& d : shards)
-    s += (s.empty() ? "" : ",") + (d.backend == Backend::Cuda ? "cuda:" + std::to_string(d.device) : "cpu");
-  return s;
-}
-
-/// The shards of this process: --cpu-shards, --devices, or one shard of --backend.
-std::vector<ShardDevice> local_shards(const ScaleOptions& scale, Backend backend) {
-  if (scale.cpu_shards > 0) return cpu_shards(scale.cpu_shards);
-  if (!scale.devices.empty()) return with_option("--devices", [&] { return parse_devices(scale.devices); });
-  return {ShardDevice{backend, 0}};
-}
 
 #ifdef GKNN_HAS_MPI
 struct MpiSession {
@@ -83,7 +68,7 @@ Result mpi_search(const Dataset& data, const SearchOptions& options, const Scale
   const std::vector<ShardDevice> shards = rank_shards(scale, params.backend);
   if (output_rank())
     std::printf("mpi          %d ranks, %s; rank 0: %s\n", ranks, scale.replicate ? "replicated" : "sharded",
-                describe(shards).c_str());
+                describe_shards(shards).c_str());
   return naming_inputs(options, [&] {
     if (scale.replicate) {
       ShardedIndex replica(data.base.cols, shards, ShardMode::Sharded, params.metric);
@@ -101,6 +86,14 @@ Result mpi_search(const Dataset& data, const SearchOptions& options, const Scale
 
 }  // namespace
 
+std::vector<ShardDevice> local_shards(const ScaleOptions& scale, Backend backend) {
+  if (scale.cpu_shards > 0) return cpu_shards(scale.cpu_shards);
+  if (!scale.devices.empty()) return with_option("--devices", [&] { return parse_devices(scale.devices); });
+  return {ShardDevice{backend, 0}};
+}
+
+ShardMode ScaleOptions::mode() const { return replicate ? ShardMode::Replicated : ShardMode::Sharded; }
+
 void ScaleOptions::add_to(CLI::App& app) {
   auto* dev = app.add_option("--devices", devices,
                              "search on several CUDA devices: 0,1 or all (a device may repeat: logical shards)");
@@ -113,7 +106,7 @@ void ScaleOptions::add_to(CLI::App& app) {
   shard->excludes(rep);
 }
 
-bool ScaleOptions::active() const { return !devices.empty() || cpu_shards > 0 || replicate || under_mpi(); }
+bool ScaleOptions::active() const { return local() || under_mpi(); }
 
 bool under_mpi() {
 #ifdef GKNN_HAS_MPI
@@ -176,9 +169,9 @@ Result run_scaled_search(const Dataset& data, const SearchOptions& options, cons
 #endif
   const std::vector<ShardDevice> shards = local_shards(scale, params.backend);
   std::printf("shards       %zu, %s: %s\n", shards.size(), scale.replicate ? "replicated" : "sharded",
-              describe(shards).c_str());
+              describe_shards(shards).c_str());
   return naming_inputs(options, [&] {
-    ShardedIndex index(data.base.cols, shards, mode_of(scale), params.metric);
+    ShardedIndex index(data.base.cols, shards, scale.mode(), params.metric);
     index.set_p(params.p);
     index.add(data.base.view());
     return index.search(data.queries.view(), params);

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "gknn/sharded_index.hpp"
 #include "search_setup.hpp"
 
 namespace gknn::cli {
@@ -20,7 +21,13 @@ struct ScaleOptions {
   void add_to(CLI::App& app);
   /// True when the search runs on a ShardedIndex (or, under MPI, on several ranks).
   bool active() const;
+  /// True when --devices, --cpu-shards or --replicate asked for several shards in this process.
+  bool local() const { return !devices.empty() || cpu_shards > 0 || replicate; }
+  ShardMode mode() const;
 };
+
+/// The shards of this process: --cpu-shards, --devices, or one shard of `backend`.
+std::vector<ShardDevice> local_shards(const ScaleOptions& scale, Backend backend);
 
 /// True when this process was started by mpirun / mpiexec (Open MPI, MPICH, PMIx or Slurm environment) and gknn
 /// was built with MPI. The first call initialises MPI; it is finalised at exit.

@@ -12,9 +12,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
+#include "gknn/join.hpp"
 #include "gknn/types.hpp"
 
 namespace gknn {
@@ -35,6 +37,8 @@ enum class ShardMode {
 /// Throws InvalidArgument naming the list for a malformed entry or an invisible device, Unsupported when
 /// "all" finds no device.
 std::vector<ShardDevice> parse_devices(std::string_view list);
+/// "cpu,cuda:0,cuda:1": the shards in the order given.
+std::string describe_shards(const std::vector<ShardDevice>& shards);
 /// `count` CPU shards.
 std::vector<ShardDevice> cpu_shards(int count);
 
@@ -79,5 +83,16 @@ class ShardedIndex {
   friend struct detail::ShardedAccess;
   std::unique_ptr<Impl> impl_;
 };
+
+/// The exact kNN self-join (gknn::knn_join: row i holds the k nearest OTHER points of row i) spread over shards.
+/// Sharded: shard s holds the near-equal row range s of the points and joins every point against it (k + 1
+/// neighbours, the point itself removed later); the partial lists are merged on the exact float64 distance and
+/// the global index. Replicated: every shard holds all points and joins its near-equal range of the query points.
+/// Each shard runs knn_join on its own host thread with params.mode (a CPU shard: JoinMode::Cpu, or RoundRobin
+/// when asked), on its device, with its share of params.cpu_threads. The result is knn_join's, bit for bit.
+/// d > 8: brute force through a ShardedIndex (as knn_join falls back to gknn::search). params.report, when set,
+/// gets the wall time, the slowest shard's phases and a note naming the layout.
+Result knn_join(FloatView points, int64_t k, const std::vector<ShardDevice>& shards, ShardMode mode = ShardMode::Sharded,
+                const JoinParams& params = {});
 
 }  // namespace gknn

@@ -17,7 +17,9 @@ namespace {
 using detail::join::Output;
 using detail::join::Problem;
 
-void validate_params(const JoinParams& params) {
+}  // namespace
+
+void detail::join::validate_params(const JoinParams& params) {
   GKNN_EXPECT(params.metric == Metric::SquaredL2 || params.metric == Metric::L2, ErrorCode::InvalidArgument,
               "knn_join: metric must be squared_l2 or l2 (got ", to_string(params.metric), ")");
   const int t = params.threads_per_query;
@@ -39,6 +41,8 @@ void validate_params(const JoinParams& params) {
               "knn_join: cpu_threads must be in [0, ", detail::kMaxThreads, "] (got ", params.cpu_threads, ")");
 }
 
+namespace {
+
 JoinMode resolve_mode(JoinMode mode) {
   const bool gpu = backend_available(Backend::Cuda);
   if (mode == JoinMode::Auto) return gpu ? JoinMode::Hybrid : JoinMode::Cpu;
@@ -55,23 +59,12 @@ Result brute_force(const Problem& problem, const JoinParams& params, JoinReport&
   search_params.metric = params.metric;
   search_params.threads = params.cpu_threads;
   search_params.device = params.device;
+  // A CPU mode stays on the CPU; the GPU modes (and Auto) let the search pick its backend.
+  if (report.mode == JoinMode::Cpu || report.mode == JoinMode::RoundRobin) search_params.backend = Backend::Cpu;
   search_params.progress = params.progress;
   const Result all = search(problem.base, problem.queries, search_params);
   if (!problem.self) return all;
-  Result out;
-  out.rows = all.rows;
-  out.k = problem.k;
-  out.distances.resize(size_t(out.rows * out.k));
-  out.indices.resize(size_t(out.rows * out.k));
-  for (int64_t i = 0; i < all.rows; ++i) {
-    int64_t written = 0;
-    for (int64_t j = 0; j < all.k && written < out.k; ++j) {
-      if (all.index(i, j) == i) continue;  // the point itself; if absent, the first k are all others
-      out.indices[size_t(i * out.k + written)] = all.index(i, j);
-      out.distances[size_t(i * out.k + written)] = all.distance(i, j);
-      ++written;
-    }
-  }
+  Result out = detail::join::without_self(all, problem.k);
   report.brute_force_queries = all.rows;
   report.note = "dimension " + std::to_string(problem.dim()) + " > " + std::to_string(kJoinMaxGridDim) +
                 ": exact brute force (gknn::search) instead of the grid";
@@ -80,7 +73,7 @@ Result brute_force(const Problem& problem, const JoinParams& params, JoinReport&
 }
 
 Result run(const Problem& problem, const JoinParams& params) {
-  validate_params(params);
+  detail::join::validate_params(params);
   JoinReport local;
   JoinReport& report = params.report ? *params.report : local;
   report = JoinReport{};

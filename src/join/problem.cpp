@@ -12,6 +12,25 @@ double squared_distance(const float* a, const float* b, int64_t dim) {
   return cpu::exact_key(Metric::SquaredL2, 2.0, a, b, dim);
 }
 
+Result without_self(const Result& all, int64_t k) {
+  Result out;
+  out.rows = all.rows;
+  out.k = k;
+  out.distances.resize(size_t(out.rows * k));
+  out.indices.resize(size_t(out.rows * k));
+#pragma omp parallel for schedule(static) if (all.rows >= 4096)
+  for (int64_t i = 0; i < all.rows; ++i) {
+    int64_t written = 0;
+    for (int64_t j = 0; j < all.k && written < k; ++j) {
+      if (all.index(i, j) == i) continue;
+      out.indices[size_t(i * k + written)] = all.index(i, j);
+      out.distances[size_t(i * k + written)] = all.distance(i, j);
+      ++written;
+    }
+  }
+  return out;
+}
+
 void Output::write_row(const Problem& problem, int64_t row, const std::vector<Candidate>& sorted) const {
   const int64_t k = problem.k;
   float* distances = result->distances.data() + row * k;

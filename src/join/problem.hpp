@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "gknn/join.hpp"
 #include "gknn/types.hpp"
 #include "join/neighbours.hpp"
 
@@ -33,6 +34,13 @@ struct Output {
   void scatter(int64_t k, const int64_t* ids, int64_t count, const float* distances, const int64_t* indices,
                const unsigned char* ok, std::vector<int64_t>& failed) const;
 };
+
+/// Throws InvalidArgument naming the first JoinParams field out of its range (or an unsupported metric).
+void validate_params(const JoinParams& params);
+
+/// A self-join's rows from a search of k + 1 neighbours that did not exclude anything: row i without i itself
+/// (when i is absent, its first k entries are all other points), k entries each.
+Result without_self(const Result& all, int64_t k);
 
 /// Exact float64 squared L2 distance, the same sum in the same order as the library's oracle (exact_key).
 double squared_distance(const float* a, const float* b, int64_t dim);

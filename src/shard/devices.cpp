@@ -40,4 +40,13 @@ std::vector<ShardDevice> cpu_shards(int count) {
   return std::vector<ShardDevice>(size_t(count), ShardDevice{Backend::Cpu, 0});
 }
 
+std::string describe_shards(const std::vector<ShardDevice>& shards) {
+  std::string s;
+  for (const ShardDevice& d : shards) {
+    if (!s.empty()) s += ',';
+    s += d.backend == Backend::Cuda ? "cuda:" + std::to_string(d.device) : std::string("cpu");
+  }
+  return s;
+}
+
 }  // namespace gknn

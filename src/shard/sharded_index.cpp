@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <map>
 #include <numeric>
 
 #include "core/finalize.hpp"
@@ -60,20 +59,6 @@ struct ShardedIndex::Impl {
   std::vector<Shard> shards;
   int64_t rows = 0;
 
-  /// Shards that share a CUDA device run one after the other on one thread (each search sizes its working
-  /// memory from the device's free memory); every CPU shard and every other device gets its own thread.
-  std::vector<std::vector<int>> thread_groups() const {
-    std::map<int, std::vector<int>> by_device;
-    std::vector<std::vector<int>> groups;
-    for (int s = 0; s < int(shards.size()); ++s) {
-      if (shards[size_t(s)].where.backend == Backend::Cuda) by_device[shards[size_t(s)].where.device].push_back(s);
-      else groups.push_back({s});
-    }
-    for (auto& [device, members] : by_device) groups.push_back(members);
-    std::sort(groups.begin(), groups.end());  // group of shard 0 first: it runs on the caller's thread
-    return groups;
-  }
-
   /// The key params one shard runs with: its backend and device, its share of the CPU threads, and k clipped
   /// to the rows it searches.
   SearchParams shard_params(const SearchParams& checked, int s, int64_t rows_searched) const {
@@ -113,7 +98,7 @@ struct ShardedIndex::Impl {
   /// Runs search(shard, stats) for every shard, grouped by thread_groups(); returns the slowest phases.
   template <class Search>
   SearchStats run_shards(Search&& search) const {
-    const std::vector<std::vector<int>> groups = thread_groups();
+    const std::vector<std::vector<int>> groups = detail::device_groups(devices);
     std::vector<SearchStats> stats(shards.size());
     detail::run_concurrently(int(groups.size()), [&](int g) {
       for (int s : groups[size_t(g)]) search(s, stats[size_t(s)]);

@@ -8,7 +8,9 @@
 #include "gknn/error.hpp"
 #include "gknn/io.hpp"
 #include "gknn/join.hpp"
+#include "gknn/sharded_index.hpp"
 #include "progress.hpp"
+#include "scale_search.hpp"
 
 namespace gknn::cli {
 namespace {
@@ -23,10 +25,13 @@ struct JoinCommand {
   std::string indices_out;
   std::string distances_out;
   bool no_progress = false;
+  ScaleOptions scale;
 
   int run() {
     check_neighbour_outputs(indices_out, distances_out);
     const HostMatrix<float> points = with_option("--input", [&] { return load_matrix(input); });
+    GKNN_EXPECT(queries.empty() || !scale.local(), ErrorCode::Unsupported,
+                "--queries: R ⋈ S runs on one device; --devices/--cpu-shards/--replicate apply to the self-join");
     HostMatrix<float> query_points;
     if (!queries.empty()) query_points = with_option("--queries", [&] { return load_matrix(queries); });
     params.mode = parse_join_mode(mode);
@@ -36,8 +41,11 @@ struct JoinCommand {
     ProgressBar bar("join", !no_progress);
     params.progress = bar.callback();
     Stopwatch clock;
-    const Result result = queries.empty() ? knn_join(points.view(), k, params)
-                                          : knn_join(query_points.view(), points.view(), k, params);
+    const Result result = [&] {
+      if (!queries.empty()) return knn_join(query_points.view(), points.view(), k, params);
+      if (!scale.local()) return knn_join(points.view(), k, params);
+      return knn_join(points.view(), k, local_shards(scale, Backend::Auto), scale.mode(), params);
+    }();
     const double seconds = clock.seconds();
     bar.finish();
     if (!indices_out.empty())
@@ -104,6 +112,7 @@ Command add_join_command(CLI::App& root) {
   app->add_option("-o,--indices-out", cmd->indices_out, "neighbour indices (.npy int64 or .ivecs)");
   app->add_option("--distances-out", cmd->distances_out, "neighbour distances (.npy or .fvecs)");
   app->add_flag("--no-progress", cmd->no_progress, "no progress bar");
+  cmd->scale.add_to(*app);
   return {app, [cmd] { return cmd->run(); }};
 }
 
