@@ -103,16 +103,20 @@ py::tuple select_k(const py::buffer& values_buffer, const py::object& labels_buf
 /// overload of issue 21), no host copy. The search is synchronous: the outputs are complete when it returns.
 constexpr bool kDeviceArraysInPlace = true;
 
+/// A float32 device tensor as a device-memory view.
+FloatView device_floats(const DeviceMatrix& m, const char* what) {
+  GKNN_EXPECT(m.dtype == "float32", ErrorCode::InvalidArgument, what, ": device tensors must be float32 (got ", m.dtype,
+              ")");
+  return FloatView{reinterpret_cast<const float*>(m.data), m.rows, m.cols, m.row_stride, Memory::Device};
+}
+
 void search_device(const DeviceMatrix& base, const DeviceMatrix& queries, const SearchParams& params,
                    uintptr_t distances, uintptr_t indices) {
   GKNN_EXPECT(base.dtype == "float32" && queries.dtype == "float32", ErrorCode::InvalidArgument,
               "device tensors must be float32 (base ", base.dtype, ", queries ", queries.dtype, ")");
-  auto view = [](const DeviceMatrix& m) {
-    return FloatView{reinterpret_cast<const float*>(m.data), m.rows, m.cols, m.row_stride, Memory::Device};
-  };
   const ResultView out{reinterpret_cast<float*>(distances), reinterpret_cast<int64_t*>(indices), queries.rows,
                        params.k, Memory::Device};
-  without_gil([&] { gknn::search(view(base), view(queries), params, out); });
+  without_gil([&] { gknn::search(device_floats(base, "base"), device_floats(queries, "queries"), params, out); });
 }
 
 DeviceMatrix device_matrix(const py::dict& d, const char* what) {
@@ -146,11 +150,28 @@ class PyIndex {
     const int64_t* id_data = int64_data(id_info, m.rows(), "ids");
     without_gil([&] { index_.add_with_ids(m.floats(), id_data); });
   }
+  /// Device-memory rows (a CUDA tensor) copied device to device into a cuda-backend index; `ids` (host int64,
+  /// or None) as add_with_ids takes them.
+  void add_device(const py::dict& vectors, const py::object& ids) {
+    const DeviceMatrix m = device_matrix(vectors, "vectors");
+    if (ids.is_none()) return without_gil([&] { index_.add(device_floats(m, "vectors")); });
+    const py::buffer_info id_info = py::reinterpret_borrow<py::buffer>(ids).request();
+    const int64_t* id_data = int64_data(id_info, m.rows, "ids");
+    without_gil([&] { index_.add_with_ids(device_floats(m, "vectors"), id_data); });
+  }
   py::tuple search(const py::buffer& queries, int64_t k, const Options& options) const {
     const HostMatrix q(queries, "queries");
-    SearchParams params = search_params(k, to_string(index_.metric()), 2.0, to_string(index_.backend()), options);
-    params.metric = Metric::SquaredL2;  // "the index metric" (Index::search takes its own metric and p)
+    const SearchParams params = index_params(k, options);
     return result_tuple(without_gil([&] { return index_.search(q.floats(), params); }));
+  }
+  /// Device-memory queries, results written into the caller's device buffers (q x k each); synchronous.
+  void search_device(const py::dict& queries, int64_t k, const Options& options, uintptr_t distances,
+                     uintptr_t indices) const {
+    const DeviceMatrix q = device_matrix(queries, "queries");
+    const SearchParams params = index_params(k, options);
+    const ResultView out{reinterpret_cast<float*>(distances), reinterpret_cast<int64_t*>(indices), q.rows, k,
+                         Memory::Device};
+    without_gil([&] { index_.search(device_floats(q, "queries"), params, out); });
   }
   void reset() { index_.reset(); }
   int64_t ntotal() const { return index_.size(); }
@@ -159,6 +180,12 @@ class PyIndex {
   std::string backend() const { return to_string(index_.backend()); }
 
  private:
+  SearchParams index_params(int64_t k, const Options& options) const {
+    SearchParams params = search_params(k, to_string(index_.metric()), 2.0, to_string(index_.backend()), options);
+    params.metric = Metric::SquaredL2;  // "the index metric" (Index::search takes its own metric and p)
+    return params;
+  }
+
   Index index_;
 };
 
@@ -277,7 +304,10 @@ PYBIND11_MODULE(_gknn, m) {
            py::arg("p"), py::arg("backend"))
       .def("add", &PyIndex::add, py::arg("vectors"))
       .def("add_with_ids", &PyIndex::add_with_ids, py::arg("vectors"), py::arg("ids"))
+      .def("add_device", &PyIndex::add_device, py::arg("vectors"), py::arg("ids"))
       .def("search", &PyIndex::search, py::arg("queries"), py::arg("k"), py::arg("options"))
+      .def("search_device", &PyIndex::search_device, py::arg("queries"), py::arg("k"), py::arg("options"),
+           py::arg("out_distances"), py::arg("out_indices"))
       .def("reset", &PyIndex::reset)
       .def_property_readonly("ntotal", &PyIndex::ntotal)
       .def_property_readonly("d", &PyIndex::dimension)

@@ -153,18 +153,51 @@ class Index:
         self._index = _gknn.Index(int(dim), name, p, backend)
 
     def add(self, x):
-        """Appends rows; their ids are their insertion positions 0, 1, ... (FAISS's add)."""
+        """Appends rows; their ids are their insertion positions 0, 1, ... (FAISS's add). A CUDA tensor (torch,
+        cupy; float32) is copied device to device into a "cuda" index, never through the host."""
+        if _arrays.is_device_array(x):
+            return self._add_device(x, None)
         self._index.add(_arrays.host_matrix(x, "vectors", allow_uint8=False))
 
     def add_with_ids(self, x, ids):
         """Appends rows with int64 user ids, returned by search instead of positions (all rows or none)."""
+        if _arrays.is_device_array(x):
+            self._require_cuda("vectors")
+            rows = _arrays.device_matrix(x, "vectors")[0]["shape"][0]
+            return self._add_device(x, _arrays.int64_vector(ids, "ids", rows))
         host = _arrays.host_matrix(x, "vectors", allow_uint8=False)
         self._index.add_with_ids(host, _arrays.int64_vector(ids, "ids", host.shape[0]))
 
+    def _require_cuda(self, name):
+        """Refuses a CUDA array for an index on the CPU before anything reads its pointer."""
+        if self.backend != "cuda":
+            raise ValueError(f"{name}: a CUDA array needs an index on the cuda backend (gknn.Index(d, "
+                             f"backend='cuda')); this index is on the {self.backend} backend")
+
+    def _add_device(self, x, ids):
+        self._require_cuda("vectors")
+        desc, owner = _arrays.device_matrix(x, "vectors")
+        _arrays.synchronize_current_stream(x)  # the producer's kernels are done before gknn reads
+        self._index.add_device(desc, ids)
+        del owner  # the copy into the index is complete when add_device returns
+
     def search(self, x, k, *, distance="auto", select="auto", threads=0, memory_budget=0):
-        """(distances, indices) of the k nearest stored vectors of each query row, as gknn.search returns them."""
+        """(distances, indices) of the k nearest stored vectors of each query row, as gknn.search returns them.
+        CUDA tensor queries (of a "cuda" index) are searched on the device; the results are tensors of their
+        kind on their device."""
+        k = _check_k(k)
+        options = _options(distance, select, threads, memory_budget)
+        if _arrays.is_device_array(x):
+            self._require_cuda("queries")
+            desc, owner = _arrays.device_matrix(x, "queries")
+            distances, indices = _arrays.empty_like_device(x, desc["shape"][0], k)
+            _arrays.synchronize_current_stream(x)
+            self._index.search_device(desc, k, options, _arrays.device_pointer(distances),
+                                      _arrays.device_pointer(indices))
+            del owner  # the search is synchronous: its outputs are complete here
+            return distances, indices
         queries = _arrays.host_matrix(x, "queries", allow_uint8=False)
-        out = self._index.search(queries, _check_k(k), _options(distance, select, threads, memory_budget))
+        out = self._index.search(queries, k, options)
         return _arrays.like_input(x, *out)
 
     def reset(self):

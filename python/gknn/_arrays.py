@@ -38,7 +38,7 @@ def host_matrix(x, name, allow_uint8=True):
     contiguous; rejected with TypeError/ValueError when it is not numeric or not 2-D.
     """
     if is_device_array(x):
-        raise NotImplementedError(f"{name}: a CUDA array; only gknn.search takes those, here pass a host array "
+        raise NotImplementedError(f"{name}: a CUDA array; gknn.search and gknn.Index take those, here pass a host array "
                                   "(x.cpu())")
     if is_torch(x):
         x = x.detach().numpy()  # a CPU tensor's memory, no copy
@@ -63,7 +63,11 @@ def host_matrix(x, name, allow_uint8=True):
 
 def int64_vector(x, name, size):
     """A contiguous 1-D int64 numpy array of `size` entries (converted once from other integer types)."""
-    array = np.asarray(x.detach().cpu().numpy() if is_torch(x) else x)
+    if is_torch(x):
+        x = x.detach().cpu().numpy()
+    elif _module_of(x) == "cupy":
+        x = x.get()  # ids are read on the host
+    array = np.asarray(x)
     if array.ndim != 1 or array.shape[0] != size:
         raise ValueError(f"{name}: expected a 1-D array of {size} entries, got shape {array.shape}")
     if array.dtype.kind not in "iu":

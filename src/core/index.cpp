@@ -34,11 +34,12 @@ Index& Index::operator=(Index&&) noexcept = default;
 
 namespace {
 void append_rows(Index::Impl& impl, FloatView vectors) {
+  // Where the rows are is checked before anything reads them (validation scans device memory on the device).
+  GKNN_EXPECT(vectors.memory == Memory::Host || impl.backend == Backend::Cuda, ErrorCode::InvalidArgument,
+              "Index::add: device-memory vectors need an index on the cuda backend");
   const detail::ValueStats stats = detail::validate_matrix(vectors, "Index::add vectors", true);
   GKNN_EXPECT(vectors.cols == impl.dim, ErrorCode::InvalidArgument, "Index::add: vectors have dimension ",
               vectors.cols, ", the index has ", impl.dim);
-  GKNN_EXPECT(vectors.memory == Memory::Host || impl.backend == Backend::Cuda, ErrorCode::InvalidArgument,
-              "Index::add: device-memory vectors need an index on the cuda backend");
   if (impl.metric == Metric::Cosine) {
     GKNN_EXPECT(vectors.memory == Memory::Host, ErrorCode::Unsupported,
                 "Index::add: metric cosine with device-memory vectors: normalise them and use inner_product");
@@ -87,11 +88,11 @@ SearchParams index_params(const Index::Impl& impl, FloatView queries, const Sear
   if (params.metric == Metric::Lp && params_in.metric != Metric::Lp) params.p = impl.p;
   GKNN_EXPECT(params.k > 0, ErrorCode::InvalidArgument, "Index::search: k must be positive (got ", params.k, ")");
   GKNN_EXPECT(impl.store->size() > 0, ErrorCode::InvalidArgument, "Index::search: the index is empty");
+  GKNN_EXPECT(queries.memory == Memory::Host || impl.backend == Backend::Cuda, ErrorCode::InvalidArgument,
+              "Index::search: device-memory queries need an index on the cuda backend");
   *query_stats = detail::validate_matrix(queries, "queries", true);
   GKNN_EXPECT(queries.cols == impl.dim, ErrorCode::InvalidArgument, "Index::search: queries have dimension ",
               queries.cols, ", the index has ", impl.dim);
-  GKNN_EXPECT(queries.memory == Memory::Host || impl.backend == Backend::Cuda, ErrorCode::InvalidArgument,
-              "Index::search: device-memory queries need an index on the cuda backend");
   return params;
 }
 

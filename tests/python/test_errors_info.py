@@ -110,8 +110,12 @@ def test_cuda_arrays_are_never_copied_to_the_host(data):
         gknn.search(FakeCudaArray((20,)), FakeCudaArray((3, 4)), 2)
     with pytest.raises(TypeError, match="allocate results"):  # no torch/cupy to allocate device outputs with
         gknn.search(FakeCudaArray((20, 4)), FakeCudaArray((3, 4)), 2)
-    index = gknn.Index(4, backend="cpu")
-    for call in (lambda: index.add(FakeCudaArray((20, 4))), lambda: gknn.select_k(FakeCudaArray((2, 4)), 1),
+    index = gknn.Index(4, backend="cpu")  # a CUDA array needs a cuda index: refused before its pointer is read
+    for call in (lambda: index.add(FakeCudaArray((20, 4))), lambda: index.search(FakeCudaArray((3, 4)), 2),
+                 lambda: index.add_with_ids(FakeCudaArray((20, 4)), np.arange(20))):
+        with pytest.raises(ValueError, match="cuda backend"):
+            call()
+    for call in (lambda: gknn.select_k(FakeCudaArray((2, 4)), 1),
                  lambda: gknn.NearestNeighbors().fit(FakeCudaArray((20, 4)))):
         with pytest.raises(NotImplementedError, match="CUDA array"):
             call()

@@ -138,3 +138,61 @@ def test_device_tensor_errors(host_data):
     strided[:, :64] = base
     np.testing.assert_array_equal(gknn.search(strided[:, :64], queries, 4)[1].cpu().numpy(),
                                   gknn.search(base, queries, 4)[1].cpu().numpy())  # row stride, no copy
+
+
+@needs_in_place
+def test_index_keeps_device_tensors_on_the_device(host_data):
+    """gknn.Index on the cuda backend: CUDA tensors added device to device and searched into device outputs,
+    identical to the CPU index (ids included); no device -> host copy of the inputs during the search."""
+    torch = _torch()
+    base, queries = (torch.from_numpy(a).cuda() for a in host_data)
+    index = gknn.Index(base.shape[1], backend="cuda")
+    index.add(base[:3000])
+    index.add(base[3000:])  # a second batch continues the positions
+    assert index.ntotal == base.shape[0]
+    index.search(queries, 8)  # warm-up
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        D, I = index.search(queries, 8)
+        torch.cuda.synchronize()
+    downloads = [e.name for e in prof.events() if "Memcpy" in e.name and "DtoH" in e.name]
+    assert not downloads, f"device -> host copies during a device-tensor index search: {downloads}"
+    assert D.is_cuda and I.is_cuda and D.device == queries.device
+    cpu = gknn.Index(base.shape[1], backend="cpu")
+    cpu.add(host_data[0])
+    D_cpu, I_cpu = cpu.search(host_data[1], 8)
+    np.testing.assert_array_equal(I.cpu().numpy(), I_cpu)
+    np.testing.assert_array_equal(D.cpu().numpy(), D_cpu)
+    D_host, I_host = index.search(host_data[1], 8)  # host queries on the same index: numpy out
+    np.testing.assert_array_equal(I_host, I_cpu)
+
+    ids = np.arange(base.shape[0], dtype=np.int64) * 3 + 100
+    with_ids = gknn.Index(base.shape[1], backend="cuda")
+    with_ids.add_with_ids(base, torch.from_numpy(ids))
+    np.testing.assert_array_equal(with_ids.search(queries, 8)[1].cpu().numpy(), ids[I_cpu])
+
+
+@needs_in_place
+def test_index_device_tensor_errors(host_data):
+    torch = _torch()
+    base = torch.from_numpy(host_data[0]).cuda()
+    with pytest.raises(ValueError, match="cuda backend"):
+        gknn.Index(base.shape[1], backend="cpu").add(base)
+    with pytest.raises(NotImplementedError, match="cosine"):
+        gknn.Index(base.shape[1], metric="cosine", backend="cuda").add(base)
+    with pytest.raises(TypeError, match="float32"):
+        gknn.Index(base.shape[1], backend="cuda").add(base.double())
+    index = gknn.Index(base.shape[1], backend="cuda")
+    index.add(base)
+    with pytest.raises(ValueError, match="dimension"):
+        index.search(base[:, :5].contiguous(), 3)
+
+
+@needs_in_place
+def test_index_cupy_in_cupy_out(host_data):
+    cupy = _cupy()
+    base, queries = (cupy.asarray(a) for a in host_data)
+    index = gknn.Index(base.shape[1], backend="cuda")
+    index.add(base)
+    D, I = index.search(queries, 6)
+    assert isinstance(D, cupy.ndarray)
+    np.testing.assert_array_equal(cupy.asnumpy(I), gknn.search(*host_data, 6, backend="cpu")[1])
