@@ -59,8 +59,9 @@ classify_hdf5_artifacts() {
     out=$(ASAN_OPTIONS="allocator_may_return_null=1:${ASAN_OPTIONS:-}" \
           LSAN_OPTIONS="suppressions=$PWD/fuzz/lsan.supp:print_suppressions=0" \
           timeout 60 "$build/fuzz/fuzz_hdf5" -timeout=5 -rss_limit_mb=2048 -malloc_limit_mb=2048 "$file" 2>&1 || true)
-    # The first stack frame that is not malloc/new/the sanitizer or libFuzzer runtime is where it happened.
-    frame=$(grep -E '^ +#[0-9]+ 0x' <<<"$out" | grep -vE 'in (__interceptor_|__asan|__sanitizer|__lsan|fuzzer::|malloc|calloc|realloc|operator new|std::__new_allocator|__libc_|__GI_)|libFuzzer|compiler-rt|libclang_rt' | head -n1)
+    # The first stack frame that is not malloc/new, the sanitizer or libFuzzer runtime or libc (the alarm signal's
+    # trampoline) is where it happened.
+    frame=$(grep -E '^ +#[0-9]+ 0x' <<<"$out" | grep -vE 'in (__interceptor_|__asan|__sanitizer|__lsan|fuzzer::|malloc|calloc|realloc|operator new|std::__new_allocator|__libc_|__GI_)|libFuzzer|compiler-rt|libclang_rt|/libc\.so' | head -n1)
     if [[ -z $frame || $frame == *libhdf5* || $frame =~ \ in\ H5 ]]; then
       echo "libhdf5 $file ${frame:+($frame)}"
     else

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -223,6 +224,27 @@ TEST(GpuTexture, FallsBackToGlobalBeyondTheTextureLimit) {
   ASSERT_EQ("", check_search(fallback, base.view(), queries.view(), p, exact()));
   EXPECT_EQ(native.indices, fallback.indices);
   EXPECT_EQ(native.distances, fallback.distances);
+}
+
+// ---- lp_gemm folds the components in garcia_global's order -----------------------------------------------
+
+// Float data (not exactly representable sums): the register-blocked tiles must still give the very same keys as
+// the shared-memory tiles, for every key metric, at sizes off every 128 x 128 tile and 8-component step.
+TEST(GpuLpGemm, KeysEqualGarciaGlobalBitForBit) {
+  for (const auto& [nb, nq, dim] : {std::tuple<int64_t, int64_t, int64_t>{300, 130, 37}, {129, 257, 8}, {1000, 5, 3},
+                                    {128, 128, 128}, {77, 1, 1}}) {
+    const HostMatrix<float> base = random_matrix(nb, dim, 90 + nb), queries = random_matrix(nq, dim, 91 + nq);
+    for (Metric metric : {Metric::SquaredL2, Metric::InnerProduct, Metric::L1, Metric::Linf, Metric::Lp}) {
+      SearchParams p = cuda_params(std::min<int64_t>(nb, 40), metric);
+      p.p = 3.0;
+      p.distance = DistanceAlgorithm::GarciaGlobal;
+      const Result want = search(base.view(), queries.view(), p);
+      p.distance = DistanceAlgorithm::LpGemm;
+      const Result got = search(base.view(), queries.view(), p);
+      EXPECT_EQ(got.indices, want.indices) << to_string(metric) << " " << nb << "x" << nq << "x" << dim;
+      EXPECT_EQ(got.distances, want.distances) << to_string(metric) << " " << nb << "x" << nq << "x" << dim;
+    }
+  }
 }
 
 // ---- cuBLAS runs in true float32 (no TF32) --------------------------------------------------------------
