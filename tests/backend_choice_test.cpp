@@ -121,5 +121,67 @@ TEST(BackendChoice, SelectKFollowsTheSameRule) {
             select_k(values.view(), nullptr, 6, Order::Ascending, cpu).indices);
 }
 
+// ---- explain_search: the plan and the reasons, from the functions the search calls -----------------------
+
+TEST(ExplainSearch, CpuReasonsFollowMetricAndK) {
+  const HostMatrix<float> base = random_matrix(300, 24, 5), queries = random_matrix(70, 24, 6);
+  SearchParams p = forcing(DistanceAlgorithm::Auto, SelectAlgorithm::Auto);
+  p.backend = Backend::Cpu;
+  SearchPlan plan = explain_search(base.view(), queries.view(), p);
+  EXPECT_EQ(plan.backend.backend, Backend::Cpu);
+  EXPECT_EQ(plan.backend.reason, "requested");
+  EXPECT_EQ(plan.distance, DistanceAlgorithm::Gemm);
+  EXPECT_NE(plan.distance_reason.find("dot-product"), std::string::npos) << plan.distance_reason;
+  EXPECT_EQ(plan.select, SelectAlgorithm::Heap);
+  EXPECT_NE(plan.select_reason.find("k = 7"), std::string::npos) << plan.select_reason;
+
+  p.metric = Metric::L1;
+  p.k = 290;
+  plan = explain_search(base.view(), queries.view(), p);
+  EXPECT_EQ(plan.distance, DistanceAlgorithm::Direct);
+  EXPECT_EQ(plan.select, SelectAlgorithm::Quickselect);
+  EXPECT_NE(plan.select_reason.find("k = 290"), std::string::npos) << plan.select_reason;
+
+  p.distance = DistanceAlgorithm::Reference;
+  EXPECT_EQ(explain_search(base.view(), queries.view(), p).distance_reason, "requested");
+  const std::string text = to_string(plan);
+  EXPECT_NE(text.find("backend      cpu (requested)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("distance     direct (auto: "), std::string::npos) << text;
+  EXPECT_NE(text.find("select       quickselect (auto: "), std::string::npos) << text;
+}
+
+TEST(ExplainSearch, AutoBackendAndCudaReasons) {
+  const HostMatrix<float> ints = integer_matrix(500, 32, 0, 255, 7), int_queries = integer_matrix(100, 32, 0, 255, 8);
+  SearchParams p = forcing(DistanceAlgorithm::Auto, SelectAlgorithm::Auto);
+  SearchPlan plan = explain_search(ints.view(), int_queries.view(), p);
+  if (!kCuda) {
+    EXPECT_EQ(plan.backend.backend, Backend::Cpu);
+    EXPECT_EQ(plan.backend.reason, no_gpu_reason());
+    return;
+  }
+  EXPECT_EQ(plan.backend.backend, Backend::Cuda);
+  EXPECT_EQ(plan.distance, DistanceAlgorithm::Fp16Mma) << plan.distance_reason;
+  EXPECT_NE(plan.distance_reason.find("integer data"), std::string::npos) << plan.distance_reason;
+  EXPECT_NE(plan.select_reason.find("k = 7"), std::string::npos) << plan.select_reason;
+  const HostMatrix<float> floats = random_matrix(500, 32, 9), float_queries = random_matrix(100, 32, 10);
+  plan = explain_search(floats.view(), float_queries.view(), p);
+  EXPECT_EQ(plan.distance, DistanceAlgorithm::Cublas);
+  EXPECT_NE(plan.distance_reason.find("not integers"), std::string::npos) << plan.distance_reason;
+  plan = explain_search(ints.view(), FloatView{int_queries.row(0), 10, 32, 0}, p);
+  EXPECT_NE(plan.distance_reason.find("fewer than 64 queries"), std::string::npos) << plan.distance_reason;
+  p.metric = Metric::L1;
+  EXPECT_EQ(explain_search(floats.view(), float_queries.view(), p).distance, DistanceAlgorithm::GarciaGlobal);
+}
+
+TEST(ExplainSearch, RefusesWhatTheSearchRefuses) {
+  const HostMatrix<float> base = random_matrix(50, 4, 11), queries = random_matrix(5, 4, 12);
+  SearchParams p = forcing(DistanceAlgorithm::Gemm, SelectAlgorithm::Auto, Metric::L1);
+  p.backend = Backend::Cpu;
+  EXPECT_THROW(explain_search(base.view(), queries.view(), p), Error);
+  p = forcing(DistanceAlgorithm::Auto, SelectAlgorithm::Auto);
+  p.k = 0;
+  EXPECT_THROW(explain_search(base.view(), queries.view(), p), Error);
+}
+
 }  // namespace
 }  // namespace gknn::testing

@@ -201,6 +201,19 @@ TEST_F(Cli, AutoBackendTakesOneThatImplementsTheForcedAlgorithm) {
                gknn::backend_available(gknn::Backend::Cuda) ? "heap" : "cuda");
 }
 
+TEST_F(Cli, ExplainPrintsThePlanAndWhy) {
+  generate_uint8();
+  const CliRun r = gknn("search --base base.bvecs --query queries.bvecs -k 10 --backend cpu --metric l1 --explain");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("backend      cpu (requested)\ndistance     direct (auto: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\nselect       heap (auto: k = 10 <= 256"), std::string::npos) << r.out;
+  const CliRun plain = gknn("search --base base.bvecs --query queries.bvecs -k 10 --explain");
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  EXPECT_EQ(plain.out.rfind("backend      " + plain_auto_choice() + "\ndistance     ", 0), 0u) << plain.out;
+  expect_error("search --base base.bvecs --query queries.bvecs --backend cpu --distance gemm --metric l1 --explain",
+               1, "gemm");
+}
+
 TEST_F(Cli, SearchTimesEachPhaseApart) {
   generate_uint8();
   const CliRun r = gknn("search --base base.bvecs --query queries.bvecs -k 10 --repeat 3");

@@ -74,6 +74,9 @@ Result select_k(FloatView keys, const int64_t* labels, int64_t k, const SelectPa
 std::unique_ptr<ResidentStore> make_store(int64_t dim);
 std::vector<DistanceAlgorithm> distance_algorithms(Metric user_metric);
 std::vector<SelectCapability> select_algorithms();
+/// The distance and selection a search with these key params would run, with the reasons (explain_search).
+void explain(const SearchParams& key_params, int64_t nq, int64_t nb, int64_t dim, const ValueStats& facts,
+             SearchPlan& plan);
 }  // namespace cpu
 
 namespace cuda {
@@ -88,6 +91,8 @@ std::vector<DistanceAlgorithm> distance_algorithms(Metric user_metric);
 std::vector<SelectCapability> select_algorithms();
 /// Visible devices; empty without CUDA, without a device, or when the driver reports an error.
 std::vector<DeviceInfo> devices();
+void explain(const SearchParams& key_params, int64_t nq, int64_t nb, int64_t dim, const ValueStats& facts,
+             SearchPlan& plan);
 }  // namespace cuda
 
 }  // namespace gknn::detail

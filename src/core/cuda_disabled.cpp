@@ -18,5 +18,6 @@ std::unique_ptr<ResidentStore> make_store(int64_t, int) { no_cuda(); }
 std::vector<DistanceAlgorithm> distance_algorithms(Metric) { return {}; }
 std::vector<SelectCapability> select_algorithms() { return {}; }
 std::vector<DeviceInfo> devices() { return {}; }
+void explain(const SearchParams&, int64_t, int64_t, int64_t, const ValueStats&, SearchPlan&) { no_cuda(); }
 
 }  // namespace gknn::detail::cuda

@@ -88,6 +88,28 @@ Result search(FloatView base, FloatView queries, const SearchParams& params) {
   return result;
 }
 
+SearchPlan explain_search(FloatView base, FloatView queries, const SearchParams& params) {
+  detail::ValueStats bs, qs;
+  detail::validate_search(base, queries, params, &bs, &qs);
+  SearchPlan plan;
+  const bool device_memory = on_device(base) || on_device(queries);
+  plan.backend = device_memory ? BackendChoice{backend_for(params, true), "device-memory inputs"} : choose_backend(params);
+  const SearchParams kp = detail::key_params(params, base.rows);
+  // Cosine searches normalised rows: fractions, as run_search tells the backend.
+  const detail::ValueStats facts = params.metric == Metric::Cosine ? detail::ValueStats{false, false, 1.f} : bs.merged(qs);
+  if (plan.backend.backend == Backend::Cuda)
+    detail::cuda::explain(kp, queries.rows, base.rows, base.cols, facts, plan);
+  else
+    detail::cpu::explain(kp, queries.rows, base.rows, base.cols, facts, plan);
+  return plan;
+}
+
+std::string to_string(const SearchPlan& plan) {
+  return "backend      " + to_string(plan.backend.backend) + " (" + plan.backend.reason + ")\n" +
+         "distance     " + to_string(plan.distance) + " (" + plan.distance_reason + ")\n" +
+         "select       " + to_string(plan.select) + " (" + plan.select_reason + ")\n";
+}
+
 Result search(ByteView base, ByteView queries, const SearchParams& params) {
   GKNN_EXPECT(base.data || base.rows == 0, ErrorCode::InvalidArgument, "base: null data pointer");
   GKNN_EXPECT(queries.data || queries.rows == 0, ErrorCode::InvalidArgument, "queries: null data pointer");

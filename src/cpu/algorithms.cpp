@@ -64,11 +64,23 @@ std::vector<DistanceAlgorithm> distance_algorithms(Metric user_metric) {
   return out;
 }
 
+void explain(const SearchParams& key_params, int64_t /*nq*/, int64_t /*nb*/, int64_t /*dim*/,
+             const ValueStats& /*facts*/, SearchPlan& plan) {
+  plan.distance = resolve_distance(key_params.distance, key_params.metric, &plan.distance_reason);
+  plan.select = resolve_select(key_params.select, key_params.k, &plan.select_reason);
+}
+
 std::vector<SelectCapability> select_algorithms() { return {std::begin(kSelectEntries), std::end(kSelectEntries)}; }
 
-DistanceAlgorithm resolve_distance(DistanceAlgorithm requested, Metric key_metric) {
-  if (requested == DistanceAlgorithm::Auto)
-    return gemm_metric(key_metric) ? DistanceAlgorithm::Gemm : DistanceAlgorithm::Direct;
+DistanceAlgorithm resolve_distance(DistanceAlgorithm requested, Metric key_metric, std::string* why) {
+  if (requested == DistanceAlgorithm::Auto) {
+    const bool gemm = gemm_metric(key_metric);
+    if (why)
+      *why = gemm ? "auto: a dot-product metric: row norms + OpenBLAS SGEMM over cache-sized tiles"
+                  : "auto: L1/Linf/Lp keys have no GEMM form: the vectorised direct kernel";
+    return gemm ? DistanceAlgorithm::Gemm : DistanceAlgorithm::Direct;
+  }
+  if (why) *why = "requested";
   const DistanceEntry* e = find_distance(requested);
   GKNN_EXPECT(e != nullptr, ErrorCode::Unsupported, "distance algorithm ", to_string(requested),
               " is not available on the cpu backend (cpu offers: ", names(distance_algorithms(Metric::SquaredL2)),
@@ -79,8 +91,15 @@ DistanceAlgorithm resolve_distance(DistanceAlgorithm requested, Metric key_metri
   return requested;
 }
 
-SelectAlgorithm resolve_select(SelectAlgorithm requested, int64_t k) {
-  if (requested == SelectAlgorithm::Auto) return k <= kHeapMaxAutoK ? SelectAlgorithm::Heap : SelectAlgorithm::Quickselect;
+SelectAlgorithm resolve_select(SelectAlgorithm requested, int64_t k, std::string* why) {
+  if (requested == SelectAlgorithm::Auto) {
+    const bool heap = k <= kHeapMaxAutoK;
+    if (why)
+      *why = "auto: k = " + std::to_string(k) + (heap ? " <= " : " > ") + std::to_string(kHeapMaxAutoK) +
+             (heap ? ": a bounded heap per query" : ": nth_element on a candidate buffer");
+    return heap ? SelectAlgorithm::Heap : SelectAlgorithm::Quickselect;
+  }
+  if (why) *why = "requested";
   for (const SelectCapability& e : kSelectEntries)
     if (e.algorithm == requested) return requested;
   fail(ErrorCode::Unsupported, "selection algorithm ", to_string(requested),

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "gknn/search.hpp"
@@ -13,8 +14,9 @@ namespace gknn::detail::cpu {
 /// algorithms.cpp and bench/results/cpu_vs_faiss.md).
 inline constexpr int64_t kHeapMaxAutoK = 256;
 
-/// Resolves Auto and rejects (ErrorCode::Unsupported) algorithms the CPU backend lacks for `key_metric`.
-DistanceAlgorithm resolve_distance(DistanceAlgorithm requested, Metric key_metric);
-SelectAlgorithm resolve_select(SelectAlgorithm requested, int64_t k);
+/// Resolves Auto and rejects (ErrorCode::Unsupported) algorithms the CPU backend lacks for `key_metric`; `why`, when
+/// given, gets the reason of the choice (explain_search).
+DistanceAlgorithm resolve_distance(DistanceAlgorithm requested, Metric key_metric, std::string* why = nullptr);
+SelectAlgorithm resolve_select(SelectAlgorithm requested, int64_t k, std::string* why = nullptr);
 
 }  // namespace gknn::detail::cpu

@@ -42,6 +42,16 @@ Result select_k(FloatView keys, const int64_t* labels, int64_t k, const SelectPa
 
 std::unique_ptr<ResidentStore> make_store(int64_t dim, int device) { return make_resident_store(dim, device); }
 
+// The very calls run_search makes first (search.cu), so the plan is the search's.
+void explain(const SearchParams& key_params, int64_t nq, int64_t nb, int64_t dim, const ValueStats& facts,
+             SearchPlan& plan) {
+  const int64_t k = std::min(key_params.k, nb);
+  plan.select = resolve_select(key_params.select, std::min(nq, kMaxQueryTile), nb, k, &plan.select_reason).algorithm;
+  plan.distance = resolve_distance(key_params.distance, key_params.metric, nq, nb, DataFacts{facts, dim},
+                                   &plan.distance_reason)
+                      .algorithm;
+}
+
 // Both lists come in the catalogue's order (gknn/algorithms.def), whatever the order of the registry's folders.
 std::vector<DistanceAlgorithm> distance_algorithms(Metric user_metric) {
   std::vector<DistanceAlgorithm> out;

@@ -27,6 +27,7 @@ struct SearchCommand {
   bool no_progress = false;
   int repeat = 1;
   int64_t oracle_sample = 0;
+  bool explain = false;
 
   int run() const {
     check_neighbour_outputs(indices_out, distances_out);  // before any long work
@@ -36,6 +37,10 @@ struct SearchCommand {
     HostMatrix<int64_t> truth;
     if (!groundtruth.empty()) truth = with_option("--groundtruth", [&] { return load_indices(groundtruth); });
 
+    if (explain && output_rank())  // the plan of one search over these rows (each shard plans its own part alike)
+      std::printf("%s", naming_inputs(search, [&] {
+                          return to_string(explain_search(data.base.view(), data.queries.view(), base_params));
+                        }).c_str());
     ProgressBar bar("search", !no_progress && output_rank());
     SearchParams params = base_params;
     params.progress = bar.callback();
@@ -112,6 +117,7 @@ Command add_search_command(CLI::App& root) {
   app->add_option("--groundtruth", cmd->groundtruth,
                   "exact neighbour ids (.ivecs, .npy or file.hdf5[:neighbors]): print recall@k");
   app->add_flag("--no-progress", cmd->no_progress, "never draw the progress bar");
+  app->add_flag("--explain", cmd->explain, "print the plan (backend, distance and selection algorithms) and why");
   app->add_option("--repeat", cmd->repeat, "warm searches after the first (cold) one; the search time is their median")
       ->check(non_negative())
       ->capture_default_str();

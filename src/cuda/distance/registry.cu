@@ -40,16 +40,29 @@ const DistanceEntry* distance_entries_end() { return std::end(kDistanceEntries);
 // Auto: for the dot-product metrics once dim is large enough for a GEMM to pay off, the fp16 tensor-core GEMM
 // where it is proven exact on the data (integers in its range; 4-7x the fp32 SGEMM's rate), else cuBLAS SGEMM;
 // otherwise the tiled shared-memory kernel, which reuses every loaded component 16 times.
-DistanceAlgorithm choose_distance(Metric key_metric, int64_t nq, int64_t /*nb*/, const DataFacts& facts) {
-  if (!gemm_key_metric(key_metric) || facts.dim < kGemmMinDim) return DistanceAlgorithm::GarciaGlobal;
+DistanceAlgorithm choose_distance(Metric key_metric, int64_t nq, int64_t /*nb*/, const DataFacts& facts,
+                                  std::string* why) {
+  const auto because = [why](DistanceAlgorithm a, const char* reason) {
+    if (why) *why = std::string("auto: ") + reason;
+    return a;
+  };
+  if (!gemm_key_metric(key_metric))
+    return because(DistanceAlgorithm::GarciaGlobal, "L1/Linf/Lp keys have no GEMM form: the tiled shared-memory kernel");
+  if (facts.dim < kGemmMinDim)
+    return because(DistanceAlgorithm::GarciaGlobal, "d < 16: too little work per key for a GEMM to pay off");
   // The fp16 path converts the base tile every call: with few queries that copy costs more than the SGEMM reads.
-  return nq >= kFp16MinQueries && fp16_mma_exact_on(facts) ? DistanceAlgorithm::Fp16Mma : DistanceAlgorithm::Cublas;
+  if (!fp16_mma_exact_on(facts))
+    return because(DistanceAlgorithm::Cublas, "the data are not integers in fp16_mma's exact range: fp32 SGEMM");
+  if (nq < kFp16MinQueries)
+    return because(DistanceAlgorithm::Cublas, "fewer than 64 queries: fp32 SGEMM (the fp16 base conversion costs more)");
+  return because(DistanceAlgorithm::Fp16Mma, "integer data in fp16_mma's exact range: fp16 tensor cores, exact");
 }
 
 const DistanceEntry& resolve_distance(DistanceAlgorithm requested, Metric key_metric, int64_t nq, int64_t nb,
-                                      const DataFacts& facts) {
+                                      const DataFacts& facts, std::string* why) {
   const DistanceAlgorithm a =
-      requested == DistanceAlgorithm::Auto ? choose_distance(key_metric, nq, nb, facts) : requested;
+      requested == DistanceAlgorithm::Auto ? choose_distance(key_metric, nq, nb, facts, why) : requested;
+  if (requested != DistanceAlgorithm::Auto && why) *why = "requested";
   const DistanceEntry* e = find_distance(a);
   GKNN_EXPECT(e != nullptr, ErrorCode::Unsupported, "distance algorithm ", to_string(a),
               " is not available on the cuda backend");

@@ -24,16 +24,22 @@ constexpr Preference kPreferences[] = {
 
 }  // namespace
 
-SelectAlgorithm choose_select(int64_t /*rows*/, int64_t /*cols*/, int64_t k) {
+SelectAlgorithm choose_select(int64_t /*rows*/, int64_t /*cols*/, int64_t k, std::string* why) {
   for (const Preference& p : kPreferences) {
     const SelectEntry* e = find_select(p.algorithm);
-    if (e && k <= e->max_k && k <= p.max_k) return p.algorithm;
+    if (e && k <= e->max_k && k <= p.max_k) {
+      if (why)
+        *why = "auto: the first family of the preference list (bits, block_select, warp_select, radix_select, "
+               "sample_select, insertion up to k = 32, sort) that serves k = " + std::to_string(k);
+      return p.algorithm;
+    }
   }
   detail::fail(ErrorCode::Unsupported, "no CUDA selection algorithm in this build serves k = ", k);
 }
 
-const SelectEntry& resolve_select(SelectAlgorithm requested, int64_t rows, int64_t cols, int64_t k) {
-  const SelectAlgorithm a = requested == SelectAlgorithm::Auto ? choose_select(rows, cols, k) : requested;
+const SelectEntry& resolve_select(SelectAlgorithm requested, int64_t rows, int64_t cols, int64_t k, std::string* why) {
+  const SelectAlgorithm a = requested == SelectAlgorithm::Auto ? choose_select(rows, cols, k, why) : requested;
+  if (requested != SelectAlgorithm::Auto && why) *why = "requested";
   const SelectEntry* e = find_select(a);
   GKNN_EXPECT(e != nullptr, ErrorCode::Unsupported, "selection algorithm ", to_string(a),
               " has no CUDA implementation in this build");

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include <cuda_runtime.h>
 
@@ -65,9 +66,10 @@ const SelectEntry* select_entries_begin();
 const SelectEntry* select_entries_end();
 /// nullptr when the algorithm has no GPU implementation in this build.
 const SelectEntry* find_select(SelectAlgorithm algorithm);
-/// Auto's choice for a problem shape (every k).
-SelectAlgorithm choose_select(int64_t rows, int64_t cols, int64_t k);
+/// Auto's choice for a problem shape (every k); `why`, when given, gets the reason (explain_search).
+SelectAlgorithm choose_select(int64_t rows, int64_t cols, int64_t k, std::string* why = nullptr);
 /// Resolves Auto, checks the algorithm exists and serves k; throws Unsupported naming it otherwise.
-const SelectEntry& resolve_select(SelectAlgorithm requested, int64_t rows, int64_t cols, int64_t k);
+const SelectEntry& resolve_select(SelectAlgorithm requested, int64_t rows, int64_t cols, int64_t k,
+                                  std::string* why = nullptr);
 
 }  // namespace gknn::cuda_detail
