@@ -498,6 +498,29 @@ TEST_F(Cli, BenchJsonIsValid) {
   EXPECT_NE(table.out.find("queries/s"), std::string::npos) << table.out;
 }
 
+TEST_F(Cli, BenchSweepWritesPlanTableRows) {
+  const std::string sweep =
+      "bench --sweep --backend cpu --sweep-n 300 --sweep-q 20 --sweep-d 8 --sweep-k 5 --sweep-metrics squared_l2,l1 "
+      "--sweep-data integer --repeat 1 --warmup 0 --out table.csv";
+  const CliRun r = gknn(sweep);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("worst        Auto / best = "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 rows appended to"), std::string::npos) << r.out;
+  ASSERT_EQ(gknn(sweep).code, 0);  // a second sweep appends below the same header
+  std::ifstream in(path("table.csv"));
+  std::vector<std::string> rows;
+  int headers = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line == std::string(gknn::plan_table_header())) ++headers;
+    else if (!line.empty() && line[0] != '#') rows.push_back(line);
+  }
+  EXPECT_EQ(headers, 1);
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0].rfind("cpu,dot,integer,300,20,8,5,", 0), 0u) << rows[0];
+  EXPECT_EQ(rows[1].rfind("cpu,l1,integer,300,20,8,5,direct,", 0), 0u) << rows[1];  // the CPU's only L1 kernel
+  expect_error("bench -k 3", 1, "--base and --query are required");
+}
+
 TEST_F(Cli, JoinWritesTheSelfJoinAndReports) {
   ASSERT_EQ(gknn("gen --rows 600 --dim 3 --distribution expo --lambda 40 -o pts.npy").code, 0);
   const CliRun r = gknn("join --input pts.npy -k 7 --mode cpu -o ids.npy --distances-out d.npy");

@@ -6,9 +6,11 @@
 
 namespace gknn::cli {
 
-void SearchOptions::add_to(CLI::App& app) {
-  app.add_option("--base", base, "database vectors: .fvecs, .bvecs, .npy or file.hdf5[:train|:test]")->required();
-  app.add_option("--query", query, "query vectors (same formats; file.hdf5:test for ann-benchmarks)")->required();
+void SearchOptions::add_to(CLI::App& app, bool inputs_required) {
+  app.add_option("--base", base, "database vectors: .fvecs, .bvecs, .npy or file.hdf5[:train|:test]")
+      ->required(inputs_required);
+  app.add_option("--query", query, "query vectors (same formats; file.hdf5:test for ann-benchmarks)")
+      ->required(inputs_required);
   app.add_option("-k,--k", k, "number of neighbours per query")->check(positive())->capture_default_str();
   app.add_option("--metric", metric, "squared_l2, l2, inner_product, cosine, l1, linf or lp")
       ->check(name_check([](const std::string& s) { parse_metric(s); }, "METRIC"))

@@ -33,7 +33,8 @@ struct SearchOptions {
 
   /// Registers --base, --query, -k, --metric, -p, --backend, --distance, --select, --threads, --memory-budget,
   /// --tang-m, --tang-group, --thread-queue, --no-prefetch, --single-stage, --no-bracket.
-  void add_to(CLI::App& app);
+  /// Registers the options; `inputs_required` false leaves --base/--query optional (bench --sweep needs neither).
+  void add_to(CLI::App& app, bool inputs_required = true);
   /// Names were validated by CLI11 already; this converts them (and the memory budget) to SearchParams.
   SearchParams params() const;
 };

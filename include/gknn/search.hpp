@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gknn/types.hpp"
@@ -83,5 +84,13 @@ struct SearchPlan {
 SearchPlan explain_search(FloatView base, FloatView queries, const SearchParams& params);
 /// Lines "backend ...", "distance ...", "select ..." with the reasons.
 std::string to_string(const SearchPlan& plan);
+
+/// The measured plan table Auto consults on the CUDA backend (src/plan/plan_table.csv, or the file
+/// $GKNN_PLAN_TABLE names; docs/planner.md): its header line, and one row — the fastest (distance, select) pair
+/// measured for a device (a substring of its name), a metric (stored as its class: dot, l1, linf, lp), a data kind
+/// and a cell (n base rows, q queries, dimension d, k). `gknn bench --sweep` writes these.
+std::string_view plan_table_header();
+std::string plan_table_row(std::string_view device, Metric metric, bool integer_data, int64_t n, int64_t q, int64_t d,
+                           int64_t k, DistanceAlgorithm distance, SelectAlgorithm select, double ms);
 
 }  // namespace gknn

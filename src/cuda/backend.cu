@@ -2,6 +2,7 @@
 #include "core/backend.hpp"
 #include "core/keys.hpp"
 #include "cuda/distance/distance.cuh"
+#include "cuda/pipeline/measured_choice.cuh"
 #include "cuda/pipeline/resident.cuh"
 #include "cuda/pipeline/search.cuh"
 #include "cuda/pipeline/select_rows.cuh"
@@ -45,11 +46,15 @@ std::unique_ptr<ResidentStore> make_store(int64_t dim, int device) { return make
 // The very calls run_search makes first (search.cu), so the plan is the search's.
 void explain(const SearchParams& key_params, int64_t nq, int64_t nb, int64_t dim, const ValueStats& facts,
              SearchPlan& plan) {
-  const int64_t k = std::min(key_params.k, nb);
-  plan.select = resolve_select(key_params.select, std::min(nq, kMaxQueryTile), nb, k, &plan.select_reason).algorithm;
-  plan.distance = resolve_distance(key_params.distance, key_params.metric, nq, nb, DataFacts{facts, dim},
-                                   &plan.distance_reason)
-                      .algorithm;
+  use_device(key_params.device);
+  const DataFacts data{facts, dim};
+  const MeasuredChoice choice = measured_choice(key_params, nq, nb, data, key_params.device);
+  const SearchParams& kp = choice.params;
+  const int64_t k = std::min(kp.k, nb);
+  plan.select = resolve_select(kp.select, std::min(nq, kMaxQueryTile), nb, k, &plan.select_reason).algorithm;
+  plan.distance = resolve_distance(kp.distance, kp.metric, nq, nb, data, &plan.distance_reason).algorithm;
+  if (!choice.select_reason.empty()) plan.select_reason = choice.select_reason;  // not "requested": the table's
+  if (!choice.distance_reason.empty()) plan.distance_reason = choice.distance_reason;
 }
 
 // Both lists come in the catalogue's order (gknn/algorithms.def), whatever the order of the registry's folders.

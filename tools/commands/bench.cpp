@@ -6,8 +6,10 @@
 #include <memory>
 #include <vector>
 
+#include "bench_sweep.hpp"
 #include "cli_common.hpp"
 #include "commands/commands.hpp"
+#include "gknn/error.hpp"
 #include "gknn/info.hpp"
 #include "gknn/search.hpp"
 #include "json_writer.hpp"
@@ -36,6 +38,7 @@ struct BenchCommand {
   int warmup = 1;
   bool json = false;
   bool no_split = false;
+  SweepOptions sweep;
 
   std::vector<double> time_runs(const Dataset& data, const SearchParams& params, const char* label) const {
     for (int i = 0; i < warmup; ++i) run_search(data, search, params);
@@ -53,6 +56,9 @@ struct BenchCommand {
 
   int run() const {
     const SearchParams params = search.params();
+    if (sweep.enabled) return run_sweep(sweep, params, warmup, repeat);
+    GKNN_EXPECT(!search.base.empty() && !search.query.empty(), ErrorCode::InvalidArgument,
+                "bench: --base and --query are required (or --sweep, which generates its data)");
     const Dataset data = load_dataset(search);
     Timings t;
     t.load = data.load_seconds;
@@ -122,11 +128,12 @@ struct BenchCommand {
 Command add_bench_command(CLI::App& root) {
   auto cmd = std::make_shared<BenchCommand>();
   CLI::App* app = root.add_subcommand("bench", "time the stages of a search (median of --repeat runs)");
-  cmd->search.add_to(*app);
+  cmd->search.add_to(*app, false);  // --sweep generates its data; the other runs check --base/--query
   app->add_option("--repeat", cmd->repeat, "timed runs")->check(positive())->capture_default_str();
   app->add_option("--warmup", cmd->warmup, "untimed runs first")->check(non_negative())->capture_default_str();
   app->add_flag("--json", cmd->json, "print one JSON object instead of the table");
   app->add_flag("--no-split", cmd->no_split, "skip the k = 1 runs that split distances from selection");
+  cmd->sweep.add_to(*app);
   return {app, [cmd] { return cmd->run(); }};
 }
 

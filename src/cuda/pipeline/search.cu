@@ -9,6 +9,7 @@
 #include "cuda/common/device.cuh"
 #include "cuda/distance/distance.cuh"
 #include "cuda/pipeline/finalize.cuh"
+#include "cuda/pipeline/measured_choice.cuh"
 #include "cuda/pipeline/merge.cuh"
 #include "cuda/pipeline/search.cuh"
 #include "cuda/pipeline/staging.cuh"
@@ -340,10 +341,12 @@ void publish_stats(StageTimer* timer, int64_t query_tiles, int64_t base_tiles, S
 
 }  // namespace
 
-void run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchParams& kp, size_t budget,
+void run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchParams& requested, size_t budget,
                 const DataFacts& facts, const detail::OutputSpec& out) {
-  const int64_t nq = queries.rows, nb = base.rows(), dim = queries.cols, k = kp.k;
+  const int64_t nq = queries.rows, nb = base.rows(), dim = queries.cols, k = requested.k;
   if (nq == 0) return;
+  // Auto's choices from the measured plan table where it has a row for this search (else they stay Auto: rules).
+  const SearchParams kp = measured_choice(requested, nq, nb, facts, p.device).params;
   GKNN_EXPECT(k >= 1 && k <= nb, ErrorCode::Internal, "run_search: k = ", k, " outside [1, ", nb, "]");
   GKNN_EXPECT(out.k >= k, ErrorCode::Internal, "run_search: output k ", out.k, " below the key k ", k);
   // Resolve on the whole shape first, so an unsupported request fails before any work or allocation.

@@ -1,0 +1,81 @@
+// gpu_plan_test.cpp: the measured plan table on the CUDA backend: a row for this device near the search's cell
+// makes Auto (and explain_search) take its pair, with the reason naming the row; a row of another device, another
+// data kind or too far away leaves the rules; the results stay those of the rules (the oracle's, on integer data).
+// Its own binary: the table is read once per process, from $GKNN_PLAN_TABLE set before the first search.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "gknn/info.hpp"
+#include "gknn/search.hpp"
+#include "testing/data.hpp"
+#include "testing/oracle.hpp"
+
+namespace gknn::testing {
+namespace {
+
+class GpuPlanTable : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const std::vector<DeviceInfo> devices = cuda_devices();
+    if (devices.empty()) return;
+    path_ = ::testing::TempDir() + "gknn_gpu_plan_table.csv";
+    std::ofstream out(path_);
+    const std::string device = devices.front().name;
+    out << plan_table_header() << "\n"
+        // integer data, 2000 x 32 base, 300 queries, k = 10: garcia_global + warp_select (not what the rules take)
+        << plan_table_row(device, Metric::SquaredL2, true, 2000, 300, 32, 10, DistanceAlgorithm::GarciaGlobal,
+                          SelectAlgorithm::WarpSelect, 1.0)
+        << "\n"
+        // the same cell for another device name: never taken here
+        << plan_table_row("NoSuchGpu", Metric::L1, false, 2000, 300, 32, 10, DistanceAlgorithm::Naive,
+                          SelectAlgorithm::Sort, 1.0)
+        << "\n";
+    out.close();
+    ::setenv("GKNN_PLAN_TABLE", path_.c_str(), 1);
+  }
+  static void TearDownTestSuite() {
+    if (!path_.empty()) std::remove(path_.c_str());
+  }
+  static inline std::string path_;
+};
+
+SearchParams cuda_params(int64_t k, Metric metric = Metric::SquaredL2) { return params_for(Backend::Cuda, k, metric); }
+
+TEST_F(GpuPlanTable, AutoTakesTheMeasuredRowAndStaysExact) {
+  const HostMatrix<float> base = integer_matrix(2500, 32, 0, 40, 1), queries = integer_matrix(250, 32, 0, 40, 2);
+  const SearchParams p = cuda_params(10);
+  const SearchPlan plan = explain_search(base.view(), queries.view(), p);
+  EXPECT_EQ(plan.distance, DistanceAlgorithm::GarciaGlobal) << plan.distance_reason;
+  EXPECT_EQ(plan.select, SelectAlgorithm::WarpSelect) << plan.select_reason;
+  EXPECT_NE(plan.distance_reason.find("measured: fastest at n=2000, q=300, d=32, k=10"), std::string::npos)
+      << plan.distance_reason;
+  EXPECT_NE(plan.select_reason.find("gknn_gpu_plan_table.csv line 2"), std::string::npos) << plan.select_reason;
+  CheckOptions exact;
+  exact.exact_indices = true;
+  EXPECT_EQ("", check_search(search(base.view(), queries.view(), p), base.view(), queries.view(), p, exact));
+}
+
+TEST_F(GpuPlanTable, ExplicitChoicesAndOtherCellsKeepTheRules) {
+  const HostMatrix<float> base = integer_matrix(2500, 32, 0, 40, 3), queries = integer_matrix(250, 32, 0, 40, 4);
+  SearchParams p = cuda_params(10);
+  p.distance = DistanceAlgorithm::Cublas;  // requested: kept; the selection still comes from the row
+  SearchPlan plan = explain_search(base.view(), queries.view(), p);
+  EXPECT_EQ(plan.distance, DistanceAlgorithm::Cublas);
+  EXPECT_EQ(plan.distance_reason, "requested");
+  EXPECT_EQ(plan.select, SelectAlgorithm::WarpSelect);
+  // float data, k 8x larger, or another metric class: no row applies.
+  const HostMatrix<float> floats = random_matrix(2500, 32, 5), float_queries = random_matrix(250, 32, 6);
+  for (const SearchPlan& other : {explain_search(floats.view(), float_queries.view(), cuda_params(10)),
+                                  explain_search(base.view(), queries.view(), cuda_params(80)),
+                                  explain_search(base.view(), queries.view(), cuda_params(10, Metric::L1))}) {
+    EXPECT_EQ(other.distance_reason.find("measured"), std::string::npos) << other.distance_reason;
+    EXPECT_EQ(other.select_reason.find("measured"), std::string::npos) << other.select_reason;
+  }
+}
+
+}  // namespace
+}  // namespace gknn::testing

@@ -1,0 +1,34 @@
+// bench_sweep.hpp: `gknn bench --sweep`: measures every distance and selection algorithm of a backend on a grid of
+// (n, q, d, k) cells and writes the fastest pair of each cell as rows of the measured plan table that Auto consults
+// (gknn::plan_table_row, docs/planner.md), with Auto's own time beside it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "gknn/search.hpp"
+
+namespace gknn::cli {
+
+struct SweepOptions {
+  bool enabled = false;
+  std::string out;  ///< plan table rows go here (header written when the file is new); empty: stdout only
+  std::vector<int64_t> n{16384, 262144, 1048576};
+  std::vector<int64_t> q{1, 64, 1024, 10000};
+  std::vector<int64_t> d{8, 32, 128};
+  std::vector<int64_t> k{1, 10, 100, 1000};
+  std::vector<std::string> metrics{"squared_l2", "l1"};
+  std::vector<std::string> data{"integer", "float"};
+
+  /// Registers --sweep, --out and the --sweep-* grid options.
+  void add_to(CLI::App& app);
+};
+
+/// Runs the sweep on `backend` (params.device for CUDA) with `warmup` untimed and `repeat` timed searches per
+/// candidate (median); prints one line per cell (best pair, its time, Auto's time and the ratio) and the worst
+/// Auto/best ratio; returns 0.
+int run_sweep(const SweepOptions& sweep, const SearchParams& params, int warmup, int repeat);
+
+}  // namespace gknn::cli
