@@ -74,6 +74,23 @@ py::tuple search(const py::buffer& base_buffer, const py::buffer& query_buffer, 
   }));
 }
 
+/// explain_search on host arrays: what gknn.search would run and why.
+py::dict explain(const py::buffer& base_buffer, const py::buffer& query_buffer, int64_t k, const std::string& metric,
+                 double p, const std::string& backend, const Options& options) {
+  const HostMatrix base(base_buffer, "base"), queries(query_buffer, "queries");
+  GKNN_EXPECT(!base.is_bytes() && !queries.is_bytes(), ErrorCode::InvalidArgument,
+              "explain: base and queries must be float32 (the Python layer converts uint8)");
+  const SearchPlan plan = explain_search(base.floats(), queries.floats(), search_params(k, metric, p, backend, options));
+  py::dict out;
+  out["backend"] = to_string(plan.backend.backend);
+  out["backend_reason"] = plan.backend.reason;
+  out["distance"] = to_string(plan.distance);
+  out["distance_reason"] = plan.distance_reason;
+  out["select"] = to_string(plan.select);
+  out["select_reason"] = plan.select_reason;
+  return out;
+}
+
 py::tuple select_k(const py::buffer& values_buffer, const py::object& labels_buffer, int64_t k,
                    bool largest, const std::string& backend, const std::string& algorithm, int threads) {
   const HostMatrix values(values_buffer, "values");
@@ -284,6 +301,8 @@ PYBIND11_MODULE(_gknn, m) {
       .def_readwrite("device", &Options::device);
 
   m.def("search", &search, py::arg("base"), py::arg("queries"), py::arg("k"), py::arg("metric"), py::arg("p"),
+        py::arg("backend"), py::arg("options"));
+  m.def("explain", &explain, py::arg("base"), py::arg("queries"), py::arg("k"), py::arg("metric"), py::arg("p"),
         py::arg("backend"), py::arg("options"));
   m.def("select_k", &select_k, py::arg("values"), py::arg("labels"), py::arg("k"), py::arg("largest"),
         py::arg("backend"), py::arg("algorithm"), py::arg("threads"));

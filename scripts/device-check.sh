@@ -234,11 +234,20 @@ if [[ $do_bench == 1 ]]; then
     name=$(basename "$exe")
     [[ -x $exe && $name != gknn_cpu_bench && $name != gknn_gpu_bench* ]] || continue
     t0=$SECONDS
-    OUT=$out "$exe" >"$out/$name.log" 2>&1
+    extra=()  # the join benchmark keeps its point sets for the cKDTree peer below, tables into $out
+    [[ $name == gknn_join_bench ]] && extra=(--data-dir "$out/join-data" --csv "$out/join.csv" --md "$out/join.md")
+    OUT=$out "$exe" "${extra[@]}" >"$out/$name.log" 2>&1
     rc=$?
     note "bench        $name: rc $rc ($((SECONDS - t0)) s; log: $name.log)"
     [[ $rc != 0 ]] && status=1 && summary+=("$(tail -n 3 "$out/$name.log")")
   done
+  if [[ -d $out/join-data ]]; then  # seed 004's peer: scipy's cKDTree on the same point sets
+    t0=$SECONDS
+    python3 "$root/bench/join/ckdtree_peer.py" --data-dir "$out/join-data" --workers "$(nproc)" \
+      --csv "$out/join_ckdtree.csv" >"$out/join_ckdtree.log" 2>&1
+    note "bench        ckdtree_peer.py: rc $? ($((SECONDS - t0)) s; table: join_ckdtree.csv)"
+    rm -rf "$out/join-data"  # large; not worth bringing back
+  fi
   if [[ $do_torch == 1 ]]; then
     t0=$SECONDS
     python3 "$root/bench/gpu/torch_peer.py" --configs "$configs" --repeats "$repeats" --out "$out/torch_peer.md" \

@@ -23,7 +23,7 @@ import numpy as np
 from . import _arrays, _gknn
 from ._neighbors import NearestNeighbors
 
-__all__ = ["search", "select_k", "Index", "NearestNeighbors", "info", "metric_name", "__version__"]
+__all__ = ["search", "explain", "select_k", "Index", "NearestNeighbors", "info", "metric_name", "__version__"]
 
 __version__ = _gknn.__version__
 
@@ -91,6 +91,21 @@ def search(base, queries, k, metric="sqeuclidean", backend="auto", distance="aut
     distances, indices = _gknn.search(base_host, queries_host, k, metric, p, backend,
                                       _options(distance, select, threads, memory_budget))
     return _arrays.like_input(queries, distances, indices)
+
+
+def explain(base, queries, k, metric="sqeuclidean", backend="auto", distance="auto", select="auto", p=None):
+    """What gknn.search(base, queries, k, ...) would run and why, without searching: a dict with "backend",
+    "distance" and "select" (gknn's algorithm names) and a "..._reason" for each (e.g. "auto: integer data in
+    fp16_mma's exact range: fp16 tensor cores, exact", or a row of the measured plan table). The inputs are
+    validated as search validates them (the value facts that decide exact fast paths come from that pass).
+    Host arrays only."""
+    k = _check_k(k)
+    metric, p = metric_name(metric, p)
+    if _arrays.is_device_array(base) or _arrays.is_device_array(queries):
+        raise NotImplementedError("explain: pass host arrays (the plan depends on the values, read on the host)")
+    base_host = _arrays.host_matrix(base, "base", allow_uint8=False)
+    queries_host = _arrays.host_matrix(queries, "queries", allow_uint8=False)
+    return _gknn.explain(base_host, queries_host, k, metric, p, backend, _options(distance, select, 0, 0))
 
 
 def _search_device(base, queries, k, metric, p, backend, options):

@@ -163,3 +163,18 @@ def test_dlpack_capsules_are_read_in_place():
     assert desc["strides"] in (None, (6, 1))
     with pytest.raises(TypeError):
         gknn._gknn.describe_dlpack(array)  # not a capsule
+
+
+def test_explain_names_the_plan_and_why(data):
+    base, queries = data
+    plan = gknn.explain(base, queries, 5, metric="cityblock", backend="cpu")
+    assert plan["backend"] == "cpu" and plan["backend_reason"] == "requested"
+    assert plan["distance"] == "direct" and plan["distance_reason"].startswith("auto: ")
+    assert plan["select"] == "heap" and "k = 5" in plan["select_reason"]
+    plan = gknn.explain(base, queries, 5, backend="cpu", distance="reference", select="quickselect")
+    assert (plan["distance"], plan["distance_reason"]) == ("reference", "requested")
+    assert (plan["select"], plan["select_reason"]) == ("quickselect", "requested")
+    with pytest.raises(NotImplementedError):  # what search refuses, explain refuses alike
+        gknn.explain(base, queries, 5, metric="l1", backend="cpu", distance="gemm")
+    with pytest.raises(ValueError):
+        gknn.explain(base, queries[:, :2], 5)

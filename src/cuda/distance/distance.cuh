@@ -30,6 +30,9 @@ struct DistanceInput {
   float p = 2.f;
   const float* query_norms = nullptr;  ///< squared norms (SquaredL2 only; filled by the pipeline when needs_norms)
   const float* base_norms = nullptr;
+  /// garcia_texture: the linear-texture limit (elements) to assume instead of the device's; 0 = the device's. Set
+  /// by the pipeline from a test hook, so that no kernel reads a process-wide setting.
+  int64_t texture_limit = 0;
 };
 
 struct DistanceOutput {
@@ -41,6 +44,9 @@ struct DistanceContext {
   Workspace& workspace;
   cudaStream_t stream;
   int device;
+  /// Incremented by a kernel that computed the call with its fallback instead (garcia_texture beyond the texture
+  /// limits); the pipeline reports the count. May be null.
+  int64_t* fallbacks = nullptr;
 };
 
 /// Which key metrics an entry serves (DistanceEntry::supports): every key metric, or the GEMM decomposition's.

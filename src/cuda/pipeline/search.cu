@@ -9,6 +9,7 @@
 #include "cuda/common/device.cuh"
 #include "cuda/distance/distance.cuh"
 #include "cuda/pipeline/finalize.cuh"
+#include "cuda/pipeline/hook_state.cuh"
 #include "cuda/pipeline/measured_choice.cuh"
 #include "cuda/pipeline/merge.cuh"
 #include "cuda/pipeline/search.cuh"
@@ -129,8 +130,11 @@ ListRef search_query_tile(const TileJob& job, const float* queries, int64_t quer
     }
     const DistanceInput din{queries, query_stride, qn, rows.rows, rows.stride, bn, job.dim, job.kp.metric,
                             static_cast<float>(job.kp.p), job.norms ? p.query_norms.data() : nullptr,
-                            job.norms ? base_norms : nullptr};
-    job.distance.run(din, DistanceOutput{p.distances.data(), bn}, DistanceContext{p.distance_workspace, s, p.device});
+                            job.norms ? base_norms : nullptr, texture_limit_override()};
+    int64_t fallbacks = 0;
+    job.distance.run(din, DistanceOutput{p.distances.data(), bn},
+                     DistanceContext{p.distance_workspace, s, p.device, &fallbacks});
+    count_texture_fallbacks(fallbacks);
     stage_end(job.timer, Stage::Distance, s);
     job.base.release(s);  // the distance kernel was the tile's last reader
 

@@ -3,28 +3,24 @@
 //
 // FALLBACK: a linear texture addresses at most DeviceProps::max_texture_1d_linear elements and needs a base
 // pointer aligned to DeviceProps::texture_alignment. A base tile beyond either limit is computed by
-// garcia_global instead (same keys, same summation order), and texture_fallback_count() counts it. The pipeline
+// garcia_global instead (same keys, same summation order), counted in DistanceContext::fallbacks. The pipeline
 // keeps tiles of a resident base at multiples of 128 rows, so tile pointers stay 512-byte aligned.
 //
 // Texture objects are cached per thread by (device, pointer, elements): the pipeline reuses the same few tile
 // pointers for every query tile, so steady state creates none. An evicted object is destroyed only after the
 // event recorded at its last use has completed (destroying one that a queued kernel still reads is undefined).
-#include <atomic>
 #include <vector>
 
 #include "cuda/common/device.cuh"
 #include "cuda/distance/key_ops.cuh"
 #include "cuda/distance/kernels.cuh"
 #include "cuda/distance/query_launch.cuh"
-#include "cuda/hooks.hpp"
 
 namespace gknn::cuda_detail {
 namespace {
 
 constexpr int kTile = 16;
 const QueryGrid kTileGrid{dim3(kTile, kTile), kTile, kTile};
-std::atomic<int64_t> g_limit_override{0};
-std::atomic<int64_t> g_fallbacks{0};
 
 template <Metric M>
 __global__ void __launch_bounds__(kTile * kTile)
@@ -87,21 +83,18 @@ thread_local TextureCache t_cache;
 
 bool fits_texture(const DistanceInput& in, int64_t elements, int device) {
   const DeviceProps& props = device_props(device);
-  const int64_t override_limit = g_limit_override.load();
-  const int64_t limit = override_limit > 0 ? override_limit : props.max_texture_1d_linear;
+  const int64_t limit = in.texture_limit > 0 ? in.texture_limit : props.max_texture_1d_linear;
   const size_t align = props.texture_alignment > 0 ? props.texture_alignment : 1;
   return elements <= limit && reinterpret_cast<uintptr_t>(in.base) % align == 0;
 }
 
 }  // namespace
 
-void set_texture_limit_override(int64_t elements) { g_limit_override.store(elements); }
-int64_t texture_fallback_count() { return g_fallbacks.load(); }
 
 void garcia_texture_distance(const DistanceInput& in, const DistanceOutput& out, const DistanceContext& ctx) {
   const int64_t elements = (in.nb - 1) * in.base_stride + in.dim;  // last element read + 1
   if (!fits_texture(in, elements, ctx.device)) {
-    g_fallbacks.fetch_add(1);
+    if (ctx.fallbacks) ++*ctx.fallbacks;
     garcia_global_distance(in, out, ctx);
     return;
   }

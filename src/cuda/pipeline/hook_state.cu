@@ -1,0 +1,22 @@
+// hook_state.cu: the texture hooks of cuda/hooks.hpp, kept in the dispatch layer (see hook_state.cuh).
+#include <atomic>
+
+#include "cuda/hooks.hpp"
+#include "cuda/pipeline/hook_state.cuh"
+
+namespace gknn::cuda_detail {
+namespace {
+
+std::atomic<int64_t> g_texture_limit{0};
+std::atomic<int64_t> g_texture_fallbacks{0};
+
+}  // namespace
+
+void set_texture_limit_override(int64_t elements) { g_texture_limit.store(elements); }
+int64_t texture_fallback_count() { return g_texture_fallbacks.load(); }
+int64_t texture_limit_override() { return g_texture_limit.load(); }
+void count_texture_fallbacks(int64_t n) {
+  if (n > 0) g_texture_fallbacks.fetch_add(n);
+}
+
+}  // namespace gknn::cuda_detail
