@@ -502,8 +502,24 @@ TEST_F(Cli, BenchSweepWritesPlanTableRows) {
   const std::string sweep =
       "bench --sweep --backend cpu --sweep-n 300 --sweep-q 20 --sweep-d 8 --sweep-k 5 --sweep-metrics squared_l2,l1 "
       "--sweep-data integer --repeat 1 --warmup 0 --out table.csv";
-  const CliRun r = gknn(sweep);
+  const CliRun r = gknn(sweep + " --csv timings.csv");
   ASSERT_EQ(r.code, 0) << r.err;
+  std::ifstream timings(path("timings.csv"));
+  std::string header, line;
+  std::getline(timings, header);
+  EXPECT_EQ(header, "device,metric,data,n,q,d,k,path,distance,select,ms,runs,auto_distance,auto_select");
+  int autos = 0, candidates = 0;
+  while (std::getline(timings, line)) {
+    EXPECT_EQ(line.rfind("cpu,", 0), 0u) << line;
+    std::vector<std::string> fields;
+    std::stringstream split(line);
+    for (std::string field; std::getline(split, field, ',');) fields.push_back(field);
+    ASSERT_EQ(fields.size(), 14u) << line;
+    autos += fields[7] == "auto";
+    candidates += fields[7] == "candidate";
+  }
+  EXPECT_EQ(autos, 2);          // one Auto timing per cell
+  EXPECT_GE(candidates, 2 * 3);  // every distance, then every selection, per cell
   EXPECT_NE(r.out.find("worst        Auto / best = "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("2 rows appended to"), std::string::npos) << r.out;
   ASSERT_EQ(gknn(sweep).code, 0);  // a second sweep appends below the same header

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <utility>
 #include <optional>
 
@@ -46,6 +47,7 @@ struct Timed {
   DistanceAlgorithm distance;
   SelectAlgorithm select;
   double ms;
+  int runs;  ///< 1: stopped after its first run, already slower than the cutoff (its time is a lower bound)
 };
 
 class CellBench {
@@ -53,20 +55,20 @@ class CellBench {
   CellBench(const Index& index, const HostMatrix<float>& queries, const SearchParams& params, int warmup, int repeat)
       : index_(index), queries_(queries), params_(params), warmup_(warmup), repeat_(repeat) {}
 
-  /// Median wall time of the pair in ms; nullopt when the backend refuses it (metric, k, data).
-  std::optional<double> time(DistanceAlgorithm distance, SelectAlgorithm select) const {
+  /// Median wall time of the pair in ms after the warm-up; nullopt when the backend refuses the pair (metric, k,
+  /// data). A pair whose first run already exceeds `cutoff_ms` is not run again: the slow kernels of a large cell
+  /// would otherwise take minutes to lose.
+  std::optional<Timed> time(DistanceAlgorithm distance, SelectAlgorithm select, double cutoff_ms) const {
     SearchParams p = params_;
     p.distance = distance;
     p.select = select;
     try {
-      for (int i = 0; i < warmup_; ++i) index_.search(queries_.view(), p);
+      const double first = run_ms(p);
+      if (first > cutoff_ms) return Timed{distance, select, first, 1};
+      for (int i = 1; i < warmup_; ++i) run_ms(p);
       std::vector<double> runs;
-      for (int i = 0; i < repeat_; ++i) {
-        Stopwatch clock;
-        index_.search(queries_.view(), p);
-        runs.push_back(clock.seconds() * 1000.0);
-      }
-      return median(runs);
+      for (int i = 0; i < repeat_; ++i) runs.push_back(run_ms(p));
+      return Timed{distance, select, median(runs), repeat_};
     } catch (const Error& e) {
       if (e.code() == ErrorCode::Unsupported) return std::nullopt;
       throw;
@@ -74,12 +76,18 @@ class CellBench {
   }
 
   /// The fastest pair in two rounds, as the test suite covers the algorithms: every distance with Auto's selection,
-  /// then every selection (by name: a table row names its algorithms) with the fastest distance.
-  std::optional<Timed> best(Backend backend, bool integer) const {
-    const auto fastest = [&](auto&& pairs) {
+  /// then every selection (by name: a table row names its algorithms) with the fastest distance. Every timing goes
+  /// to `all`; a candidate is cut off at 4x the fastest so far.
+  std::optional<Timed> best(Backend backend, bool integer, std::vector<Timed>& all) const {
+    const auto fastest = [&](const std::vector<std::pair<DistanceAlgorithm, SelectAlgorithm>>& pairs) {
       std::optional<Timed> out;
-      for (const auto& [d, s] : pairs)
-        if (const std::optional<double> ms = time(d, s); ms && (!out || *ms < out->ms)) out = Timed{d, s, *ms};
+      for (const auto& [d, s] : pairs) {
+        const double cutoff = out ? 4 * out->ms : std::numeric_limits<double>::infinity();
+        const std::optional<Timed> t = time(d, s, cutoff);
+        if (!t) continue;
+        all.push_back(*t);
+        if (!out || t->ms < out->ms) out = t;
+      }
       return out;
     };
     std::vector<std::pair<DistanceAlgorithm, SelectAlgorithm>> round;
@@ -95,30 +103,58 @@ class CellBench {
   }
 
  private:
+  double run_ms(const SearchParams& p) const {
+    Stopwatch clock;
+    index_.search(queries_.view(), p);
+    return clock.seconds() * 1000.0;
+  }
+
   const Index& index_;
   const HostMatrix<float>& queries_;
   const SearchParams& params_;
   int warmup_, repeat_;
 };
 
-/// Appends `rows` to the table at `path` (header first when it is new) through a temporary file renamed onto it,
-/// so an interrupted sweep never leaves a half-written table.
+/// The long-format CSV of every timing of the sweep (--csv), for bench/suite/report.py.
+class TimingsCsv {
+ public:
+  static constexpr const char* kHeader =
+      "device,metric,data,n,q,d,k,path,distance,select,ms,runs,auto_distance,auto_select";
+
+  void add(const std::string& cell, const char* path, const Timed& t, const SearchPlan& plan) {
+    lines_.push_back(cell + "," + path + "," + to_string(t.distance) + "," + to_string(t.select) + "," +
+                     std::to_string(t.ms) + "," + std::to_string(t.runs) + "," + to_string(plan.distance) + "," +
+                     to_string(plan.select));
+  }
+  const std::vector<std::string>& lines() const { return lines_; }
+
+ private:
+  std::vector<std::string> lines_;
+};
+
+/// Writes `text` to `path` through a temporary file renamed onto it, so an interrupted sweep never leaves a
+/// half-written file.
+void write_whole(const std::string& path, const std::string& text) {
+  const std::string temporary = path + ".tmp-sweep";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << text;
+    out.flush();
+    GKNN_EXPECT(out.good(), ErrorCode::Io, "cannot write '", temporary, "'");
+  }
+  std::error_code error;
+  std::filesystem::rename(temporary, path, error);
+  GKNN_EXPECT(!error, ErrorCode::Io, "cannot rename '", temporary, "' onto '", path, "': ", error.message());
+}
+
+/// Appends plan table rows to the table at `path` (header first when it is new).
 void append_rows(const std::string& path, const std::vector<std::string>& rows) {
   std::string text;
   if (std::ifstream in(path); in.good()) text.assign(std::istreambuf_iterator<char>(in), {});
   if (text.empty())
     text = "# gknn bench --sweep (gknn " + build_info().version + ")\n" + std::string(plan_table_header()) + "\n";
   for (const std::string& row : rows) text += row + "\n";
-  const std::string temporary = path + ".tmp-sweep";
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << text;
-    out.flush();
-    GKNN_EXPECT(out.good(), ErrorCode::Io, "--out: cannot write '", temporary, "'");
-  }
-  std::error_code error;
-  std::filesystem::rename(temporary, path, error);
-  GKNN_EXPECT(!error, ErrorCode::Io, "--out: cannot rename '", temporary, "' onto '", path, "': ", error.message());
+  write_whole(path, text);
 }
 
 }  // namespace
@@ -127,6 +163,7 @@ void SweepOptions::add_to(CLI::App& app) {
   app.add_flag("--sweep", enabled,
                "measure every distance/selection pair on a grid and print the fastest per cell (no --base/--query)");
   app.add_option("--out", out, "with --sweep: append the plan table rows to this file (src/plan/plan_table.csv)");
+  app.add_option("--csv", csv, "with --sweep: write every timing (each candidate pair and Auto, per cell) here");
   app.add_option("--sweep-n", n, "base rows of the grid")->delimiter(',')->capture_default_str();
   app.add_option("--sweep-q", q, "query counts of the grid")->delimiter(',')->capture_default_str();
   app.add_option("--sweep-d", d, "dimensions of the grid")->delimiter(',')->capture_default_str();
@@ -142,9 +179,12 @@ void SweepOptions::add_to(CLI::App& app) {
 }
 
 int run_sweep(const SweepOptions& sweep, const SearchParams& params, int warmup, int repeat) {
+  if (!sweep.out.empty()) ensure_writable(sweep.out, "--out");  // a typo fails before the long work
+  if (!sweep.csv.empty()) ensure_writable(sweep.csv, "--csv");
   const Backend backend = choose_backend(params).backend;
   const std::string device = device_name(params, backend);
   std::vector<std::string> rows;
+  TimingsCsv timings;
   std::printf("sweep        %s (%s), median of %d after %d warm-up\n", device.c_str(), to_string(backend).c_str(),
               repeat, warmup);
   std::printf("%-10s %-7s %8s %6s %4s %5s  %-16s %-16s %10s %10s %6s\n", "metric", "data", "n", "q", "d", "k",
@@ -159,6 +199,7 @@ int run_sweep(const SweepOptions& sweep, const SearchParams& params, int warmup,
           const bool integer = kind == "integer";
           const HostMatrix<float> base = sweep_data(n, d, integer, seed++);
           SearchParams p = params;
+          p.backend = backend;
           p.metric = parse_metric(metric_name);
           p.p = p.metric == Metric::Lp ? 3.0 : 2.0;
           Index index(d, p.metric, backend);
@@ -170,13 +211,20 @@ int run_sweep(const SweepOptions& sweep, const SearchParams& params, int warmup,
               if (k > n) continue;
               p.k = k;
               const CellBench bench(index, queries, p, warmup, repeat);
-              const std::optional<Timed> best = bench.best(backend, integer);
-              const std::optional<double> auto_ms = bench.time(DistanceAlgorithm::Auto, SelectAlgorithm::Auto);
-              if (!best || !auto_ms) continue;
-              const double ratio = *auto_ms / best->ms;
+              std::vector<Timed> all;
+              const std::optional<Timed> best = bench.best(backend, integer, all);
+              const std::optional<Timed> automatic =
+                  bench.time(DistanceAlgorithm::Auto, SelectAlgorithm::Auto, std::numeric_limits<double>::infinity());
+              if (!best || !automatic) continue;
+              const SearchPlan plan = explain_search(base.view(), queries.view(), p);
+              const std::string cell = device + "," + metric_name + "," + kind + "," + std::to_string(n) + "," +
+                                       std::to_string(q) + "," + std::to_string(d) + "," + std::to_string(k);
+              for (const Timed& t : all) timings.add(cell, "candidate", t, plan);
+              timings.add(cell, "auto", *automatic, plan);
+              const double ratio = automatic->ms / best->ms;
               std::printf("%-10s %-7s %8lld %6lld %4lld %5lld  %-16s %-16s %10.3f %10.3f %6.2f\n", metric_name.c_str(),
                           kind.c_str(), (long long)n, (long long)q, (long long)d, (long long)k,
-                          to_string(best->distance).c_str(), to_string(best->select).c_str(), best->ms, *auto_ms,
+                          to_string(best->distance).c_str(), to_string(best->select).c_str(), best->ms, automatic->ms,
                           ratio);
               std::fflush(stdout);
               if (ratio > worst) {
@@ -191,8 +239,14 @@ int run_sweep(const SweepOptions& sweep, const SearchParams& params, int warmup,
         }
   if (worst > 0) std::printf("worst        Auto / best = %.2f at %s\n", worst, worst_cell.c_str());
   if (!sweep.out.empty()) {
-    append_rows(sweep.out, rows);
+    with_option("--out", [&] { append_rows(sweep.out, rows); });
     std::printf("table        %zu rows appended to %s\n", rows.size(), sweep.out.c_str());
+  }
+  if (!sweep.csv.empty()) {
+    std::string text = std::string(TimingsCsv::kHeader) + "\n";
+    for (const std::string& line : timings.lines()) text += line + "\n";
+    with_option("--csv", [&] { write_whole(sweep.csv, text); });
+    std::printf("timings      %zu rows written to %s\n", timings.lines().size(), sweep.csv.c_str());
   }
   return 0;
 }

@@ -15,6 +15,7 @@ namespace gknn::cli {
 struct SweepOptions {
   bool enabled = false;
   std::string out;  ///< plan table rows go here (header written when the file is new); empty: stdout only
+  std::string csv;  ///< every timing of the sweep, long format (bench/suite/report.py reads it); empty: none
   std::vector<int64_t> n{16384, 262144, 1048576};
   std::vector<int64_t> q{1, 64, 1024, 10000};
   std::vector<int64_t> d{8, 32, 128};
@@ -26,9 +27,10 @@ struct SweepOptions {
   void add_to(CLI::App& app);
 };
 
-/// Runs the sweep on `backend` (params.device for CUDA) with `warmup` untimed and `repeat` timed searches per
-/// candidate (median); prints one line per cell (best pair, its time, Auto's time and the ratio) and the worst
-/// Auto/best ratio; returns 0.
+/// Runs the sweep on the backend params choose (params.device for CUDA) with `warmup` untimed and `repeat` timed
+/// searches per candidate (median; a candidate already 4x slower than the best on its first run is not repeated);
+/// prints one line per cell (best pair, its time, Auto's time and the ratio) and the worst Auto/best ratio; writes
+/// the plan table rows (--out) and every timing (--csv); returns 0.
 int run_sweep(const SweepOptions& sweep, const SearchParams& params, int warmup, int repeat);
 
 }  // namespace gknn::cli
