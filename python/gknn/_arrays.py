@@ -138,6 +138,20 @@ def empty_like_device(template, rows, k):
     raise TypeError(f"cannot allocate results like a {type(template).__name__} (torch and cupy are supported)")
 
 
+def arange_like(template, n):
+    """0..n-1 as int64 on the device of `template` (torch or cupy), or as numpy for host arrays."""
+    if is_torch(template):
+        import torch
+
+        return torch.arange(n, dtype=torch.int64, device=template.device)
+    if _module_of(template) == "cupy":
+        import cupy
+
+        with template.device:
+            return cupy.arange(n, dtype=cupy.int64)
+    return np.arange(n)
+
+
 def synchronize_current_stream(template):
     """Waits for the caller's current CUDA stream (torch or cupy) on the template's device."""
     if is_torch(template):

@@ -38,16 +38,25 @@ class NearestNeighbors:
         return name, p
 
     def fit(self, X, y=None):
-        """Stores the training vectors (a float32 copy, in a gknn.Index). Returns self."""
+        """Stores the training vectors (a float32 copy, in a gknn.Index). Returns self. A CUDA tensor (torch, cupy)
+        stays on its device: the index is a "cuda" one, and kneighbors returns tensors of the same kind there."""
         from . import Index
 
         name, p = self._gknn_metric()
-        data = _arrays.host_matrix(X, "X", allow_uint8=False)
-        self._index = Index(data.shape[1], name, self.backend, p if name == "lp" else None)
+        if _arrays.is_device_array(X):
+            if self.backend == "cpu":
+                raise ValueError("NearestNeighbors: a CUDA array needs backend 'cuda' or 'auto' (got 'cpu')")
+            data = X
+            shape = _arrays.device_matrix(X, "X")[0]["shape"]
+            self._index = Index(shape[1], name, "cuda", p if name == "lp" else None)
+        else:
+            data = _arrays.host_matrix(X, "X", allow_uint8=False)
+            shape = data.shape
+            self._index = Index(shape[1], name, self.backend, p if name == "lp" else None)
         self._index.add(data)
         self._fit_X = data
-        self.n_samples_fit_ = data.shape[0]
-        self.n_features_in_ = data.shape[1]
+        self.n_samples_fit_ = int(shape[0])
+        self.n_features_in_ = int(shape[1])
         self.effective_metric_ = name
         return self
 
@@ -65,16 +74,20 @@ class NearestNeighbors:
         query_is_train = X is None
         k_search = k + 1 if query_is_train else k
         if k_search > self.n_samples_fit_:
+            n_samples = self.n_samples_fit_ if query_is_train else (X.shape[0] if hasattr(X, "shape") else len(X))
             raise ValueError(f"Expected n_neighbors <= n_samples_fit, but n_neighbors = {k_search}, "
-                             f"n_samples_fit = {self.n_samples_fit_}, n_samples = "
-                             f"{self.n_samples_fit_ if query_is_train else np.shape(X)[0]}")
+                             f"n_samples_fit = {self.n_samples_fit_}, n_samples = {n_samples}")
         threads = 0 if self.n_jobs in (None, -1) else int(self.n_jobs)
         queries = self._fit_X if query_is_train else X
         distances, indices = self._index.search(queries, int(k_search), distance=self.distance, select=self.select,
                                                 threads=threads)
+        if _arrays.is_device_array(indices):  # device results stay where they are, as tensors of their kind
+            if query_is_train:
+                distances, indices = _drop_self(distances, indices, _arrays.arange_like(indices, indices.shape[0]))
+            return (distances, indices) if return_distance else indices
         distances, indices = np.asarray(distances), np.asarray(indices)
         if query_is_train:
-            distances, indices = _drop_self(distances, indices)
+            distances, indices = _drop_self(distances, indices, np.arange(indices.shape[0]))
         if self.effective_metric_ == "cosine":
             distances = (1.0 - distances).astype(np.float32)
         if not query_is_train:
@@ -82,12 +95,13 @@ class NearestNeighbors:
         return (distances, indices) if return_distance else indices
 
 
-def _drop_self(distances, indices):
-    """Removes each row's own index (its position) from its neighbour list; where it is absent (duplicates
-    tied ahead of it), the last neighbour goes instead, so every row keeps k entries."""
+def _drop_self(distances, indices, positions):
+    """Removes each row's own index (its position, from `positions` = 0..rows-1 of the arrays' kind) from its
+    neighbour list; where it is absent (duplicates tied ahead of it), the last neighbour goes instead, so every
+    row keeps k entries. numpy, torch and cupy arrays alike (positional axis arguments)."""
     rows, k1 = indices.shape
-    is_self = indices == np.arange(rows)[:, None]
-    missing = ~is_self.any(axis=1)
+    is_self = indices == positions[:, None]
+    missing = ~is_self.any(1)
     is_self[missing, k1 - 1] = True
     keep = ~is_self
     return distances[keep].reshape(rows, k1 - 1), indices[keep].reshape(rows, k1 - 1)

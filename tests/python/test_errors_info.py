@@ -115,8 +115,9 @@ def test_cuda_arrays_are_never_copied_to_the_host(data):
                  lambda: index.add_with_ids(FakeCudaArray((20, 4)), np.arange(20))):
         with pytest.raises(ValueError, match="cuda backend"):
             call()
-    for call in (lambda: gknn.select_k(FakeCudaArray((2, 4)), 1),
-                 lambda: gknn.NearestNeighbors().fit(FakeCudaArray((20, 4)))):
+    with pytest.raises(ValueError, match="backend 'cuda'"):  # refused before the pointer is read
+        gknn.NearestNeighbors(backend="cpu").fit(FakeCudaArray((20, 4)))
+    for call in (lambda: gknn.select_k(FakeCudaArray((2, 4)), 1),):
         with pytest.raises(NotImplementedError, match="CUDA array"):
             call()
 

@@ -196,3 +196,21 @@ def test_index_cupy_in_cupy_out(host_data):
     D, I = index.search(queries, 6)
     assert isinstance(D, cupy.ndarray)
     np.testing.assert_array_equal(cupy.asnumpy(I), gknn.search(*host_data, 6, backend="cpu")[1])
+
+
+@needs_in_place
+def test_nearest_neighbors_on_device_tensors(host_data):
+    """fit/kneighbors on CUDA tensors: the index lives on the device, results are tensors there, identical to the
+    host estimator (also without X: each training point itself excluded)."""
+    torch = _torch()
+    base, queries = (torch.from_numpy(a).cuda() for a in host_data)
+    host = gknn.NearestNeighbors(n_neighbors=6, backend="cpu").fit(host_data[0])
+    device = gknn.NearestNeighbors(n_neighbors=6).fit(base)
+    D, I = device.kneighbors(queries)
+    assert D.is_cuda and I.is_cuda
+    D_host, I_host = host.kneighbors(host_data[1])
+    np.testing.assert_array_equal(I.cpu().numpy(), I_host)
+    np.testing.assert_allclose(D.cpu().numpy(), D_host, rtol=1e-5, atol=1e-4)
+    I_self = device.kneighbors(return_distance=False)
+    assert I_self.is_cuda and I_self.shape == (base.shape[0], 6)
+    np.testing.assert_array_equal(I_self.cpu().numpy(), host.kneighbors(return_distance=False))
