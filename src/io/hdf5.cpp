@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <utility>
 
@@ -97,9 +98,17 @@ void check_storage(hid_t ds, const hsize_t dims[2], size_t type_size, const std:
   if (dims[0] > kLimit || dims[1] > kLimit || (dims[1] > 0 && dims[0] > (hsize_t{1} << 56) / dims[1]))
     detail::fail(ErrorCode::Format, "'", path, "': dataset '", name, "' has an impossible shape ", dims[0], " x ",
                  dims[1]);
+  if (type_size == 0)  // a corrupt type: with it the size check below would pass any shape
+    detail::fail(ErrorCode::Format, "'", path, "': dataset '", name, "' has elements of size 0");
   const double needed = static_cast<double>(dims[0]) * static_cast<double>(dims[1]) * static_cast<double>(type_size);
   if (needed == 0) return;
   const auto stored = static_cast<double>(H5Dget_storage_size(ds));
+  // The storage size itself comes from the file's metadata (the chunk index): it cannot exceed the file.
+  std::error_code size_error;
+  const auto file_bytes = static_cast<double>(std::filesystem::file_size(path, size_error));
+  if (!size_error && stored > file_bytes)
+    detail::fail(ErrorCode::Format, "'", path, "': dataset '", name, "' claims ", stored, " stored bytes in a file of ",
+                 file_bytes, " bytes");
   Hid plist(H5Dget_create_plist(ds), H5Pclose);
   const bool chunked = plist.valid() && H5Pget_layout(plist.get()) == H5D_CHUNKED;
   if (stored < (chunked ? needed / kMaxCompression : needed))
