@@ -54,7 +54,7 @@ cmake --build "$build" -j "${JOBS:-$(nproc 2>/dev/null || echo 2)}" --target "${
 # where the fault, the hang or the oversized allocation happened.
 innermost_frame() {
   grep -E '^ +#[0-9]+ 0x' |
-    grep -vE 'in (__interceptor_|__asan|__sanitizer|__lsan|__ubsan|fuzzer::|malloc|calloc|realloc|operator new|std::__new_allocator|__libc_|__GI_)|libFuzzer|compiler-rt|libclang_rt|/libc\.so' |
+    grep -vE 'in (__interceptor_|__asan|__sanitizer|__lsan|__ubsan|fuzzer::|malloc|calloc|realloc|operator new|std::__new_allocator|__libc_|__GI_|__mem|__str|main )|libFuzzer|compiler-rt|libclang_rt|/libc\.so|sysdeps/' |
     head -n1 || true  # no frame at all is an answer too (an empty line), not a failure under pipefail
 }
 
@@ -63,14 +63,23 @@ in_libhdf5() { [[ $1 == *libhdf5* || $1 =~ \ in\ H5 ]]; }
 
 # classify_hdf5_artifacts DIR: replays every input fork mode recorded (crash-, leak-, timeout-, oom-), alone, and
 # prints "gknn FILE (frame)" for one whose innermost frame outside the runtimes is not libhdf5's (a fault, leak, loop
-# or allocation of gknn's own: a finding) and "libhdf5 FILE (frame)" otherwise (a libhdf5 defect: a notice).
+# or allocation of gknn's own: a finding) and "libhdf5 FILE (frame)" otherwise (a libhdf5 defect: a notice). The
+# replay's allocation limit is 64 MiB: an input of a few KiB that makes gknn allocate more is a finding (its reads
+# are bounded by the stored bytes), and an RSS overflow, whose report has no culprit stack, gets one this way.
+replay_hdf5() {  # FILE MALLOC_LIMIT_MB: libFuzzer's report of one input run alone
+  ASAN_OPTIONS="allocator_may_return_null=1:${ASAN_OPTIONS:-}" \
+    LSAN_OPTIONS="suppressions=$PWD/fuzz/lsan.supp:print_suppressions=0" \
+    timeout 60 "$build/fuzz/fuzz_hdf5" -timeout=5 -rss_limit_mb=2048 -malloc_limit_mb="$2" "$1" 2>&1 || true
+}
+
 classify_hdf5_artifacts() {
   local file out frame
   for file in "$1"/crash-* "$1"/leak-* "$1"/timeout-* "$1"/oom-*; do
     [[ -e $file ]] || continue
-    out=$(ASAN_OPTIONS="allocator_may_return_null=1:${ASAN_OPTIONS:-}" \
-          LSAN_OPTIONS="suppressions=$PWD/fuzz/lsan.supp:print_suppressions=0" \
-          timeout 60 "$build/fuzz/fuzz_hdf5" -timeout=5 -rss_limit_mb=2048 -malloc_limit_mb=2048 "$file" 2>&1 || true)
+    out=$(replay_hdf5 "$file" 64)
+    # An RSS overflow is reported without a culprit stack: replayed with an 8 MiB allocation limit, the first larger
+    # allocation (on the way to the overflow) names who was allocating.
+    grep -q "out-of-memory (used:" <<<"$out" && out=$(replay_hdf5 "$file" 8)
     frame=$(innermost_frame <<<"$out")
     if [[ -z $frame ]] || in_libhdf5 "$frame"; then
       echo "libhdf5 $file ${frame:+(${frame#"${frame%%[! ]*}"})}"
