@@ -444,6 +444,10 @@ TEST_F(Cli, InfoListsBuildAndAlgorithms) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("gknn " + gknn::build_info().version), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("algorithms of backend cpu"), std::string::npos) << r.out;
+  const gknn::PlanTableSummary table = gknn::plan_table_summary("");
+  EXPECT_NE(r.out.find("plan table   " + table.source + ": " + std::to_string(table.rows) + " rows\n"),
+            std::string::npos)
+      << r.out;
   for (const auto& s : gknn::select_algorithms(gknn::Backend::Cpu))
     EXPECT_NE(r.out.find(gknn::to_string(s.algorithm)), std::string::npos) << r.out;
   for (auto a : gknn::distance_algorithms(gknn::Backend::Cpu, gknn::Metric::SquaredL2))

@@ -90,6 +90,13 @@ std::string to_string(const SearchPlan& plan);
 /// measured for a device (a substring of its name), a metric (stored as its class: dot, l1, linf, lp), a data kind
 /// and a cell (n base rows, q queries, dimension d, k). `gknn bench --sweep` writes these.
 std::string_view plan_table_header();
+/// Where the active plan table comes from, how many rows it has and how many name a device called `device_name`.
+struct PlanTableSummary {
+  std::string source;
+  int64_t rows = 0;
+  int64_t rows_for_device = 0;
+};
+PlanTableSummary plan_table_summary(std::string_view device_name);
 std::string plan_table_row(std::string_view device, Metric metric, bool integer_data, int64_t n, int64_t q, int64_t d,
                            int64_t k, DistanceAlgorithm distance, SelectAlgorithm select, double ms);
 

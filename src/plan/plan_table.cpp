@@ -178,6 +178,13 @@ namespace gknn {
 
 std::string_view plan_table_header() { return detail::plan::kHeader; }
 
+PlanTableSummary plan_table_summary(std::string_view device_name) {
+  const detail::plan::Table& table = detail::plan::active_table();
+  PlanTableSummary out{table.source, static_cast<int64_t>(table.rows.size()), 0};
+  for (const detail::plan::Row& r : table.rows) out.rows_for_device += device_name.find(r.device) != std::string_view::npos;
+  return out;
+}
+
 std::string plan_table_row(std::string_view device, Metric metric, bool integer_data, int64_t n, int64_t q, int64_t d,
                            int64_t k, DistanceAlgorithm distance, SelectAlgorithm select, double ms) {
   detail::plan::Row row;

@@ -39,6 +39,17 @@ std::string join_distances(const std::vector<DistanceAlgorithm>& algorithms) {
   return out.empty() ? "-" : out;
 }
 
+/// The measured plan table CUDA Auto consults (docs/planner.md): its source, and its rows for each visible device.
+void print_plan_table() {
+  const PlanTableSummary all = plan_table_summary("");
+  std::printf("plan table   %s: %lld rows\n", all.source.c_str(), static_cast<long long>(all.rows));
+  for (const DeviceInfo& d : cuda_devices()) {
+    const PlanTableSummary mine = plan_table_summary(d.name);
+    std::printf("             %lld for device %d (%s)%s\n", static_cast<long long>(mine.rows_for_device), d.ordinal,
+                d.name.c_str(), mine.rows_for_device == 0 ? ": Auto follows its rules there" : "");
+  }
+}
+
 /// The algorithms compiled into `backend`, listed whether or not it can run here (`state` says which).
 void print_algorithms(Backend backend, const char* state) {
   std::printf("\nalgorithms of backend %s (%s)\n", to_string(backend).c_str(), state);
@@ -78,6 +89,7 @@ int run_info() {
                      : backend_available(Backend::Cuda) ? "built, device visible"
                                                         : "built, no device visible";
   std::printf("backends     cpu (built), cuda (%s)\n", cuda);
+  print_plan_table();
   print_algorithms(Backend::Cpu, "built");
   if (backend_compiled(Backend::Cuda)) print_algorithms(Backend::Cuda, cuda);
   print_catalogue();
