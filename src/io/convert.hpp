@@ -11,7 +11,7 @@
 
 #include "gknn/error.hpp"
 
-namespace gknn::io_detail {
+namespace gknn::detail::io {
 
 /// Row and column of flat element `i` of a matrix with `cols` columns, for messages.
 struct Place {
@@ -79,4 +79,4 @@ void convert_to_int64(const unsigned char* bytes, size_t n, int64_t* dst, const 
   }
 }
 
-}  // namespace gknn::io_detail
+}  // namespace gknn::detail::io

@@ -148,7 +148,7 @@ std::vector<T> read_all(hid_t ds, hid_t mem_type, const Dataset& d, const std::s
 template <class Dst, class Src, class Convert>
 HostMatrix<Dst> convert_all(const std::vector<Src>& src, const Dataset& d, const std::string& path, Convert convert) {
   HostMatrix<Dst> m(d.rows, d.cols);
-  convert(reinterpret_cast<const unsigned char*>(src.data()), src.size(), m.data.data(), io_detail::Place{path, d.cols});
+  convert(reinterpret_cast<const unsigned char*>(src.data()), src.size(), m.data.data(), detail::io::Place{path, d.cols});
   return m;
 }
 
@@ -162,9 +162,9 @@ HostMatrix<float> read_float(hid_t file, const std::string& path, const std::str
   }
   if (d.type_class == H5T_FLOAT)
     return convert_all<float>(read_all<double>(ds.get(), H5T_NATIVE_DOUBLE, d, path, name), d, path,
-                              io_detail::convert_to_float<double>);
+                              detail::io::convert_to_float<double>);
   return convert_all<float>(read_all<int64_t>(ds.get(), H5T_NATIVE_INT64, d, path, name), d, path,
-                            io_detail::convert_to_float<int64_t>);
+                            detail::io::convert_to_float<int64_t>);
 }
 
 HostMatrix<int64_t> read_indices(hid_t file, const std::string& path, const std::string& name) {
@@ -172,7 +172,7 @@ HostMatrix<int64_t> read_indices(hid_t file, const std::string& path, const std:
   Dataset d = describe(ds.get(), path, name);
   if (d.type_class == H5T_FLOAT)
     return convert_all<int64_t>(read_all<double>(ds.get(), H5T_NATIVE_DOUBLE, d, path, name), d, path,
-                                io_detail::convert_to_int64<double>);
+                                detail::io::convert_to_int64<double>);
   HostMatrix<int64_t> m(d.rows, d.cols);
   m.data = read_all<int64_t>(ds.get(), H5T_NATIVE_INT64, d, path, name);
   return m;
@@ -183,7 +183,7 @@ HostMatrix<int32_t> narrow_to_int32(const HostMatrix<int64_t>& wide, const std::
   for (size_t i = 0; i < wide.data.size(); ++i) {
     int64_t v = wide.data[i];
     if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max())
-      io_detail::fail_value({path, wide.cols}, i, v, "in dataset 'neighbors' does not fit int32");
+      detail::io::fail_value({path, wide.cols}, i, v, "in dataset 'neighbors' does not fit int32");
     m.data[i] = static_cast<int32_t>(v);
   }
   return m;
@@ -262,7 +262,7 @@ void write_ann_file(hid_t file, const std::string& path, const AnnDataset& data)
 
 }  // namespace
 
-namespace io_detail {
+namespace detail::io {
 HostMatrix<float> read_hdf5_matrix(const std::string& path, const std::string& dataset) {
   QuietHdf5Errors quiet;
   Hid file = open_for_reading(path);
@@ -274,7 +274,7 @@ HostMatrix<int64_t> read_hdf5_indices(const std::string& path, const std::string
   Hid file = open_for_reading(path);
   return read_indices(file.get(), path, dataset);
 }
-}  // namespace io_detail
+}  // namespace detail::io
 
 bool hdf5_supported() noexcept { return true; }
 
@@ -293,7 +293,7 @@ AnnDataset read_ann_hdf5(const std::string& path) {
 
 void write_ann_hdf5(const std::string& path, const AnnDataset& data) {
   QuietHdf5Errors quiet;
-  io_detail::StagedPath staged(path);  // written under a temporary name, renamed when complete
+  detail::io::StagedPath staged(path);  // written under a temporary name, renamed when complete
   {
     Hid file(H5Fcreate(staged.write_path().c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
     if (!file.valid()) detail::fail(ErrorCode::Io, "cannot create HDF5 file '", path, "'");
@@ -316,10 +316,10 @@ namespace {
 }
 }  // namespace
 
-namespace io_detail {
+namespace detail::io {
 HostMatrix<float> read_hdf5_matrix(const std::string& path, const std::string&) { no_hdf5(path); }
 HostMatrix<int64_t> read_hdf5_indices(const std::string& path, const std::string&) { no_hdf5(path); }
-}  // namespace io_detail
+}  // namespace detail::io
 
 bool hdf5_supported() noexcept { return false; }
 AnnDataset read_ann_hdf5(const std::string& path) { no_hdf5(path); }

@@ -46,7 +46,7 @@ Source split_dataset(const std::string& path, const std::string& default_dataset
 template <class T>
 HostMatrix<float> to_float_matrix(const HostMatrix<T>& m, const std::string& path) {
   HostMatrix<float> out(m.rows, m.cols);
-  io_detail::convert_to_float<T>(reinterpret_cast<const unsigned char*>(m.data.data()), m.data.size(),
+  detail::io::convert_to_float<T>(reinterpret_cast<const unsigned char*>(m.data.data()), m.data.size(),
                                  out.data.data(), {path, m.cols});
   return out;
 }
@@ -57,7 +57,7 @@ HostMatrix<float> load_matrix(const std::string& path) {
   Source src = split_dataset(path, "train");
   if (is_hdf5_name(src.file)) {
     if (src.dataset.empty()) detail::fail(ErrorCode::InvalidArgument, "'", path, "': empty dataset name after ':'");
-    return io_detail::read_hdf5_matrix(src.file, src.dataset);
+    return detail::io::read_hdf5_matrix(src.file, src.dataset);
   }
   if (ends_with(path, ".fvecs")) return read_fvecs(path);
   if (ends_with(path, ".bvecs")) return to_float_matrix(read_bvecs(path), path);
@@ -80,7 +80,7 @@ HostMatrix<float> load_matrix_rows(const std::string& path, int64_t first, int64
   if (ends_with(path, ".bvecs")) return to_float_matrix(read_bvecs(path, first, count), path);
   if (ends_with(path, ".npy")) return read_npy_float(path, first, count);
   const HostMatrix<float> whole = load_matrix(path);
-  count = io_detail::checked_count(path, whole.rows, first, count);
+  count = detail::io::checked_count(path, whole.rows, first, count);
   HostMatrix<float> part(count, whole.cols);
   std::copy(whole.row(first), whole.row(first) + count * whole.cols, part.data.begin());
   return part;
@@ -90,7 +90,7 @@ HostMatrix<int64_t> load_indices(const std::string& path) {
   Source src = split_dataset(path, "neighbors");
   if (is_hdf5_name(src.file)) {
     if (src.dataset.empty()) detail::fail(ErrorCode::InvalidArgument, "'", path, "': empty dataset name after ':'");
-    return io_detail::read_hdf5_indices(src.file, src.dataset);
+    return detail::io::read_hdf5_indices(src.file, src.dataset);
   }
   if (ends_with(path, ".ivecs")) {
     HostMatrix<int32_t> narrow = read_ivecs(path);

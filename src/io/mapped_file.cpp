@@ -10,7 +10,7 @@
 
 #include "gknn/error.hpp"
 
-namespace gknn::io_detail {
+namespace gknn::detail::io {
 namespace {
 
 [[noreturn]] void fail_io(const char* action, const std::string& path, int err) {
@@ -83,4 +83,4 @@ void OutputFile::close() {
   staged_.commit();
 }
 
-}  // namespace gknn::io_detail
+}  // namespace gknn::detail::io

@@ -11,7 +11,7 @@
 
 #include "io/staged_path.hpp"
 
-namespace gknn::io_detail {
+namespace gknn::detail::io {
 
 class MappedFile {
  public:
@@ -51,4 +51,4 @@ class OutputFile {
   std::FILE* file_ = nullptr;
 };
 
-}  // namespace gknn::io_detail
+}  // namespace gknn::detail::io

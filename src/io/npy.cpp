@@ -175,7 +175,7 @@ uint32_t little_endian(const unsigned char* p, int bytes) {
   return v;
 }
 
-NpyLayout parse_layout(const io_detail::MappedFile& file) {
+NpyLayout parse_layout(const detail::io::MappedFile& file) {
   const std::string& path = file.path();
   const unsigned char* p = file.data();
   if (file.size() < 10 || std::memcmp(p, kMagic.data(), kMagic.size()) != 0)
@@ -230,7 +230,7 @@ void write_npy_matrix(const std::string& path, MatrixView<const T> m, DType dtyp
   const unsigned char prefix[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
                                     static_cast<unsigned char>(header.size() & 0xff),
                                     static_cast<unsigned char>(header.size() >> 8)};
-  io_detail::OutputFile out(path);
+  detail::io::OutputFile out(path);
   out.write(prefix, sizeof prefix);
   out.write(header.data(), header.size());
   for (int64_t r = 0; r < m.rows; ++r) out.write(m.row(r), static_cast<size_t>(m.cols) * sizeof(T));
@@ -241,18 +241,18 @@ void write_npy_matrix(const std::string& path, MatrixView<const T> m, DType dtyp
 /// Rows [first, first + count) (count -1: to the end), named by their row in the file in errors.
 template <class Out>
 HostMatrix<Out> read_npy_as(const std::string& path, int64_t first = 0, int64_t count = -1) {
-  io_detail::MappedFile file(path);
+  detail::io::MappedFile file(path);
   const NpyLayout layout = parse_layout(file);
-  count = io_detail::checked_count(path, layout.rows, first, count);
+  count = detail::io::checked_count(path, layout.rows, first, count);
   HostMatrix<Out> m(count, layout.cols);
   with_type(layout.dtype, [&](auto tag) {
     using In = decltype(tag);
     const unsigned char* payload =
         file.data() + layout.data_offset + static_cast<size_t>(first * layout.cols) * sizeof(In);
     if constexpr (std::is_same_v<Out, float>)
-      io_detail::convert_to_float<In>(payload, m.data.size(), m.data.data(), {path, layout.cols, first});
+      detail::io::convert_to_float<In>(payload, m.data.size(), m.data.data(), {path, layout.cols, first});
     else
-      io_detail::convert_to_int64<In>(payload, m.data.size(), m.data.data(), {path, layout.cols, first});
+      detail::io::convert_to_int64<In>(payload, m.data.size(), m.data.data(), {path, layout.cols, first});
   });
   return m;
 }
@@ -271,7 +271,7 @@ std::string to_string(DType t) {
 }
 
 NpyArray read_npy(const std::string& path) {
-  io_detail::MappedFile file(path);
+  detail::io::MappedFile file(path);
   NpyLayout layout = parse_layout(file);
   NpyArray a;
   a.dtype = layout.dtype;
@@ -288,7 +288,7 @@ HostMatrix<float> read_npy_float(const std::string& path, int64_t first, int64_t
 HostMatrix<int64_t> read_npy_int64(const std::string& path) { return read_npy_as<int64_t>(path); }
 
 MatrixShape npy_shape(const std::string& path) {
-  io_detail::MappedFile file(path);
+  detail::io::MappedFile file(path);
   const NpyLayout layout = parse_layout(file);
   return {layout.rows, layout.cols};
 }

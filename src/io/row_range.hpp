@@ -6,7 +6,7 @@
 
 #include "gknn/error.hpp"
 
-namespace gknn::io_detail {
+namespace gknn::detail::io {
 
 /// Resolves count < 0 to "to the end" and rejects ranges outside [0, rows], naming the file.
 inline int64_t checked_count(const std::string& path, int64_t rows, int64_t first, int64_t count) {
@@ -17,4 +17,4 @@ inline int64_t checked_count(const std::string& path, int64_t rows, int64_t firs
   return count < 0 ? rows - first : count;
 }
 
-}  // namespace gknn::io_detail
+}  // namespace gknn::detail::io

@@ -14,7 +14,7 @@
 #include "gknn/error.hpp"
 #include "gknn/io.hpp"
 
-namespace gknn::io_detail {
+namespace gknn::detail::io {
 namespace {
 
 /// Temporary names of the outputs being written, readable from a signal handler: fixed storage, no allocation,
@@ -87,8 +87,8 @@ void StagedPath::commit() {
   committed_ = true;
 }
 
-}  // namespace gknn::io_detail
+}  // namespace gknn::detail::io
 
 namespace gknn {
-void remove_partial_outputs() noexcept { io_detail::g_partial_outputs.unlink_all(); }
+void remove_partial_outputs() noexcept { detail::io::g_partial_outputs.unlink_all(); }
 }  // namespace gknn

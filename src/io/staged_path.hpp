@@ -5,7 +5,7 @@
 
 #include <string>
 
-namespace gknn::io_detail {
+namespace gknn::detail::io {
 
 class StagedPath {
  public:
@@ -33,4 +33,4 @@ class StagedPath {
   int slot_ = -1;  ///< index in the registry of partial outputs, -1 when not registered
 };
 
-}  // namespace gknn::io_detail
+}  // namespace gknn::detail::io

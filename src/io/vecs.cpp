@@ -17,14 +17,14 @@ static_assert(std::endian::native == std::endian::little, "gknn's file readers a
 
 constexpr size_t kHeaderBytes = sizeof(int32_t);
 
-int32_t header_at(const io_detail::MappedFile& file, size_t offset) {
+int32_t header_at(const detail::io::MappedFile& file, size_t offset) {
   int32_t dim = 0;
   std::memcpy(&dim, file.data() + offset, kHeaderBytes);
   return dim;
 }
 
 /// Checks the dimension headers of rows [first, last) against `dim`; Format naming the first row that differs.
-void check_headers(const io_detail::MappedFile& file, int64_t dim, size_t row_bytes, int64_t first, int64_t last) {
+void check_headers(const detail::io::MappedFile& file, int64_t dim, size_t row_bytes, int64_t first, int64_t last) {
   for (int64_t r = first; r < last; ++r) {
     int32_t d = header_at(file, static_cast<size_t>(r) * row_bytes);
     if (d != dim)
@@ -35,7 +35,7 @@ void check_headers(const io_detail::MappedFile& file, int64_t dim, size_t row_by
 
 /// Rows and dimension of a mapped vecs file. A size that is not a whole number of rows is reported as the
 /// first row whose header differs when there is one (the likelier cause), else as a truncated last row.
-VecsShape shape_of(const io_detail::MappedFile& file, size_t element_size) {
+VecsShape shape_of(const detail::io::MappedFile& file, size_t element_size) {
   if (file.size() == 0) return {};
   if (file.size() < kHeaderBytes)
     detail::fail(ErrorCode::Format, "'", file.path(), "' is truncated: row 0 has only ", file.size(),
@@ -56,9 +56,9 @@ VecsShape shape_of(const io_detail::MappedFile& file, size_t element_size) {
 
 template <class T>
 HostMatrix<T> read_vecs(const std::string& path, int64_t first, int64_t count) {
-  io_detail::MappedFile file(path);
+  detail::io::MappedFile file(path);
   VecsShape shape = shape_of(file, sizeof(T));
-  count = io_detail::checked_count(path, shape.rows, first, count);
+  count = detail::io::checked_count(path, shape.rows, first, count);
   size_t row_bytes = kHeaderBytes + static_cast<size_t>(shape.dim) * sizeof(T);
   check_headers(file, shape.dim, row_bytes, first, first + count);
   HostMatrix<T> m(count, shape.dim);
@@ -76,7 +76,7 @@ void write_vecs(const std::string& path, MatrixView<const T> m) {
   GKNN_EXPECT(m.rows == 0 || (m.cols > 0 && m.cols <= std::numeric_limits<int32_t>::max()),
               ErrorCode::InvalidArgument, "cannot write '", path, "': vecs rows need 1 to 2^31-1 columns, got ",
               m.cols);
-  io_detail::OutputFile out(path);
+  detail::io::OutputFile out(path);
   const auto dim = static_cast<int32_t>(m.cols);
   for (int64_t r = 0; r < m.rows; ++r) {
     out.write(&dim, kHeaderBytes);
@@ -104,7 +104,7 @@ void write_bvecs(const std::string& path, MatrixView<const uint8_t> m) { write_v
 VecsShape vecs_shape(const std::string& path, int element_size) {
   GKNN_EXPECT(element_size == 1 || element_size == 4, ErrorCode::InvalidArgument,
               "vecs element size must be 1 (bvecs) or 4 (fvecs, ivecs), got ", element_size);
-  io_detail::MappedFile file(path);
+  detail::io::MappedFile file(path);
   return shape_of(file, static_cast<size_t>(element_size));
 }
 
