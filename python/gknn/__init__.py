@@ -119,12 +119,10 @@ def _search_device(base, queries, k, metric, p, backend, options):
     if base_desc["device_id"] != query_desc["device_id"]:
         raise ValueError(f"base is on cuda:{base_desc['device_id']}, queries on cuda:{query_desc['device_id']}")
     options.device = base_desc["device_id"]
-    distances, indices = _arrays.empty_like_device(queries, query_desc["shape"][0], k)
-    _arrays.synchronize_current_stream(queries)  # the producer's kernels are done before gknn's streams read
-    _gknn.search_device(base_desc, query_desc, k, metric, p, backend, options, _arrays.device_pointer(distances),
-                        _arrays.device_pointer(indices))
+    out = _arrays.search_on_device(queries, query_desc, k, lambda d, i: _gknn.search_device(
+        base_desc, query_desc, k, metric, p, backend, options, d, i))
     del base_owner, query_owner  # the search is synchronous: its outputs are complete here
-    return distances, indices
+    return out
 
 
 def select_k(values, k, *, largest=False, labels=None, backend="auto", algorithm="auto", threads=0):
@@ -177,9 +175,7 @@ class Index:
     def add_with_ids(self, x, ids):
         """Appends rows with int64 user ids, returned by search instead of positions (all rows or none)."""
         if _arrays.is_device_array(x):
-            self._require_cuda("vectors")
-            rows = _arrays.device_matrix(x, "vectors")[0]["shape"][0]
-            return self._add_device(x, _arrays.int64_vector(ids, "ids", rows))
+            return self._add_device(x, ids)
         host = _arrays.host_matrix(x, "vectors", allow_uint8=False)
         self._index.add_with_ids(host, _arrays.int64_vector(ids, "ids", host.shape[0]))
 
@@ -190,8 +186,11 @@ class Index:
                              f"backend='cuda')); this index is on the {self.backend} backend")
 
     def _add_device(self, x, ids):
+        """A CUDA array's rows (and, when ids is not None, their user ids, read on the host) into the index."""
         self._require_cuda("vectors")
         desc, owner = _arrays.device_matrix(x, "vectors")
+        if ids is not None:
+            ids = _arrays.int64_vector(ids, "ids", desc["shape"][0])
         _arrays.synchronize_current_stream(x)  # the producer's kernels are done before gknn reads
         self._index.add_device(desc, ids)
         del owner  # the copy into the index is complete when add_device returns
@@ -205,12 +204,9 @@ class Index:
         if _arrays.is_device_array(x):
             self._require_cuda("queries")
             desc, owner = _arrays.device_matrix(x, "queries")
-            distances, indices = _arrays.empty_like_device(x, desc["shape"][0], k)
-            _arrays.synchronize_current_stream(x)
-            self._index.search_device(desc, k, options, _arrays.device_pointer(distances),
-                                      _arrays.device_pointer(indices))
+            out = _arrays.search_on_device(x, desc, k, lambda d, i: self._index.search_device(desc, k, options, d, i))
             del owner  # the search is synchronous: its outputs are complete here
-            return distances, indices
+            return out
         queries = _arrays.host_matrix(x, "queries", allow_uint8=False)
         out = self._index.search(queries, k, options)
         return _arrays.like_input(x, *out)

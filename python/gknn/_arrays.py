@@ -152,6 +152,15 @@ def arange_like(template, n):
     return np.arange(n)
 
 
+def search_on_device(queries, query_desc, k, run):
+    """Allocates (distances, indices) like `queries` on its device, waits for the producer's stream, and calls
+    run(distances_pointer, indices_pointer): a synchronous gknn search that fills them. Returns the outputs."""
+    distances, indices = empty_like_device(queries, query_desc["shape"][0], k)
+    synchronize_current_stream(queries)  # the producer's kernels are done before gknn's streams read
+    run(device_pointer(distances), device_pointer(indices))
+    return distances, indices
+
+
 def synchronize_current_stream(template):
     """Waits for the caller's current CUDA stream (torch or cupy) on the template's device."""
     if is_torch(template):
