@@ -38,8 +38,9 @@ echo "== $python: $code"
 # Python's fault handler prints the Python frames first and then chains to the shim, which prints the native ones.
 PYTHONPATH="$build/python" LD_PRELOAD="$shim" timeout 120 "$python" -X faulthandler -c "$code" 2>&1 | head -120
 echo "== exit ${PIPESTATUS[0]}"
-if command -v gdb >/dev/null; then
-  echo "== gdb"
-  PYTHONPATH="$build/python" timeout 300 gdb -batch -ex run -ex bt -ex "info sharedlibrary" --args "$python" -c "$code" \
+gdb=$(command -v gdb || command -v cuda-gdb || true)  # the device image has cuda-gdb only
+if [[ -n $gdb ]]; then
+  echo "== $gdb"
+  PYTHONPATH="$build/python" timeout 300 "$gdb" -batch -ex run -ex bt -ex "info sharedlibrary" --args "$python" -c "$code" \
     2>&1 | grep -vE "^\[(New|Thread) " | tail -80
 fi
