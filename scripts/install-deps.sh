@@ -26,6 +26,8 @@ fi
 #                               interpreters python/CMakeLists.txt chooses from)
 #   cmake CODE                  CMake commands (on one line) run in a scratch project (CMake >= 3.25); found when
 #                               <P>_FOUND is true for the package P of CODE's first find_package
+#   cmake-or-pip CODE           as cmake, else found when one of the pymodule interpreters runs `-m <P> --cmakedir`
+#                               (a pip-installed package, the fallback python/CMakeLists.txt takes for pybind11)
 requirements=(
   "cmake              required command cmake 3.25"
   "g++                required cxx20"
@@ -39,7 +41,7 @@ requirements=(
   "libopenmpi-dev     optional cmake find_package(MPI COMPONENTS CXX)"
   "openmpi-bin        optional command mpiexec"
   "python3-dev        optional cmake find_package(Python 3.8 COMPONENTS Interpreter Development.Module)"
-  "pybind11-dev       optional cmake set(PYBIND11_NOPYTHON ON) find_package(pybind11 CONFIG)"
+  "pybind11-dev       optional cmake-or-pip set(PYBIND11_NOPYTHON ON) find_package(pybind11 CONFIG)"
   "libdlpack-dev      optional cmake find_package(dlpack CONFIG)"
   "python3-numpy      optional pymodule numpy"
   "python3-pytest     optional pymodule pytest"
@@ -70,10 +72,10 @@ probe_command() {  # name [min_version]
   [[ -n $have ]] && version_at_least "$have" "$2"
 }
 
-probe_pymodule() {  # name
+probe_python() {  # args...: true when `python3` on the PATH or /usr/bin/python3 runs them successfully
   local python
   for python in "$(command -v python3 || true)" /usr/bin/python3; do
-    [[ -x $python ]] && "$python" -c "import $1" >/dev/null 2>&1 && return 0
+    [[ -x $python ]] && "$python" "$@" >/dev/null 2>&1 && return 0
   done
   return 1
 }
@@ -100,7 +102,7 @@ run_cmake_probes() {
     local line package code name
     for line in "${requirements[@]}"; do
       read -r package _ kind code <<<"$line"
-      [[ $kind == cmake ]] || continue
+      [[ $kind == cmake || $kind == cmake-or-pip ]] || continue
       name=$(grep -oE 'find_package\( *[A-Za-z0-9_]+' <<<"$code" | head -n1 | sed 's/.*( *//')
       printf 'block()\n  %s\n  if(%s_FOUND)\n    file(APPEND "${CMAKE_BINARY_DIR}/found.txt" "%s\\n")\n  endif()\nendblock()\n' \
         "${code//) /)$'\n'  }" "$name" "$package"
@@ -128,9 +130,13 @@ probe_all() {
     case $kind in
       command) probe_command $rest && found=1 ;;
       cxx20) probe_cxx20 && found=1 ;;
-      pymodule) probe_pymodule $rest && found=1 ;;
+      pymodule) probe_python -c "import $rest" && found=1 ;;
       file) for pattern in $rest; do compgen -G "$pattern" >/dev/null && found=1; done ;;
       cmake) [[ $cmake_ran == 1 ]] && grep -qxF "$package" "$scratch/found.txt" && found=1 ;;
+      cmake-or-pip)
+        [[ $cmake_ran == 1 ]] && grep -qxF "$package" "$scratch/found.txt" && found=1
+        [[ $found == 0 ]] && probe_python -m "$(grep -oE 'find_package\( *[A-Za-z0-9_]+' <<<"$rest" | sed 's/.*( *//')" \
+          --cmakedir && found=1 ;;
       *) echo "install-deps: bad requirement line '$line' (probe kind $kind)" >&2; exit 2 ;;
     esac
     [[ $found == 1 ]] && continue

@@ -30,6 +30,12 @@ run() {
   cat "$work/$name.out"
 }
 output_has() { grep -qF -- "$2" "$work/$1.out" || fail "$1: output lacks '$2'"; }
+# listed PREFIX NAME: the words that follow PREFIX on the line of $work/NAME.out that starts with it, sorted (the
+# script lists packages in its own order, the build's configure in another).
+listed() { sed -n "s/^$1//p" "$work/$2.out" | head -n1 | tr ' ' '\n' | grep . | sort -u | xargs; }
+sorted_words() { tr ' ' '\n' <<<"$1" | grep . | sort -u | xargs; }
+install_line='install-deps: to install them: sudo apt-get install -y --no-install-recommends '
+goes_on_line='install-deps: the build goes on without the optional '
 
 run present
 [[ $rc == 0 ]] || fail "present: exit $rc, expected 0 (everything required exists here)"
@@ -37,16 +43,23 @@ if [[ -z $missing_optional ]]; then
   [[ -s $work/calls.log ]] && fail "present: called the package tools: $(cat "$work/calls.log")"
   output_has present "everything the build needs is present"
 else
-  grep -v "^apt-get .*install -y --no-install-recommends $missing_optional\$" "$work/calls.log" | grep -v "^apt-get .* update" |
-    grep -q . && fail "present: asked for more than the missing optional '$missing_optional': $(cat "$work/calls.log")"
-  output_has present "the build goes on without the optional $missing_optional"
+  expected=$(sorted_words "$missing_optional")
+  asked=$(sed -n 's/^apt-get .*install -y --no-install-recommends //p' "$work/calls.log" | head -n1)
+  [[ $(sorted_words "$asked") == "$expected" ]] ||
+    fail "present: asked apt-get for '$asked', expected exactly the missing optional '$expected'"
+  grep -v "^apt-get .*install -y --no-install-recommends " "$work/calls.log" | grep -v "^apt-get .* update" | grep -q . &&
+    fail "present: called the package tools for more: $(cat "$work/calls.log")"
+  [[ $(listed "$goes_on_line" present) == "$expected" ]] ||
+    fail "present: '$goes_on_line' names '$(listed "$goes_on_line" present)', expected '$expected'"
 fi
 
 run optional GKNN_DEPS_EXTRA="gknn-test-optional optional cmake find_package(GknnNoSuchPackage)"
 [[ $rc == 0 ]] || fail "optional: exit $rc, expected 0 (only an optional part is missing)"
 grep -q "^apt-get .* install " "$work/calls.log" || fail "optional: apt-get install was not tried"
-output_has optional "sudo apt-get install -y --no-install-recommends gknn-test-optional"
-output_has optional "the build goes on without the optional gknn-test-optional"
+[[ " $(listed "$install_line" optional) " == *" gknn-test-optional "* ]] ||
+  fail "optional: no '$install_line... gknn-test-optional' line"
+[[ " $(listed "$goes_on_line" optional) " == *" gknn-test-optional "* ]] ||
+  fail "optional: no '$goes_on_line... gknn-test-optional' line"
 
 run required GKNN_DEPS_EXTRA="gknn-test-required required command cmake 999.0
 gknn-test-compiler-ok required cxx20"
