@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -172,6 +173,20 @@ TEST(MpiSearch, ErrorsReachEveryRank) {
   expect_error([&] { index.add(rank() == ranks() - 1 ? wide.view() : FloatView{nullptr, 0, 3, 0}); },
                ErrorCode::InvalidArgument, {"dimension 4"});
   EXPECT_EQ(index.size(), 10);  // nothing was added anywhere
+}
+
+TEST(MpiSearch, HostShareSplitsTheHostAmongItsRanks) {
+  const mpi::HostShare share = mpi::host_share(MPI_COMM_WORLD);
+  EXPECT_EQ(share.local_ranks, ranks());  // CTest starts every rank on this host
+  EXPECT_GE(share.bound_cores, 1);
+  EXPECT_LE(share.bound_cores, share.cores);
+  EXPECT_EQ(share.threads, std::max(1, std::min(share.bound_cores, share.cores / share.local_ranks)));
+  EXPECT_EQ(share.notice().empty(), share.bound_cores >= std::max(1, share.cores / share.local_ranks));
+  // A rank bound to one core of a host with cores to spare is told so, with the launcher option that helps.
+  const mpi::HostShare bound{2, 64, 1, 1};
+  EXPECT_NE(bound.notice().find("--bind-to none"), std::string::npos) << bound.notice();
+  EXPECT_NE(bound.notice().find("PE=32"), std::string::npos) << bound.notice();
+  EXPECT_TRUE((mpi::HostShare{2, 64, 64, 32}.notice().empty()));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "cli_common.hpp"
@@ -30,6 +31,11 @@ struct MpiSession {
       MPI_Finalized(&finalized);
       if (!finalized) MPI_Finalize();
     });
+    // A launcher's core binding silently slows the host side of every search: say so once (rank 0).
+    const std::string notice = mpi::host_share(MPI_COMM_WORLD).notice();
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0 && !notice.empty()) std::fprintf(stderr, "gknn: note: %s\n", notice.c_str());
   }
 };
 

@@ -46,7 +46,9 @@ elif ((gpus >= 2)); then
       "$bench" "${shape[@]}" "${flags[@]}" --devices 0,1 \
         --csv $results/scale_2gpu_${data}_${mode}_process.csv --md $results/scale_2gpu_${data}_${mode}_process.md
       if command -v mpirun >/dev/null; then
-        mpirun -n 2 "$bench" "${shape[@]}" "${flags[@]}" \
+        # --bind-to none: Open MPI binds each of two ranks to one core by default, which leaves the host side of
+        # every search (the root's merge above all) one core; the 2026-11-23 run without it measured 37% at k = 1000.
+        mpirun --bind-to none -n 2 "$bench" "${shape[@]}" "${flags[@]}" \
           --csv $results/scale_2gpu_${data}_${mode}_mpi.csv --md $results/scale_2gpu_${data}_${mode}_mpi.md
       else
         echo "run.sh: mpirun not found: the MPI runs of issue 18 were skipped" >&2

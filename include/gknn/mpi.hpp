@@ -27,6 +27,20 @@ namespace gknn::mpi {
 /// environment variables), i.e. when a tool should initialise MPI and split its work by rank.
 bool launched_by_mpirun();
 
+/// How this host's cores are shared by the ranks of comm that run on it. The host side of a search (the merge of
+/// the ranks' lists, result copies, the CPU backend) runs on OpenMP threads; by default OpenMP takes every core the
+/// process may run on, so ranks of one host either oversubscribe its cores or, bound by the launcher (Open MPI
+/// binds each of up to two ranks to one core by default), run that work on one core. Collective.
+struct HostShare {
+  int local_ranks = 1;  ///< ranks of comm on this host (MPI_COMM_TYPE_SHARED)
+  int cores = 1;        ///< the host's hardware threads
+  int bound_cores = 1;  ///< cores this rank may run on (its CPU affinity)
+  int threads = 1;      ///< default threads of this rank's searches: min(bound_cores, cores / local_ranks), >= 1
+  /// Empty, or a line saying that the launcher left this rank fewer cores than its share and how to give them.
+  std::string notice() const;
+};
+HostShare host_share(MPI_Comm comm);
+
 /// Runs step() on every rank of comm; when it throws on some ranks, every rank throws the lowest failing rank's
 /// error (that rank its own exception, the others gknn::Error with its code and "rank R: message"). For a tool's
 /// own steps that may fail on some ranks only (reading a file on the root), so that no rank waits forever.
@@ -67,6 +81,7 @@ class DistributedIndex {
   /// Queries read on `root` (other ranks pass anything, e.g. an empty view) are broadcast, searched on every
   /// rank and merged on `root`, which gets the result (same contract as Index::search); other ranks get a
   /// Result with 0 rows. params.stats, on root, gets its local phases, and in merge_ms the gather and merge.
+  /// params.threads = 0: this rank's share of its host (host_share, computed when the index is made).
   Result search(FloatView queries, const SearchParams& params, int root = 0) const;
   /// Each rank brings its own queries (any count) and gets their result: search() with each rank as root in turn.
   Result search_own_queries(FloatView local_queries, const SearchParams& params) const;
@@ -87,7 +102,7 @@ class DistributedIndex {
 
 /// Replicated across ranks: every rank's `replica` holds the whole base; the queries read on `root` are
 /// broadcast, each rank answers its near-equal part of them (rank_rows), and root gathers the rows in order.
-/// Root gets the result; other ranks a Result with 0 rows.
+/// Root gets the result; other ranks a Result with 0 rows. params.threads = 0: host_share(comm).threads.
 Result replicated_search(const ShardedIndex& replica, FloatView queries, const SearchParams& params, MPI_Comm comm,
                          int root = 0);
 

@@ -24,6 +24,7 @@ struct DistributedIndex::Impl {
   ShardedIndex local;
   detail::GlobalRows rows;  // this rank's rows -> global indices
   int64_t total = 0;        // rows on all ranks
+  int host_threads = 1;     // default threads of a search: this rank's share of its host
 };
 
 namespace {
@@ -53,9 +54,11 @@ FloatView broadcast_queries(FloatView queries, int root, MPI_Comm comm, std::vec
 
 DistributedIndex::DistributedIndex(MPI_Comm comm, int64_t dimension, Metric metric,
                                    std::vector<ShardDevice> local_shards, ShardMode local_mode) {
+  const int host_threads = host_share(comm).threads;
   collectively(comm, [&] {
-    impl_ = std::unique_ptr<Impl>(
-        new Impl{comm, dimension, metric, ShardedIndex(dimension, std::move(local_shards), local_mode, metric), {}, 0});
+    impl_ = std::unique_ptr<Impl>(new Impl{comm, dimension, metric,
+                                           ShardedIndex(dimension, std::move(local_shards), local_mode, metric), {}, 0,
+                                           host_threads});
   });
 }
 
@@ -92,6 +95,7 @@ Result DistributedIndex::search(FloatView queries, const SearchParams& params, i
     GKNN_EXPECT(root >= 0 && root < ranks, ErrorCode::InvalidArgument, "DistributedIndex::search: root ", root,
                 " is not a rank of the communicator (", ranks, " ranks)");
     checked = detail::ShardedAccess::checked_params(impl.local, params);
+    if (checked.threads == 0) checked.threads = impl.host_threads;
     GKNN_EXPECT(impl.total > 0, ErrorCode::InvalidArgument, "DistributedIndex::search: the index is empty");
   });
   std::vector<float> storage;
@@ -163,12 +167,14 @@ Result replicated_search(const ShardedIndex& replica, FloatView queries, const S
     GKNN_EXPECT(root >= 0 && root < ranks, ErrorCode::InvalidArgument, "replicated_search: root ", root,
                 " is not a rank of the communicator (", ranks, " ranks)");
   });
+  SearchParams local_params = params;
+  if (local_params.threads == 0) local_params.threads = host_share(comm).threads;
   std::vector<float> storage;
   const FloatView q = broadcast_queries(queries, root, comm, storage);
   const RowRange mine = rank_rows(q.rows, rank, ranks);
   Result part;
   collectively(comm, [&] {
-    part = replica.search(FloatView{q.row(mine.begin), mine.count(), q.cols, q.row_stride()}, params);
+    part = replica.search(FloatView{q.row(mine.begin), mine.count(), q.cols, q.row_stride()}, local_params);
   });
   std::vector<int64_t> counts;
   Result out{q.rows, part.k, gather(part.distances, root, comm, counts), gather(part.indices, root, comm, counts)};

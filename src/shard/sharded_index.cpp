@@ -66,10 +66,10 @@ struct ShardedIndex::Impl {
     const ShardDevice& where = shards[size_t(s)].where;
     kp.backend = where.backend;
     kp.device = where.device;
-    if (where.backend == Backend::Cpu && checked.threads == 0) {
+    if (where.backend == Backend::Cpu) {  // the CPU shards run side by side: each gets its share of the threads
       const int cpu_shards = int(std::count_if(shards.begin(), shards.end(),
                                                [](const Shard& x) { return x.where.backend == Backend::Cpu; }));
-      kp.threads = std::max(1, detail::cpu::resolve_threads(0) / std::max(1, cpu_shards));
+      kp.threads = std::max(1, detail::cpu::resolve_threads(checked.threads) / std::max(1, cpu_shards));
     }
     kp.progress = s == 0 ? checked.progress : ProgressCallback{};
     kp.stats = nullptr;
