@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -181,6 +182,7 @@ int main(int argc, char** argv) {
   const bool gpu = backend_available(Backend::Cuda);
   std::vector<Row> rows;
   try {
+    if (!a.data_dir.empty()) std::filesystem::create_directories(a.data_dir);  // for the peer's files
     for (const std::string& dist : a.dists)
       for (int64_t d : a.dims) {
         const std::string set = set_name(dist, d);
