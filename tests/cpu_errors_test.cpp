@@ -1,26 +1,16 @@
 // cpu_errors_test.cpp: what the CPU backend refuses, and that its messages name the algorithm and metric.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include "gknn/error.hpp"
 #include "gknn/search.hpp"
 #include "testing/data.hpp"
+#include "testing/expect_error.hpp"
 
 namespace gknn::testing {
 namespace {
-
-/// Runs f, expecting gknn::Error with `code` whose message contains every fragment.
-template <class F>
-void expect_error(F&& f, ErrorCode code, std::initializer_list<std::string> fragments) {
-  try {
-    f();
-    ADD_FAILURE() << "no exception";
-  } catch (const Error& e) {
-    EXPECT_EQ(to_string(code), std::string(to_string(e.code()))) << e.what();
-    for (const std::string& s : fragments) EXPECT_NE(std::string(e.what()).find(s), std::string::npos) << e.what();
-  }
-}
 
 class CpuErrors : public ::testing::Test {
  protected:
@@ -89,6 +79,20 @@ TEST(CpuAlgorithms, ListsMatchTheContract) {
   EXPECT_EQ(s[1].algorithm, SelectAlgorithm::Heap);
   EXPECT_EQ(s[2].algorithm, SelectAlgorithm::Quickselect);
   for (const SelectCapability& c : s) EXPECT_EQ(c.max_k, INT64_MAX);
+}
+
+TEST_F(CpuErrors, SelectNamesTheFirstNaN) {
+  SelectParams sp;
+  sp.backend = Backend::Cpu;
+  for (int64_t rows : {int64_t(4), int64_t(700)}) {  // 700 x 1000 values: the threaded scan
+    HostMatrix<float> values = random_matrix(rows, 1000, 5);
+    values.row(rows - 1)[17] = NAN;
+    values.row(2)[999] = NAN;
+    values.row(2)[5] = NAN;
+    for (Order order : {Order::Ascending, Order::Descending})
+      expect_error([&] { select_k(values.view(), nullptr, 3, order, sp); }, ErrorCode::InvalidArgument,
+                   {"row 2 column 5 is NaN"});
+  }
 }
 
 }  // namespace

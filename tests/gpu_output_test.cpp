@@ -142,6 +142,9 @@ TEST(GpuOutput, LargeResultIsCopiedOutInOverlappedTilesExactly) {
   EXPECT_GE(stats.query_tiles, 8);
   EXPECT_GT(stats.device_ms, 0.0);
   EXPECT_GE(stats.total_ms, stats.distance_ms);
+  EXPECT_GT(stats.check_ms, 0.0);  // host phases outside the device span
+  EXPECT_GT(stats.setup_ms, 0.0);
+  EXPECT_LE(stats.check_ms + stats.setup_ms, stats.total_ms);
   CheckOptions exact;
   exact.exact_indices = true;
   p.stats = nullptr;

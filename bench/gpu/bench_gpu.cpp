@@ -129,6 +129,7 @@ std::string fmt(const char* f, double v) {
 struct Sample {
   double wall_s;
   cuda_detail::StageTimes stages;
+  double check_ms = 0;  ///< SearchStats::check_ms of a run with stats (host argument checks)
 };
 
 struct Row {
@@ -187,7 +188,7 @@ Sample run_once(const Index& index, const std::vector<float>& queries, const Con
                 Result* result) {
   const Clock::time_point t0 = Clock::now();
   *result = index.search(FloatView{queries.data(), c.nq, c.dim, 0}, p);
-  return {seconds_since(t0), cuda_detail::last_stage_times()};
+  return {seconds_since(t0), cuda_detail::last_stage_times(), p.stats ? p.stats->check_ms : 0.0};
 }
 
 /// Many small searches: median wall per call over `calls` calls without timing events, and the device time of
@@ -211,16 +212,19 @@ std::string measure_calls(const Index& index, const std::vector<float>& queries,
   std::sort(wall.begin(), wall.end());
   SearchStats stats;
   p.stats = &stats;
-  std::vector<double> device;
+  std::vector<double> device, check, setup;
   for (int i = 0; i < 50; ++i) {
     index.search(q, p, out);
     device.push_back(stats.device_ms);
+    check.push_back(stats.check_ms);
+    setup.push_back(stats.setup_ms);
   }
-  std::sort(device.begin(), device.end());
+  for (auto* v : {&device, &check, &setup}) std::sort(v->begin(), v->end());
   cuda_detail::set_stage_timing(true);
   const double w = wall[wall.size() / 2], dv = device[device.size() / 2];
   return "| " + c.name + " | auto | auto (" + std::to_string(c.calls) + " calls of q = " + std::to_string(c.nq) +
          ") | " + fmt("%.4f", w) + " | " + fmt("%.4f", dv) + " | " + fmt("%.1f", 100 * (w - dv) / w) + " | " +
+         fmt("%.4f", check[check.size() / 2]) + " | " + fmt("%.4f", setup[setup.size() / 2]) + " | " +
          fmt("%.0f", double(c.nq) / (w * 1e-3)) + " | per-call overhead beyond device time: " +
          fmt("%.1f", (w - dv) * 1e3) + " us | | | | | | |";
 }
@@ -241,7 +245,16 @@ Row measure(const Index& index, const std::vector<float>& queries, const Config&
     if (wall.back() > o.long_run_s) break;
   }
   cuda_detail::set_stage_timing(true);
-  for (size_t i = 0; i < wall.size(); ++i) stages.push_back(run_once(index, queries, c, p, result).stages);
+  SearchStats stats;  // the host phases (check_ms) come with the runs that time the stages
+  SearchParams timed = p;
+  timed.stats = &stats;
+  std::vector<double> checks;
+  for (size_t i = 0; i < wall.size(); ++i) {
+    const Sample s = run_once(index, queries, c, timed, result);
+    stages.push_back(s.stages);
+    checks.push_back(s.check_ms);
+  }
+  std::sort(checks.begin(), checks.end());
   auto median_of = [&](double cuda_detail::StageTimes::*field) {
     std::vector<double> v;
     for (const auto& t : stages) v.push_back(t.*field);
@@ -254,8 +267,9 @@ Row measure(const Index& index, const std::vector<float>& queries, const Config&
   for (auto field : {&cuda_detail::StageTimes::upload_ms, &cuda_detail::StageTimes::distance_ms,
                      &cuda_detail::StageTimes::select_ms, &cuda_detail::StageTimes::merge_ms,
                      &cuda_detail::StageTimes::download_ms, &cuda_detail::StageTimes::finalize_ms,
-                     &cuda_detail::StageTimes::device_ms})
+                     &cuda_detail::StageTimes::device_ms, &cuda_detail::StageTimes::setup_ms})
     row.median.stages.*field = median_of(field);
+  row.median.check_ms = checks[checks.size() / 2];
   row.runs = static_cast<int>(wall.size());
   return row;
 }
@@ -273,11 +287,12 @@ void fill_rates(Row& row, const Config& c, double copy_gbs) {
 
 std::string table_line(const Row& r) {
   if (!r.status.empty())
-    return "| " + r.config + " | " + r.distance + " | " + r.select + " | " + r.status + " | | | | | | | | | | | |";
+    return "| " + r.config + " | " + r.distance + " | " + r.select + " | " + r.status + " | | | | | | | | | | | | | |";
   const cuda_detail::StageTimes& t = r.median.stages;
   const double wall_ms = r.median.wall_s * 1e3;
   return "| " + r.config + " | " + r.distance + " | " + r.select + " | " + fmt("%.2f", wall_ms) + " | " +
          fmt("%.2f", t.device_ms) + " | " + fmt("%.1f", 100 * (wall_ms - t.device_ms) / wall_ms) + " | " +
+         fmt("%.3f", r.median.check_ms) + " | " + fmt("%.3f", t.setup_ms) + " | " +
          fmt("%.0f", r.queries_per_s) + " | " + fmt("%.2f", t.distance_ms) + " | " +
          fmt("%.1f", r.distance_pct) + " | " + fmt("%.2f", t.select_ms) + " | " + fmt("%.1f", r.select_pct) + " | " +
          fmt("%.2f", t.merge_ms + t.finalize_ms) + " | " + fmt("%.2f", t.upload_ms + t.download_ms) + " | " +
@@ -303,9 +318,9 @@ int main(int argc, char** argv) {
                   "without timing events, stages and device ms (CUDA events) from as many runs with them; wall " +
                   "includes validation, query upload and result download into a new Result.");
   lines.push_back("");
-  lines.push_back("| config | distance | selection | wall ms | device ms | host % | queries/s | distance ms | "
-                  "distance %bw | select ms | select %bw | merge+final ms | copies ms | runs | same |");
-  lines.push_back("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+  lines.push_back("| config | distance | selection | wall ms | device ms | host % | check ms | setup ms | queries/s | "
+                  "distance ms | distance %bw | select ms | select %bw | merge+final ms | copies ms | runs | same |");
+  lines.push_back("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
   for (const std::string& l : lines) std::printf("%s\n", l.c_str());
   std::fflush(stdout);
 

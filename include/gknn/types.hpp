@@ -111,6 +111,9 @@ struct SearchStats {
   double finalize_ms = 0;  ///< key -> value conversion, tie order, padding, ids (device kernel on CUDA)
   double device_ms = 0;    ///< CUDA: first upload to last download on the device (events); CPU: 0
   double total_ms = 0;     ///< wall time of the call
+  // Host work outside the device span (where a search's wall exceeds device_ms):
+  double check_ms = 0;  ///< argument checks and the scan of the queries' values (finite; facts for exact paths)
+  double setup_ms = 0;  ///< CUDA: choices, tiling plan and buffers before the first device work is queued
   int64_t query_tiles = 0;
   int64_t base_tiles = 0;  ///< base tiles per query tile
 };

@@ -17,6 +17,11 @@ class CallTimer {
       stats_->total_ms =
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
   }
+  /// Records the time since the call began as the argument checks' time (SearchStats::check_ms).
+  void checks_done() {
+    if (stats_)
+      stats_->check_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
+  }
   CallTimer(const CallTimer&) = delete;
   CallTimer& operator=(const CallTimer&) = delete;
 

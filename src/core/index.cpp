@@ -122,6 +122,7 @@ Result Index::search(FloatView queries, const SearchParams& params_in) const {
   detail::CallTimer timer(params_in.stats);
   detail::ValueStats qs;
   const SearchParams params = index_params(*impl_, queries, params_in, &qs);
+  timer.checks_done();
   Result result;
   result.rows = queries.rows;
   result.k = params.k;
@@ -139,6 +140,7 @@ void Index::search(FloatView queries, const SearchParams& params_in, const Resul
   detail::ValueStats qs;
   const SearchParams params = index_params(*impl_, queries, params_in, &qs);
   detail::validate_result_view(out, queries.rows, params.k);
+  timer.checks_done();
   GKNN_EXPECT(out.memory == Memory::Host || impl_->backend == Backend::Cuda, ErrorCode::InvalidArgument,
               "Index::search: device-memory results need an index on the cuda backend");
   detail::OutputSpec spec;

@@ -1,6 +1,7 @@
 // search.cpp: the public entry points: validate, rewrite to key form, choose the backend, finalise.
 #include "gknn/search.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -65,6 +66,7 @@ void search(FloatView base, FloatView queries, const SearchParams& params, const
   detail::ValueStats bs, qs;
   detail::validate_search(base, queries, params, &bs, &qs);
   detail::validate_result_view(out, queries.rows, params.k);
+  timer.checks_done();
   detail::OutputSpec spec = output_spec(params);
   spec.memory = out.memory;
   spec.destination = [out] { return out; };
@@ -76,6 +78,7 @@ Result search(FloatView base, FloatView queries, const SearchParams& params) {
   detail::CallTimer timer(params.stats);
   detail::ValueStats bs, qs;
   detail::validate_search(base, queries, params, &bs, &qs);
+  timer.checks_done();
   Result result;
   result.rows = queries.rows;
   result.k = params.k;
@@ -129,12 +132,22 @@ Result select_k(FloatView values, const int64_t* labels, int64_t k, Order order,
   // Keys are ascending: a descending request selects on negated values (exact), then negates back.
   std::vector<float> negated;
   FloatView keys = values;
-  for (int64_t i = 0; i < values.rows; ++i)
-    for (int64_t j = 0; j < values.cols; ++j)
-      GKNN_EXPECT(!std::isnan(values.row(i)[j]), ErrorCode::InvalidArgument, "select_k: row ", i, " column ", j,
-                  " is NaN");
+  // NaN check over all threads for large inputs (a 1024 x 2^20 select is 1G values); the first NaN row is then
+  // re-scanned to name the column, so the message does not depend on the thread count.
+  const bool large = values.rows * values.cols > (int64_t(1) << 18);
+  int64_t first_nan_row = values.rows;
+#pragma omp parallel for schedule(static) reduction(min : first_nan_row) if (large)
+  for (int64_t i = 0; i < values.rows; ++i) {
+    bool nan = false;
+    for (int64_t j = 0; j < values.cols; ++j) nan |= std::isnan(values.row(i)[j]);
+    if (nan) first_nan_row = std::min(first_nan_row, i);
+  }
+  for (int64_t j = 0; first_nan_row < values.rows && j < values.cols; ++j)
+    GKNN_EXPECT(!std::isnan(values.row(first_nan_row)[j]), ErrorCode::InvalidArgument, "select_k: row ", first_nan_row,
+                " column ", j, " is NaN");
   if (order == Order::Descending) {
     negated.resize(static_cast<size_t>(values.rows * values.cols));
+#pragma omp parallel for schedule(static) if (large)
     for (int64_t i = 0; i < values.rows; ++i)
       for (int64_t j = 0; j < values.cols; ++j) negated[static_cast<size_t>(i * values.cols + j)] = -values.row(i)[j];
     keys = FloatView{negated.data(), values.rows, values.cols, 0};

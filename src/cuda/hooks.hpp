@@ -29,6 +29,7 @@ struct StageTimes {
   double download_ms = 0;  ///< device -> host copies of the results
   double finalize_ms = 0;  ///< key -> value conversion, tie order, padding, ids (on the device)
   double device_ms = 0;    ///< first to last event of the search on the compute stream
+  double setup_ms = 0;     ///< host: from entering the search pipeline to its first queued device work
   int64_t query_tiles = 0;
   int64_t base_tiles = 0;  ///< per query tile
 };

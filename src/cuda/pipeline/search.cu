@@ -1,5 +1,6 @@
 // search.cu: the tiled search pipeline (see search.cuh).
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -339,6 +340,7 @@ void publish_stats(StageTimer* timer, int64_t query_tiles, int64_t base_tiles, S
   stats->download_ms = t.download_ms;
   stats->finalize_ms = t.finalize_ms;
   stats->device_ms = t.device_ms;
+  stats->setup_ms = t.setup_ms;
   stats->query_tiles = query_tiles;
   stats->base_tiles = base_tiles;
 }
@@ -347,6 +349,7 @@ void publish_stats(StageTimer* timer, int64_t query_tiles, int64_t base_tiles, S
 
 void run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchParams& requested, size_t budget,
                 const DataFacts& facts, const detail::OutputSpec& out) {
+  const auto setup_start = std::chrono::steady_clock::now();
   const int64_t nq = queries.rows, nb = base.rows(), dim = queries.cols, k = requested.k;
   if (nq == 0) return;
   // Auto's choices from the measured plan table where it has a row for this search (else they stay Auto: rules).
@@ -365,13 +368,16 @@ void run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchPa
   const cudaStream_t s = p.compute.get();
 
   std::unique_ptr<StageTimer> timer = StageTimer::if_enabled(kp.stats != nullptr);
-  if (timer) timer->begin_device(s);
   if (auto* streamed = dynamic_cast<StreamedBase*>(&base)) streamed->timer = timer.get();
   size_buffers(p, tq, tb, k, out.k, host_out);
   QueryFeed feed(p, queries, tq, timer.get());
   ResultWriter writer(p.out_slots, !host_out, out.destination, out.k, tq, nq, timer.get());
   const int64_t* ids = device_ids(p, out, s);
   const TileJob job{p, base, distance, kp, dim, tb, norms, timer.get(), facts};
+  if (timer) {  // the device span starts here: everything above is host set-up
+    timer->set_setup_ms(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - setup_start).count());
+    timer->begin_device(s);
+  }
   int64_t done = 0, tile_index = 0;
   auto report = [&](int64_t rows) {
     done += rows;

@@ -25,12 +25,15 @@ class StageTimer {
     device_stop_.record(stream);
     device_span_ = true;
   }
+  /// Host time from entering the pipeline to its first queued device work (StageTimes::setup_ms).
+  void set_setup_ms(double ms) { setup_ms_ = ms; }
   /// Sums the spans (every stream must be synchronised), publishes them as last_stage_times() and returns them.
   StageTimes publish(int64_t query_tiles, int64_t base_tiles);
 
  private:
   Event device_start_, device_stop_;
   bool device_span_ = false;
+  double setup_ms_ = 0;
   struct Span {
     Stage stage = Stage::Upload;
     Event start, stop;
