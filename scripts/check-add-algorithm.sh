@@ -24,11 +24,11 @@ mkdir -p src/cuda/distance/dummy_distance
 cat > src/cuda/distance/dummy_distance/dummy_distance.cu <<'CU'
 #include "cuda/distance/kernels.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 void dummy_distance(const DistanceInput& in, const DistanceOutput& out, const DistanceContext& ctx) {
   naive_distance(in, out, ctx);
 }
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda
 CU
 echo 'GKNN_DISTANCE_ENTRY(DummyDistance, any_key_metric, false, false, dummy_distance, nullptr, nullptr)' \
   > src/cuda/distance/dummy_distance/entries.inc
@@ -41,12 +41,12 @@ mkdir -p src/cuda/select/dummy_select
 cat > src/cuda/select/dummy_select/dummy_select.cu <<'CU'
 #include "cuda/select/families.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 void dummy_select_run(const SelectInput& in, int64_t k, const SelectOutput& out, const SelectContext& ctx) {
   segmented_sort_run(in, k, out, ctx);
 }
 size_t dummy_select_workspace(int64_t rows, int64_t cols, int64_t k) { return segmented_sort_workspace(rows, cols, k); }
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda
 CU
 echo 'GKNN_SELECT_ENTRY(DummySelect, INT64_MAX, dummy_select)' > src/cuda/select/dummy_select/entries.inc
 

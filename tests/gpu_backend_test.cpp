@@ -23,14 +23,14 @@
 namespace gknn::testing {
 namespace {
 
-using cuda_detail::TileOverride;
+using detail::cuda::TileOverride;
 
 /// Resets every process-wide hook when a test ends, even when it fails.
 struct HookGuard {
   ~HookGuard() {
-    cuda_detail::set_tile_override({});
-    cuda_detail::set_texture_limit_override(0);
-    cuda_detail::set_stage_timing(false);
+    detail::cuda::set_tile_override({});
+    detail::cuda::set_texture_limit_override(0);
+    detail::cuda::set_stage_timing(false);
   }
 };
 
@@ -62,7 +62,7 @@ TEST(GpuTiling, StreamedBaseMatchesOracleAtEveryTileEdge) {
       for (int64_t k : {int64_t(1), int64_t(10), int64_t(50), int64_t(301)}) {
         SCOPED_TRACE(to_string(m) + " tiles " + std::to_string(t.query_rows) + "x" + std::to_string(t.base_rows) +
                      " k=" + std::to_string(k));
-        cuda_detail::set_tile_override({t.query_rows, t.base_rows});  // forced base tile => streamed base
+        detail::cuda::set_tile_override({t.query_rows, t.base_rows});  // forced base tile => streamed base
         const SearchParams p = cuda_params(k, m);
         Result got;
         ASSERT_NO_THROW(got = search(base.view(), queries.view(), p));
@@ -81,7 +81,7 @@ TEST(GpuTiling, EverySelectorMergesTilesExactly) {
       const int64_t k = std::min<int64_t>(40, s.max_k);
       SCOPED_TRACE(to_string(s.algorithm) + " tiles " + std::to_string(t.query_rows) + "x" +
                    std::to_string(t.base_rows));
-      cuda_detail::set_tile_override({t.query_rows, t.base_rows});
+      detail::cuda::set_tile_override({t.query_rows, t.base_rows});
       SearchParams p = cuda_params(k);
       p.select = s.algorithm;
       Result got;
@@ -102,7 +102,7 @@ TEST(GpuTiling, TinyBudgetStillAnswers) {
 
 TEST(GpuTiling, PlannerRespectsBudgetAndAlignment) {
   auto workspace = [](int64_t rows, int64_t cols, int64_t) { return size_t(rows * cols) * 8; };
-  cuda_detail::PlanInput in;
+  detail::cuda::PlanInput in;
   in.nq = 10000;
   in.nb = 1000000;
   in.dim = 128;
@@ -110,9 +110,9 @@ TEST(GpuTiling, PlannerRespectsBudgetAndAlignment) {
   in.select_workspace = workspace;
   for (size_t budget : {size_t(1) << 34, size_t(1) << 30, size_t(1) << 26}) {
     in.budget = budget;
-    const cuda_detail::TilePlan plan = cuda_detail::plan_search(in);
+    const detail::cuda::TilePlan plan = detail::cuda::plan_search(in);
     SCOPED_TRACE("budget " + std::to_string(budget));
-    EXPECT_LE(cuda_detail::search_bytes(in, plan.query_rows, plan.base_rows), budget);
+    EXPECT_LE(detail::cuda::search_bytes(in, plan.query_rows, plan.base_rows), budget);
     EXPECT_GE(plan.query_rows, 1);
     EXPECT_LE(plan.query_rows, in.nq);
     EXPECT_LE(plan.base_rows, in.nb);
@@ -138,7 +138,7 @@ TEST(GpuTiling, SelectKRowTilesWithLabels) {
   for (const SelectCapability& s : select_algorithms(Backend::Cuda))
     for (int64_t tile_rows : {int64_t(1), int64_t(3), int64_t(11)}) {
       SCOPED_TRACE(to_string(s.algorithm) + " rows per tile " + std::to_string(tile_rows));
-      cuda_detail::set_tile_override({tile_rows, 0});
+      detail::cuda::set_tile_override({tile_rows, 0});
       SelectParams sp;
       sp.backend = Backend::Cuda;
       sp.algorithm = s.algorithm;
@@ -151,7 +151,7 @@ TEST(GpuTiling, SelectKRowTilesWithLabels) {
 
 TEST(GpuTiling, ProgressIsMonotoneAndEndsAtOne) {
   HookGuard guard;
-  cuda_detail::set_tile_override({4, 0});
+  detail::cuda::set_tile_override({4, 0});
   const HostMatrix<float> base = random_matrix(100, 8, 8), queries = random_matrix(19, 8, 9);
   SearchParams p = cuda_params(5);
   std::vector<double> seen;
@@ -176,7 +176,7 @@ TEST(GpuIndex, AddInBatchesMatchesOracleAfterEachBatch) {
     ASSERT_EQ(added, index.size());
     const FloatView stored{all.data.data(), added, 12, 0};
     for (TileCase t : {TileCase{0, 0}, TileCase{6, 256}}) {
-      cuda_detail::set_tile_override({t.query_rows, t.base_rows});
+      detail::cuda::set_tile_override({t.query_rows, t.base_rows});
       const SearchParams p = cuda_params(30);
       SCOPED_TRACE("size " + std::to_string(added) + " base tile " + std::to_string(t.base_rows));
       ASSERT_EQ("", check_search(index.search(queries.view(), 30), stored, queries.view(), p, exact()));
@@ -217,10 +217,10 @@ TEST(GpuTexture, FallsBackToGlobalBeyondTheTextureLimit) {
   const Result native = search(base.view(), queries.view(), p);
   ASSERT_EQ("", check_search(native, base.view(), queries.view(), p, exact()));
 
-  cuda_detail::set_texture_limit_override(100);  // 100 elements: every tile of 500 x 16 exceeds it
-  const int64_t before = cuda_detail::texture_fallback_count();
+  detail::cuda::set_texture_limit_override(100);  // 100 elements: every tile of 500 x 16 exceeds it
+  const int64_t before = detail::cuda::texture_fallback_count();
   const Result fallback = search(base.view(), queries.view(), p);
-  EXPECT_GT(cuda_detail::texture_fallback_count(), before);
+  EXPECT_GT(detail::cuda::texture_fallback_count(), before);
   ASSERT_EQ("", check_search(fallback, base.view(), queries.view(), p, exact()));
   EXPECT_EQ(native.indices, fallback.indices);
   EXPECT_EQ(native.distances, fallback.distances);
@@ -279,11 +279,11 @@ TEST(GpuCublas, SquaredL2IsExactOnTwelveBitIntegers) {
 
 TEST(GpuStages, TimingCountsTilesAndStages) {
   HookGuard guard;
-  cuda_detail::set_stage_timing(true);
-  cuda_detail::set_tile_override({10, 64});
+  detail::cuda::set_stage_timing(true);
+  detail::cuda::set_tile_override({10, 64});
   const HostMatrix<float> base = random_matrix(300, 32, 20), queries = random_matrix(25, 32, 21);
   search(base.view(), queries.view(), cuda_params(5));
-  const cuda_detail::StageTimes t = cuda_detail::last_stage_times();
+  const detail::cuda::StageTimes t = detail::cuda::last_stage_times();
   EXPECT_EQ(3, t.query_tiles);
   EXPECT_EQ(5, t.base_tiles);
   EXPECT_GT(t.distance_ms, 0.0);

@@ -15,7 +15,7 @@
 namespace gknn::testing {
 namespace {
 
-using namespace gknn::cuda_detail;
+using namespace gknn::detail::cuda;
 using Pair = std::pair<float, int>;
 
 std::vector<Pair> random_pairs(size_t n, uint64_t seed) {

@@ -17,7 +17,7 @@
 #include "cuda/select/buckets.hpp"
 #include "cuda/select/insertion/insert_bounded.hpp"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 namespace {
 
 struct Pair {
@@ -117,4 +117,4 @@ TEST(Buckets, EveryKGoesToTheSmallestBucketThatHoldsIt) {
 }
 
 }  // namespace
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

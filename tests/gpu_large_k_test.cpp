@@ -24,7 +24,7 @@
 namespace gknn::testing {
 namespace {
 
-using cuda_detail::DeviceBuffer;
+using detail::cuda::DeviceBuffer;
 
 /// Rows of keys (row stride `stride` >= cols) with optional user labels (same stride).
 struct Rows {
@@ -120,7 +120,7 @@ void PrintTo(const Variant& v, std::ostream* os) { *os << variant_name(v); }
 std::string run_and_check(const Variant& v, const Rows& r, const DeviceRows& dev,
                           const std::vector<std::vector<Entry>>& expected, int64_t k, bool sorted,
                           int bracket_shift) {
-  const cuda_detail::SelectEntry* entry = cuda_detail::find_select(v.algorithm);
+  const detail::cuda::SelectEntry* entry = detail::cuda::find_select(v.algorithm);
   if (!entry) return "algorithm not registered";
   if (entry->max_k < k) return "max_k below k";
   const int64_t out_stride = k + 3;  // the output stride differs from k
@@ -131,17 +131,17 @@ std::string run_and_check(const Variant& v, const Rows& r, const DeviceRows& dev
   options.two_stage = v.two_stage;
   options.sampled_bracket = v.bracket;
   options.overrides.bracket_rank_shift = bracket_shift;
-  cuda_detail::Workspace workspace;
-  cuda_detail::Stream stream;
-  const cuda_detail::SelectContext ctx{options, workspace, stream.get(), 0};
-  cuda_detail::SelectInput in;
+  detail::cuda::Workspace workspace;
+  detail::cuda::Stream stream;
+  const detail::cuda::SelectContext ctx{options, workspace, stream.get(), 0};
+  detail::cuda::SelectInput in;
   in.keys = dev.keys.data();
   in.labels = r.labels.empty() ? nullptr : dev.labels.data();
   in.stride = r.stride;
   in.rows = r.rows;
   in.cols = r.cols;
   in.label_offset = r.label_offset;
-  const cuda_detail::SelectOutput out{out_keys.data(), out_labels.data(), out_stride};
+  const detail::cuda::SelectOutput out{out_keys.data(), out_labels.data(), out_stride};
   entry->run(in, k, out, ctx);
   stream.sync();
   std::vector<float> keys(out_keys.size());

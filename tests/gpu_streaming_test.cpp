@@ -63,7 +63,7 @@ TEST(GpuStreaming, StreamedBaseEqualsResidentBase) {
 TEST(GpuStreaming, ImpossibleDeviceAllocationNamesItsSize) {
   const size_t count = size_t{1} << 50;  // 4 PiB of floats: no device has it
   try {
-    cuda_detail::DeviceBuffer<float> huge(count);
+    detail::cuda::DeviceBuffer<float> huge(count);
     FAIL() << "a 4 PiB device allocation succeeded";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::OutOfMemory) << e.what();

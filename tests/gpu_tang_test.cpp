@@ -1,5 +1,5 @@
 // gpu_tang_test.cpp: Tang et al.'s queues on the device, called through the GPU selection table
-// (cuda_detail::find_select) on device-resident rows, checked against the float64 oracle. The select and
+// (detail::cuda::find_select) on device-resident rows, checked against the float64 oracle. The select and
 // search suites cover every combination on their adversarial rows; this adds what is specific to the queues:
 // m and G variations, k at the compile-time bucket edges, rows that are a multiple of no G^levels, row counts
 // that leave idle lanes in the last warp, strided rows, label offsets, explicit labels, and the workspace.
@@ -18,7 +18,7 @@
 namespace gknn::testing {
 namespace {
 
-using cuda_detail::DeviceBuffer;
+using detail::cuda::DeviceBuffer;
 
 constexpr SelectAlgorithm kQueues[] = {SelectAlgorithm::InsertionQueue, SelectAlgorithm::HeapQueue,
                                        SelectAlgorithm::MergeQueue};
@@ -46,7 +46,7 @@ HostRows make_rows(int64_t rows, int64_t cols, int64_t stride, uint64_t seed, bo
 /// Runs `algorithm` with `tang` on the device; returns the result, labels minus label_offset.
 Result run_device(SelectAlgorithm algorithm, const TangOptions& tang, const HostRows& h, int64_t k,
                   int64_t label_offset = 0) {
-  const cuda_detail::SelectEntry* entry = cuda_detail::find_select(algorithm);
+  const detail::cuda::SelectEntry* entry = detail::cuda::find_select(algorithm);
   if (!entry) throw Error(ErrorCode::Unsupported, "no GPU entry for " + to_string(algorithm));
   DeviceBuffer<float> keys(h.values.size());
   DeviceBuffer<int64_t> labels(h.labels.size());
@@ -56,13 +56,13 @@ Result run_device(SelectAlgorithm algorithm, const TangOptions& tang, const Host
   if (!h.labels.empty())
     GKNN_CUDA_TRY(cudaMemcpy(labels.data(), h.labels.data(), labels.bytes(), cudaMemcpyHostToDevice));
 
-  cuda_detail::SelectInput in{keys.data(), h.labels.empty() ? nullptr : labels.data(), h.stride, h.rows, h.cols,
+  detail::cuda::SelectInput in{keys.data(), h.labels.empty() ? nullptr : labels.data(), h.stride, h.rows, h.cols,
                               label_offset};
-  cuda_detail::SelectOutput out{out_keys.data(), out_labels.data(), k};
+  detail::cuda::SelectOutput out{out_keys.data(), out_labels.data(), k};
   SelectOptions options;
   options.tang = tang;
-  cuda_detail::Workspace workspace;
-  const cuda_detail::SelectContext ctx{options, workspace, nullptr, 0};
+  detail::cuda::Workspace workspace;
+  const detail::cuda::SelectContext ctx{options, workspace, nullptr, 0};
   entry->run(in, k, out, ctx);
   GKNN_CUDA_TRY(cudaDeviceSynchronize());
 
@@ -155,11 +155,11 @@ TEST(GpuTang, RejectsBadOptionsAndReportsWorkspace) {
   EXPECT_THROW(run_device(SelectAlgorithm::MergeQueue, flags(0, 6, 4), h, 10), Error);
   EXPECT_THROW(run_device(SelectAlgorithm::HeapQueue, flags(4, 8, 1), h, 10), Error);
   for (SelectAlgorithm a : kQueues) {
-    const cuda_detail::SelectEntry* e = cuda_detail::find_select(a);
+    const detail::cuda::SelectEntry* e = detail::cuda::find_select(a);
     ASSERT_NE(e, nullptr);
-    EXPECT_EQ(e->max_k, cuda_detail::tang::kMaxK);
-    EXPECT_EQ(e->workspace_bytes(8192, 32768, 256), cuda_detail::tang::workspace_bound(8192, 32768, 256));
-    EXPECT_GE(e->workspace_bytes(8192, 32768, 256), cuda_detail::tang::hierarchy_layout(8192, 32768, 256, 4, true).bytes);
+    EXPECT_EQ(e->max_k, detail::cuda::tang::kMaxK);
+    EXPECT_EQ(e->workspace_bytes(8192, 32768, 256), detail::cuda::tang::workspace_bound(8192, 32768, 256));
+    EXPECT_GE(e->workspace_bytes(8192, 32768, 256), detail::cuda::tang::hierarchy_layout(8192, 32768, 256, 4, true).bytes);
   }
 }
 

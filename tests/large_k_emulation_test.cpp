@@ -24,7 +24,7 @@
 namespace gknn::testing {
 namespace {
 
-using namespace gknn::cuda_detail::large_k;
+using namespace gknn::detail::cuda::large_k;
 
 uint32_t ordered_of(float f) { return ordered_from_bits(std::bit_cast<uint32_t>(f)); }
 float float_of(uint32_t ordered) { return std::bit_cast<float>(bits_from_ordered(ordered)); }

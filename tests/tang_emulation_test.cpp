@@ -23,7 +23,7 @@
 namespace gknn::testing {
 namespace {
 
-using namespace gknn::cuda_detail::tang;
+using namespace gknn::detail::cuda::tang;
 
 enum class QueueKind { Insertion, Heap, Merge };
 

@@ -128,7 +128,7 @@ std::string fmt(const char* f, double v) {
 
 struct Sample {
   double wall_s;
-  cuda_detail::StageTimes stages;
+  detail::cuda::StageTimes stages;
   double check_ms = 0;  ///< SearchStats::check_ms of a run with stats (host argument checks)
 };
 
@@ -188,7 +188,7 @@ Sample run_once(const Index& index, const std::vector<float>& queries, const Con
                 Result* result) {
   const Clock::time_point t0 = Clock::now();
   *result = index.search(FloatView{queries.data(), c.nq, c.dim, 0}, p);
-  return {seconds_since(t0), cuda_detail::last_stage_times(), p.stats ? p.stats->check_ms : 0.0};
+  return {seconds_since(t0), detail::cuda::last_stage_times(), p.stats ? p.stats->check_ms : 0.0};
 }
 
 /// Many small searches: median wall per call over `calls` calls without timing events, and the device time of
@@ -201,7 +201,7 @@ std::string measure_calls(const Index& index, const std::vector<float>& queries,
   std::vector<float> d(static_cast<size_t>(c.nq * c.k));
   std::vector<int64_t> ids(d.size());
   const ResultView out{d.data(), ids.data(), c.nq, c.k};
-  cuda_detail::set_stage_timing(false);
+  detail::cuda::set_stage_timing(false);
   for (int i = 0; i < 20; ++i) index.search(q, p, out);  // warm-up
   std::vector<double> wall;
   for (int i = 0; i < c.calls; ++i) {
@@ -220,7 +220,7 @@ std::string measure_calls(const Index& index, const std::vector<float>& queries,
     setup.push_back(stats.setup_ms);
   }
   for (auto* v : {&device, &check, &setup}) std::sort(v->begin(), v->end());
-  cuda_detail::set_stage_timing(true);
+  detail::cuda::set_stage_timing(true);
   const double w = wall[wall.size() / 2], dv = device[device.size() / 2];
   return "| " + c.name + " | auto | auto (" + std::to_string(c.calls) + " calls of q = " + std::to_string(c.nq) +
          ") | " + fmt("%.4f", w) + " | " + fmt("%.4f", dv) + " | " + fmt("%.1f", 100 * (w - dv) / w) + " | " +
@@ -235,8 +235,8 @@ Row measure(const Index& index, const std::vector<float>& queries, const Config&
             const Options& o, Result* result) {
   Row row;
   std::vector<double> wall;
-  std::vector<cuda_detail::StageTimes> stages;
-  cuda_detail::set_stage_timing(false);
+  std::vector<detail::cuda::StageTimes> stages;
+  detail::cuda::set_stage_timing(false);
   const Sample warm = run_once(index, queries, c, p, result);
   const int repeats = warm.wall_s > o.long_run_s ? 0 : o.repeats;
   if (repeats == 0) wall.push_back(warm.wall_s);  // too slow to repeat: the first run is the measurement
@@ -244,7 +244,7 @@ Row measure(const Index& index, const std::vector<float>& queries, const Config&
     wall.push_back(run_once(index, queries, c, p, result).wall_s);
     if (wall.back() > o.long_run_s) break;
   }
-  cuda_detail::set_stage_timing(true);
+  detail::cuda::set_stage_timing(true);
   SearchStats stats;  // the host phases (check_ms) come with the runs that time the stages
   SearchParams timed = p;
   timed.stats = &stats;
@@ -255,7 +255,7 @@ Row measure(const Index& index, const std::vector<float>& queries, const Config&
     checks.push_back(s.check_ms);
   }
   std::sort(checks.begin(), checks.end());
-  auto median_of = [&](double cuda_detail::StageTimes::*field) {
+  auto median_of = [&](double detail::cuda::StageTimes::*field) {
     std::vector<double> v;
     for (const auto& t : stages) v.push_back(t.*field);
     std::sort(v.begin(), v.end());
@@ -264,10 +264,10 @@ Row measure(const Index& index, const std::vector<float>& queries, const Config&
   std::sort(wall.begin(), wall.end());
   row.median.wall_s = wall[wall.size() / 2];
   row.median.stages = stages.front();
-  for (auto field : {&cuda_detail::StageTimes::upload_ms, &cuda_detail::StageTimes::distance_ms,
-                     &cuda_detail::StageTimes::select_ms, &cuda_detail::StageTimes::merge_ms,
-                     &cuda_detail::StageTimes::download_ms, &cuda_detail::StageTimes::finalize_ms,
-                     &cuda_detail::StageTimes::device_ms, &cuda_detail::StageTimes::setup_ms})
+  for (auto field : {&detail::cuda::StageTimes::upload_ms, &detail::cuda::StageTimes::distance_ms,
+                     &detail::cuda::StageTimes::select_ms, &detail::cuda::StageTimes::merge_ms,
+                     &detail::cuda::StageTimes::download_ms, &detail::cuda::StageTimes::finalize_ms,
+                     &detail::cuda::StageTimes::device_ms, &detail::cuda::StageTimes::setup_ms})
     row.median.stages.*field = median_of(field);
   row.median.check_ms = checks[checks.size() / 2];
   row.runs = static_cast<int>(wall.size());
@@ -288,7 +288,7 @@ void fill_rates(Row& row, const Config& c, double copy_gbs) {
 std::string table_line(const Row& r) {
   if (!r.status.empty())
     return "| " + r.config + " | " + r.distance + " | " + r.select + " | " + r.status + " | | | | | | | | | | | | | |";
-  const cuda_detail::StageTimes& t = r.median.stages;
+  const detail::cuda::StageTimes& t = r.median.stages;
   const double wall_ms = r.median.wall_s * 1e3;
   return "| " + r.config + " | " + r.distance + " | " + r.select + " | " + fmt("%.2f", wall_ms) + " | " +
          fmt("%.2f", t.device_ms) + " | " + fmt("%.1f", 100 * (wall_ms - t.device_ms) / wall_ms) + " | " +
@@ -327,7 +327,7 @@ int main(int argc, char** argv) {
   const std::regex filter(o.filter);
   std::map<std::string, double> garcia_seconds;  // "distance/select" -> wall time on Garcia's shape
   const double garcia_pairs = 16384.0 * 4096.0;
-  cuda_detail::set_stage_timing(true);
+  detail::cuda::set_stage_timing(true);
   int failures = 0;
   for (const std::string& name : o.configs) {
     const auto it = kConfigs.find(name);

@@ -10,8 +10,6 @@
 
 namespace gknn::detail::cuda {
 
-using namespace gknn::cuda_detail;
-
 bool available() {
   try {
     int count = 0;

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 /// Forces the pipeline's tile sizes (rows of queries / base rows per tile); 0 = the planner's choice.
 /// With a forced base tile, a one-shot search also streams the base from the host instead of uploading it whole.
@@ -37,4 +37,4 @@ struct StageTimes {
 void set_stage_timing(bool on);
 StageTimes last_stage_times();
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

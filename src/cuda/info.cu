@@ -17,8 +17,8 @@ std::vector<DeviceInfo> devices() {
   cudaGetDevice(&previous);
   std::vector<DeviceInfo> out;
   for (int ordinal = 0; ordinal < count; ++ordinal) {
-    cuda_detail::DeviceProps p;
-    if (cuda_detail::read_device_props(ordinal, &p) != cudaSuccess) {
+    detail::cuda::DeviceProps p;
+    if (detail::cuda::read_device_props(ordinal, &p) != cudaSuccess) {
       cudaGetLastError();
       continue;
     }

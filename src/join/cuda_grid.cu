@@ -20,9 +20,9 @@
 namespace gknn::detail::join {
 namespace {
 
-using cuda_detail::DeviceBuffer;
-using cuda_detail::PinnedBuffer;
-using cuda_detail::Stream;
+using detail::cuda::DeviceBuffer;
+using detail::cuda::PinnedBuffer;
+using detail::cuda::Stream;
 
 constexpr int kBlock = 256;
 constexpr size_t kScratchBudget = size_t(1) << 30;  // bytes of per-thread top-k lists per launch

@@ -23,8 +23,8 @@ struct Timing {
 
 /// Median milliseconds of launch() on `stream`; *runs (optional) gets the number of timed repeats.
 template <class Launch>
-double time_ms(Launch&& launch, const cuda_detail::Stream& stream, const Timing& t, int* runs = nullptr) {
-  cuda_detail::Event start, stop;
+double time_ms(Launch&& launch, const detail::cuda::Stream& stream, const Timing& t, int* runs = nullptr) {
+  detail::cuda::Event start, stop;
   auto once = [&] {
     start.record(stream.get());
     launch();

@@ -25,7 +25,7 @@
 namespace {
 
 using namespace gknn;
-using namespace gknn::cuda_detail;
+using namespace gknn::detail::cuda;
 
 struct Args : bench::CommonArgs {
   Args() {

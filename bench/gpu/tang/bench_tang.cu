@@ -37,7 +37,7 @@
 namespace {
 
 using namespace gknn;
-using namespace gknn::cuda_detail;
+using namespace gknn::detail::cuda;
 
 struct Args : bench::CommonArgs {
   bool full = false;

@@ -6,7 +6,7 @@
 
 #include "cuda/common/error.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 /// cudaMalloc'd array of T; move-only.
 template <class T>
@@ -131,4 +131,4 @@ class Workspace {
   DeviceBuffer<unsigned char> buffer_;
 };
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

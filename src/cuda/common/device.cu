@@ -5,7 +5,7 @@
 #include "cuda/common/device.cuh"
 #include "cuda/common/error.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 cudaError_t read_device_props(int ordinal, DeviceProps* out) {
   cudaDeviceProp p{};
@@ -45,4 +45,4 @@ const DeviceProps& device_props(int ordinal) {
 
 void device_memory(size_t* free_bytes, size_t* total_bytes) { GKNN_CUDA_TRY(cudaMemGetInfo(free_bytes, total_bytes)); }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

@@ -7,7 +7,7 @@
 
 #include <cuda_runtime.h>
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 struct DeviceProps {
   int ordinal = 0;
@@ -31,4 +31,4 @@ cudaError_t read_device_props(int ordinal, DeviceProps* out);
 /// Free and total device memory now (cudaMemGetInfo).
 void device_memory(size_t* free_bytes, size_t* total_bytes);
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

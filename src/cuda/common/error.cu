@@ -2,7 +2,7 @@
 
 #include "cuda/common/error.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 void throw_cuda(cudaError_t err, const char* expr, const char* file, int line) {
   cudaGetLastError();  // clear a sticky-free error so the next call is not blamed for this one
@@ -34,4 +34,4 @@ void warn_cuda(cudaError_t err, const char* expr, const char* file, int line) no
                file, line);
 }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

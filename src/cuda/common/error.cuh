@@ -6,7 +6,7 @@
 
 #include "gknn/error.hpp"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 [[noreturn]] void throw_cuda(cudaError_t err, const char* expr, const char* file, int line);
 [[noreturn]] void throw_cublas(cublasStatus_t st, const char* expr, const char* file, int line);
@@ -17,18 +17,18 @@ namespace gknn::cuda_detail {
 /// For destructors: reports to stderr instead of throwing.
 void warn_cuda(cudaError_t err, const char* expr, const char* file, int line) noexcept;
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda
 
 #define GKNN_CUDA_TRY(expr)                                                                     \
   do {                                                                                          \
     cudaError_t gknn_err_ = (expr);                                                             \
-    if (gknn_err_ != cudaSuccess) ::gknn::cuda_detail::throw_cuda(gknn_err_, #expr, __FILE__, __LINE__); \
+    if (gknn_err_ != cudaSuccess) ::gknn::detail::cuda::throw_cuda(gknn_err_, #expr, __FILE__, __LINE__); \
   } while (0)
 
 #define GKNN_CUDA_TRY_NOTHROW(expr)                                                             \
   do {                                                                                          \
     cudaError_t gknn_err_ = (expr);                                                             \
-    if (gknn_err_ != cudaSuccess) ::gknn::cuda_detail::warn_cuda(gknn_err_, #expr, __FILE__, __LINE__); \
+    if (gknn_err_ != cudaSuccess) ::gknn::detail::cuda::warn_cuda(gknn_err_, #expr, __FILE__, __LINE__); \
   } while (0)
 
 /// After every kernel launch: catches bad configurations at once (asynchronous faults surface at the next sync).
@@ -37,5 +37,5 @@ void warn_cuda(cudaError_t err, const char* expr, const char* file, int line) no
 #define GKNN_CUBLAS_TRY(expr)                                                                   \
   do {                                                                                          \
     cublasStatus_t gknn_st_ = (expr);                                                           \
-    if (gknn_st_ != CUBLAS_STATUS_SUCCESS) ::gknn::cuda_detail::throw_cublas(gknn_st_, #expr, __FILE__, __LINE__); \
+    if (gknn_st_ != CUBLAS_STATUS_SUCCESS) ::gknn::detail::cuda::throw_cublas(gknn_st_, #expr, __FILE__, __LINE__); \
   } while (0)

@@ -6,7 +6,7 @@
 
 #include "cuda/distance/query_launch.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 struct ComponentBlock {
   static constexpr int kThreads = 256;
@@ -27,4 +27,4 @@ inline QueryGrid component_grid(int64_t dim) {
   return {dim3(shape.x, shape.y), shape.y, 1};
 }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

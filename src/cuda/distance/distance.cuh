@@ -16,7 +16,7 @@
 #include "cuda/common/buffer.cuh"
 #include "gknn/types.hpp"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 struct DistanceInput {
   const float* queries = nullptr;
@@ -95,4 +95,4 @@ const DistanceEntry& resolve_distance(DistanceAlgorithm requested, Metric key_me
 /// Squared L2 norm of each row (one pass; used by GEMM-based kernels).
 void row_squared_norms(const float* rows, int64_t count, int64_t stride, int64_t dim, float* out, cudaStream_t s);
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

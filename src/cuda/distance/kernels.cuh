@@ -4,7 +4,7 @@
 
 #include "cuda/distance/distance.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 #define GKNN_DISTANCE_ENTRY(id, supports, needs_norms, omits_query_norm, fn, workspace, exact_on) \
   void fn(const DistanceInput& in, const DistanceOutput& out, const DistanceContext& ctx);
@@ -15,4 +15,4 @@ size_t cublas_workspace(int64_t nq, int64_t nb, int64_t dim);
 size_t fp16_mma_workspace(int64_t nq, int64_t nb, int64_t dim);
 bool fp16_mma_exact_on(const DataFacts& facts);
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

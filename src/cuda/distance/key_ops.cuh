@@ -17,7 +17,7 @@
 #include "gknn/error.hpp"
 #include "gknn/types.hpp"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 template <Metric M>
 struct KeyOp {
@@ -59,4 +59,4 @@ void dispatch_key_metric(Metric m, F&& f) {
 /// Largest grid.y a launch may use; launchers split longer query ranges into chunks of this many rows/tiles.
 constexpr int64_t kMaxGridY = 65535;
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

@@ -6,7 +6,7 @@
 #include "cuda/common/error.cuh"
 #include "cuda/distance/distance.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 namespace {
 
 constexpr int kWarpsPerBlock = 8;
@@ -32,4 +32,4 @@ void row_squared_norms(const float* rows, int64_t count, int64_t stride, int64_t
   GKNN_CUDA_CHECK_LAUNCH();
 }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

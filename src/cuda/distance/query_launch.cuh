@@ -13,7 +13,7 @@
 #include "cuda/distance/distance.cuh"
 #include "cuda/distance/key_ops.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 /// How a kernel's grid covers the key matrix.
 struct QueryGrid {
@@ -45,4 +45,4 @@ void launch_over_queries(const DistanceInput& in, const DistanceOutput& out, cud
   });
 }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

@@ -10,7 +10,7 @@
 #include "cuda/distance/kernels.cuh"
 #include "gknn/error.hpp"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 namespace {
 
 const DistanceEntry kDistanceEntries[] = {
@@ -76,4 +76,4 @@ const DistanceEntry& resolve_distance(DistanceAlgorithm requested, Metric key_me
   return *e;
 }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

@@ -7,7 +7,7 @@
 #include "cuda/common/error.cuh"
 #include "cuda/pipeline/finalize.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 namespace {
 
 constexpr int kThreads = 128;
@@ -86,4 +86,4 @@ void finalize_rows(const FinalizeArgs& args, cudaStream_t stream) {
   GKNN_CUDA_CHECK_LAUNCH();
 }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

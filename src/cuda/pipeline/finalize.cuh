@@ -9,7 +9,7 @@
 
 #include "gknn/types.hpp"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 struct FinalizeArgs {
   const float* keys = nullptr;     ///< rows x kept ascending keys, in_stride apart
@@ -28,4 +28,4 @@ struct FinalizeArgs {
 
 void finalize_rows(const FinalizeArgs& args, cudaStream_t stream);
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

@@ -4,7 +4,7 @@
 #include "cuda/hooks.hpp"
 #include "cuda/pipeline/hook_state.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 namespace {
 
 std::atomic<int64_t> g_texture_limit{0};
@@ -19,4 +19,4 @@ void count_texture_fallbacks(int64_t n) {
   if (n > 0) g_texture_fallbacks.fetch_add(n);
 }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

@@ -4,11 +4,11 @@
 
 #include <cstdint>
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 /// set_texture_limit_override's value (0: none), for DistanceInput::texture_limit.
 int64_t texture_limit_override();
 /// Adds a search's DistanceContext::fallbacks to texture_fallback_count().
 void count_texture_fallbacks(int64_t n);
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

@@ -7,7 +7,7 @@
 
 #include <omp.h>
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 void parallel_memcpy(void* dst, const void* src, size_t bytes, int max_threads) {
   constexpr size_t kMinChunk = size_t(1) << 20;
@@ -24,4 +24,4 @@ void parallel_memcpy(void* dst, const void* src, size_t bytes, int max_threads) 
   }
 }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

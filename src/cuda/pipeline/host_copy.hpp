@@ -5,9 +5,9 @@
 
 #include <cstddef>
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 /// memcpy of `bytes` bytes, split over up to `max_threads` OpenMP threads in chunks of at least 1 MiB.
 void parallel_memcpy(void* dst, const void* src, size_t bytes, int max_threads = 16);
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

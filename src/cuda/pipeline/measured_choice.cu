@@ -7,7 +7,7 @@
 #include "cuda/select/select.cuh"
 #include "plan/plan_table.hpp"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 MeasuredChoice measured_choice(const SearchParams& key_params, int64_t nq, int64_t nb, const DataFacts& facts,
                                int device) {
@@ -33,4 +33,4 @@ MeasuredChoice measured_choice(const SearchParams& key_params, int64_t nq, int64
   return out;
 }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

@@ -7,7 +7,7 @@
 #include "cuda/distance/distance.cuh"
 #include "gknn/types.hpp"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 struct MeasuredChoice {
   SearchParams params;  ///< the key params with Auto replaced by the table's choice where a row applies
@@ -21,4 +21,4 @@ struct MeasuredChoice {
 MeasuredChoice measured_choice(const SearchParams& key_params, int64_t nq, int64_t nb, const DataFacts& facts,
                                int device);
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

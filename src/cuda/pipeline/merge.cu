@@ -5,7 +5,7 @@
 #include "cuda/pipeline/merge.cuh"
 #include "cuda/pipeline/merge_path.hpp"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 namespace {
 
 constexpr int kThreads = 128;
@@ -36,4 +36,4 @@ void merge_sorted_lists(const SortedLists& a, const SortedLists& b, int64_t rows
   GKNN_CUDA_CHECK_LAUNCH();
 }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

@@ -5,7 +5,7 @@
 
 #include <cuda_runtime.h>
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 /// Sorted lists of `rows` rows, `stride` elements apart, each row holding `len` valid (key, label) pairs.
 struct SortedLists {
@@ -21,4 +21,4 @@ struct SortedLists {
 void merge_sorted_lists(const SortedLists& a, const SortedLists& b, int64_t rows, int64_t out_len, float* out_keys,
                         int64_t* out_labels, int64_t out_stride, cudaStream_t stream);
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

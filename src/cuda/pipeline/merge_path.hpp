@@ -13,7 +13,7 @@
 #include "core/hd.hpp"
 #include "core/order.hpp"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 struct MergePick {
   bool from_a;
@@ -34,4 +34,4 @@ GKNN_HD MergePick merge_path_pick(const float* ak, const int64_t* al, int64_t a_
   return {from_a, from_a ? lo : jb};
 }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

@@ -6,7 +6,7 @@
 #include "cuda/hooks.hpp"
 #include "cuda/pipeline/plan.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 namespace {
 
 std::mutex g_override_mutex;
@@ -91,4 +91,4 @@ size_t memory_budget(size_t requested) {
   return static_cast<size_t>(static_cast<double>(free_bytes) * kFreeShare);
 }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

@@ -23,7 +23,7 @@
 
 #include "cuda/select/select.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 /// Query rows per tile at most (kernels put query rows on grid.y in chunks; this keeps lists small).
 constexpr int64_t kMaxQueryTile = 16384;
@@ -66,4 +66,4 @@ size_t memory_budget(size_t requested);
 /// True when a tile override forces streaming the base (hooks.hpp).
 bool base_tile_forced();
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

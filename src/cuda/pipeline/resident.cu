@@ -11,7 +11,7 @@
 #include "cuda/pipeline/resident.cuh"
 #include "cuda/pipeline/search.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 namespace {
 
 constexpr int64_t kMinCapacityRows = 1024;
@@ -116,4 +116,4 @@ std::unique_ptr<detail::ResidentStore> make_resident_store(int64_t dim, int devi
   return std::make_unique<CudaStore>(dim, device);
 }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

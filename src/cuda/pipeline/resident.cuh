@@ -5,11 +5,11 @@
 
 #include "core/backend.hpp"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 std::unique_ptr<detail::ResidentStore> make_resident_store(int64_t dim, int device);
 
 /// Throws InvalidArgument unless `device` is a visible CUDA device; makes it current.
 void use_device(int device);
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

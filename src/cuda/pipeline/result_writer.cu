@@ -2,7 +2,7 @@
 #include "cuda/pipeline/host_copy.hpp"
 #include "cuda/pipeline/result_writer.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 namespace {
 /// Results above this size are allocated on a helper thread while the device computes.
@@ -72,4 +72,4 @@ int64_t ResultWriter::finish(int slot) {
   return s.rows;
 }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

@@ -15,7 +15,7 @@
 #include "cuda/pipeline/stage_timer.cuh"
 #include "gknn/types.hpp"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 /// Buffers of one in-flight output tile, kept by the Pipeline between searches.
 struct OutputSlot {
@@ -59,4 +59,4 @@ class ResultWriter {
   StageTimer* timer_;
 };
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

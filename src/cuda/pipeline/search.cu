@@ -17,7 +17,7 @@
 #include "cuda/pipeline/staging.cuh"
 #include "cuda/select/select.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 namespace {
 
 /// Rows per chunk of a bulk upload: about 32 MiB of pinned staging per slot.
@@ -418,4 +418,4 @@ void run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchPa
   publish_stats(timer.get(), tile_index, (nb + tb - 1) / tb, kp.stats);
 }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

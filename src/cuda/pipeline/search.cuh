@@ -22,7 +22,7 @@
 #include "cuda/pipeline/stage_timer.cuh"
 #include "cuda/pipeline/staging.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 /// What a search's tiling depends on: a search with the same key reuses the previous search's buffers.
 struct PlanKey {
@@ -133,4 +133,4 @@ constexpr size_t kKeptPipelineBytes = size_t(1) << 30;
 /// Copies host rows (any stride) into `dst` (device, stride = cols) through pinned staging; synchronous.
 void upload_rows(Pipeline& p, FloatView rows, float* dst);
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

@@ -5,7 +5,7 @@
 #include "cuda/pipeline/staging.cuh"
 #include "cuda/select/select.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 Result run_select(Pipeline& p, FloatView keys, const int64_t* labels, int64_t k, const SelectParams& params,
                   size_t budget) {
@@ -44,4 +44,4 @@ Result run_select(Pipeline& p, FloatView keys, const int64_t* labels, int64_t k,
   return result;
 }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

@@ -3,10 +3,10 @@
 
 #include "cuda/pipeline/search.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 /// Ascending top-k of every row of `keys` (host; labels optional with the same row stride), 1 <= k <= cols.
 Result run_select(Pipeline& p, FloatView keys, const int64_t* labels, int64_t k, const SelectParams& params,
                   size_t budget);
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

@@ -4,7 +4,7 @@
 
 #include "cuda/pipeline/stage_timer.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 namespace {
 
 std::atomic<bool> g_enabled{false};
@@ -63,4 +63,4 @@ StageTimes StageTimer::publish(int64_t query_tiles, int64_t base_tiles) {
   return t;
 }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

@@ -7,7 +7,7 @@
 #include "cuda/common/buffer.cuh"
 #include "cuda/hooks.hpp"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 enum class Stage { Upload, Distance, Select, Merge, Download, Finalize };
 
@@ -50,4 +50,4 @@ inline void stage_end(StageTimer* t, Stage s, cudaStream_t stream) {
   if (t) t->end(s, stream);
 }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

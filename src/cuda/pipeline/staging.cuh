@@ -17,7 +17,7 @@
 #include "cuda/pipeline/stage_timer.cuh"
 #include "gknn/types.hpp"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 /// The pinned and device buffers of a Stager's two slots; a Pipeline keeps one per stream of rows, so repeated
 /// searches allocate nothing (buffers only grow).
@@ -151,4 +151,4 @@ class ResultSlots {
   Slot slots_[2];
 };
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

@@ -33,7 +33,7 @@
 
 #include "core/order.hpp"
 
-namespace gknn::cuda_detail::bitonic {
+namespace gknn::detail::cuda::bitonic {
 
 constexpr unsigned kFullMask = 0xffffffffu;
 
@@ -373,4 +373,4 @@ __device__ __forceinline__ void block_sort(float (&k)[T], Idx (&v)[T], Scratch<I
   }
 }
 
-}  // namespace gknn::cuda_detail::bitonic
+}  // namespace gknn::detail::cuda::bitonic

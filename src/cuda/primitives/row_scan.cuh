@@ -12,7 +12,7 @@
 
 #include <cuda_runtime.h>
 
-namespace gknn::cuda_detail::rowscan {
+namespace gknn::detail::cuda::rowscan {
 
 /// One round: up to 4*V keys of this thread. Element e = 4*v + c has column col[v] + c (relative to the
 /// segment start) and is present when bit e of `valid` is set.
@@ -75,4 +75,4 @@ __device__ __forceinline__ void scan_row(const float* row, int cols, int g, bool
   }
 }
 
-}  // namespace gknn::cuda_detail::rowscan
+}  // namespace gknn::detail::cuda::rowscan

@@ -2,7 +2,7 @@
 #include "cuda/common/error.cuh"
 #include "cuda/primitives/segments.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 namespace {
 
 __global__ void segment_offsets_kernel(int* offsets, int64_t segments, int64_t length) {
@@ -19,4 +19,4 @@ void fill_segment_offsets(int* offsets, int64_t segments, int64_t length, cudaSt
   GKNN_CUDA_CHECK_LAUNCH();
 }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

@@ -5,9 +5,9 @@
 
 #include <cuda_runtime.h>
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 /// offsets[i] = i * length for i in [0, segments] (segments + 1 entries; every value must fit an int).
 void fill_segment_offsets(int* offsets, int64_t segments, int64_t length, cudaStream_t stream);
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

@@ -8,7 +8,7 @@
 
 #include "core/order.hpp"
 
-namespace gknn::cuda_detail::bitonic {
+namespace gknn::detail::cuda::bitonic {
 
 /// True when entry a comes strictly before entry b.
 template <bool kPairs>
@@ -53,4 +53,4 @@ __host__ __device__ constexpr uint32_t next_pow2(uint32_t n) {
   return p;
 }
 
-}  // namespace gknn::cuda_detail::bitonic
+}  // namespace gknn::detail::cuda::bitonic

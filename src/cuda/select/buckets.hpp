@@ -12,7 +12,7 @@
 
 #include "gknn/error.hpp"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 template <int... Ks>
 struct BucketList {
@@ -38,4 +38,4 @@ void with_bucket(BucketList<Ks...> list, int64_t k, const char* family, F&& f) {
   ((bucket == Ks ? (f(std::integral_constant<int, Ks>{}), true) : false) || ...);
 }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

@@ -6,7 +6,7 @@
 #include "cuda/select/select.cuh"
 #include "gknn/error.hpp"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 namespace {
 
 struct Preference {
@@ -48,4 +48,4 @@ const SelectEntry& resolve_select(SelectAlgorithm requested, int64_t rows, int64
   return *e;
 }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

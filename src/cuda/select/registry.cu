@@ -8,7 +8,7 @@
 #include "cuda/select/families.cuh"
 #include "gknn/error.hpp"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 namespace {
 
 const SelectEntry kSelectEntries[] = {
@@ -29,4 +29,4 @@ const SelectEntry* find_select(SelectAlgorithm algorithm) {
 const SelectEntry* select_entries_begin() { return std::begin(kSelectEntries); }
 const SelectEntry* select_entries_end() { return std::end(kSelectEntries) - 1; }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

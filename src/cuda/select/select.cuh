@@ -15,7 +15,7 @@
 #include "cuda/common/buffer.cuh"
 #include "gknn/types.hpp"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 struct SelectInput {
   const float* keys = nullptr;
@@ -72,4 +72,4 @@ SelectAlgorithm choose_select(int64_t rows, int64_t cols, int64_t k, std::string
 const SelectEntry& resolve_select(SelectAlgorithm requested, int64_t rows, int64_t cols, int64_t k,
                                   std::string* why = nullptr);
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

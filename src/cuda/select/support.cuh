@@ -10,7 +10,7 @@
 #include "cuda/common/error.cuh"
 #include "gknn/error.hpp"
 
-namespace gknn::cuda_detail::selsup {
+namespace gknn::detail::cuda::selsup {
 
 /// Indices travel as int32 columns (label = label_offset + column) or as the caller's int64 labels.
 template <class Idx>
@@ -35,4 +35,4 @@ void allow_shared(Kernel kernel, size_t bytes) {
 
 inline size_t align256(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
-}  // namespace gknn::cuda_detail::selsup
+}  // namespace gknn::detail::cuda::selsup

@@ -11,7 +11,7 @@
 #include "cuda/distance/kernels.cuh"
 #include "cuda/distance/query_launch.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 namespace {
 
 constexpr int kThreads = ComponentBlock::kThreads;
@@ -47,4 +47,4 @@ void atomic_distance(const DistanceInput& in, const DistanceOutput& out, const D
                       [](auto tag) { return &atomic_kernel<decltype(tag)::value>; });
 }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

@@ -16,7 +16,7 @@
 #include "cuda/distance/cublas/handle_pool.cuh"
 #include "cuda/distance/kernels.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 namespace {
 
 constexpr int64_t kMaxNormRowsPerLaunch = 4096;  // grid.y; the kernel strides over further rows
@@ -69,4 +69,4 @@ size_t cublas_workspace(int64_t nq, int64_t nb, int64_t dim) {
   return gemm_keys_workspace(nq, nb, dim, GemmPrecision::Fp32);
 }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

@@ -6,7 +6,7 @@
 #include "cuda/distance/cublas/gemm_keys.cuh"
 #include "cuda/distance/cublas/handle_pool.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 namespace {
 
 constexpr int kThreads = 256;
@@ -129,4 +129,4 @@ void gemm_keys(const DistanceInput& in, const DistanceOutput& out, const Distanc
                               out.keys, static_cast<int>(out.stride)));
 }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

@@ -18,7 +18,7 @@
 
 #include "cuda/distance/distance.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 enum class GemmPrecision { Fp32, Fp16 };
 
@@ -32,4 +32,4 @@ bool fp16_exact(const DataFacts& facts);
 void gemm_keys(const DistanceInput& in, const DistanceOutput& out, const DistanceContext& ctx,
                GemmPrecision precision);
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

@@ -7,7 +7,7 @@
 #include "cuda/common/error.cuh"
 #include "cuda/distance/cublas/handle_pool.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 namespace {
 
 std::mutex g_mutex;
@@ -46,4 +46,4 @@ CublasLease::~CublasLease() {
   free_handles()[device_].push_back(handle_);
 }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

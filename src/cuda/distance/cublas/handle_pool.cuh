@@ -3,7 +3,7 @@
 
 #include <cublas_v2.h>
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 /// Borrows a handle of `device` for one call sequence; concurrent callers get different handles. The handle is
 /// bound to `stream` and set to CUBLAS_PEDANTIC_MATH (no TF32 or other reduced-precision shortcut: SGEMM then
@@ -21,4 +21,4 @@ class CublasLease {
   cublasHandle_t handle_;
 };
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

@@ -5,7 +5,7 @@
 #include "cuda/distance/cublas/gemm_keys.cuh"
 #include "cuda/distance/kernels.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 void fp16_mma_distance(const DistanceInput& in, const DistanceOutput& out, const DistanceContext& ctx) {
   gemm_keys(in, out, ctx, GemmPrecision::Fp16);
@@ -17,4 +17,4 @@ size_t fp16_mma_workspace(int64_t nq, int64_t nb, int64_t dim) {
 
 bool fp16_mma_exact_on(const DataFacts& facts) { return fp16_exact(facts); }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

@@ -10,7 +10,7 @@
 #include "cuda/distance/kernels.cuh"
 #include "cuda/distance/query_launch.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 namespace {
 
 constexpr int kTile = 16;
@@ -47,4 +47,4 @@ void garcia_global_distance(const DistanceInput& in, const DistanceOutput& out, 
                       [](auto tag) { return &garcia_global_kernel<decltype(tag)::value>; });
 }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

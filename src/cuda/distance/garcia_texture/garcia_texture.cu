@@ -16,7 +16,7 @@
 #include "cuda/distance/kernels.cuh"
 #include "cuda/distance/query_launch.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 namespace {
 
 constexpr int kTile = 16;
@@ -104,4 +104,4 @@ void garcia_texture_distance(const DistanceInput& in, const DistanceOutput& out,
   GKNN_CUDA_TRY(cudaEventRecord(cached.last_use, ctx.stream));
 }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

@@ -16,7 +16,7 @@
 #include "cuda/distance/kernels.cuh"
 #include "cuda/distance/query_launch.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 namespace {
 
 constexpr int kThreads = 256;
@@ -117,4 +117,4 @@ void lp_gemm_distance(const DistanceInput& in, const DistanceOutput& out, const 
                       [](auto tag) { return &lp_gemm_kernel<decltype(tag)::value>; });
 }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

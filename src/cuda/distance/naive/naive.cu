@@ -7,7 +7,7 @@
 #include "cuda/distance/kernels.cuh"
 #include "cuda/distance/query_launch.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 namespace {
 
 constexpr int kThreads = 256;
@@ -43,4 +43,4 @@ void naive_distance(const DistanceInput& in, const DistanceOutput& out, const Di
                       [](auto tag) { return &naive_kernel<decltype(tag)::value>; });
 }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

@@ -7,7 +7,7 @@
 #include "cuda/distance/kernels.cuh"
 #include "cuda/distance/query_launch.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 namespace {
 
 constexpr int kThreads = ComponentBlock::kThreads;
@@ -44,4 +44,4 @@ void shared_reduce_distance(const DistanceInput& in, const DistanceOutput& out, 
                       [](auto tag) { return &shared_reduce_kernel<decltype(tag)::value>; });
 }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

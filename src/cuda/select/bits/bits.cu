@@ -9,7 +9,7 @@
 #include "cuda/select/families.cuh"
 #include "cuda/select/support.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 namespace {
 
 /// One launch: rows of `cols` keys, each split into `parts` segments of `seg` keys.
@@ -138,4 +138,4 @@ void bits_run(const SelectInput& in, int64_t k, const SelectOutput& out, const S
 
 size_t bits_workspace(int64_t rows, int64_t cols, int64_t k) { return bits_family_workspace(kBits, rows, cols, k); }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

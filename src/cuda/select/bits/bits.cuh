@@ -14,7 +14,7 @@
 #include "cuda/select/buckets.hpp"
 #include "cuda/select/select.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 struct BitsLaunch {
   bool idx64 = false;            ///< indices are int64 labels (else int32 columns)
@@ -69,4 +69,4 @@ void bits_family_run(const BitsFamily& family, const SelectInput& in, int64_t k,
 /// The workspace of the automatic split (a forced split may need more; the workspace then grows on demand).
 size_t bits_family_workspace(const BitsFamily& family, int64_t rows, int64_t cols, int64_t k);
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

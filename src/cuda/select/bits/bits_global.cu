@@ -5,7 +5,7 @@
 #include "cuda/select/bits/tuning.hpp"
 #include "cuda/select/families.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 namespace {
 
 constexpr BitsFamily kBitsGlobal = make_bits_family<bits_tuning::BitsGlobalBuckets, true>("bits_global");
@@ -20,4 +20,4 @@ size_t bits_global_workspace(int64_t rows, int64_t cols, int64_t k) {
   return bits_family_workspace(kBitsGlobal, rows, cols, k);
 }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

@@ -24,7 +24,7 @@
 #include "cuda/select/bits/tuning.hpp"
 #include "cuda/select/support.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 namespace bits_impl {
 
 using namespace bitonic;
@@ -221,10 +221,10 @@ void bits_launch(const BitsLaunch& l) {
   else bits_impl::launch_typed<K, kGlobal, int32_t>(l);
 }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda
 
 /// One bucket of bits / bits_global: what the generated units bits_kNNNN.cu / bits_global_kNNNN.cu instantiate.
 #define GKNN_BITS_BUCKET(K) \
-  namespace gknn::cuda_detail { template void bits_launch<K, false>(const BitsLaunch&); }
+  namespace gknn::detail::cuda { template void bits_launch<K, false>(const BitsLaunch&); }
 #define GKNN_BITS_GLOBAL_BUCKET(K) \
-  namespace gknn::cuda_detail { template void bits_launch<K, true>(const BitsLaunch&); }
+  namespace gknn::detail::cuda { template void bits_launch<K, true>(const BitsLaunch&); }

@@ -22,7 +22,7 @@
 #define GKNN_BITS_MIN_BLOCKS 4
 #endif
 
-namespace gknn::cuda_detail::bits_tuning {
+namespace gknn::detail::cuda::bits_tuning {
 
 using BitsBuckets = BucketList<32, 64, 128, 256, 512, 1024, 2048>;
 /// bits_global keeps the top-k in global memory, so it goes beyond shared memory's limit.
@@ -59,4 +59,4 @@ inline int split_parts(int64_t rows, int64_t cols, int bucket, int sm_count) {
   return static_cast<int>(std::clamp<int64_t>(std::min(by_length, by_occupancy), 1, 1 << 16));
 }
 
-}  // namespace gknn::cuda_detail::bits_tuning
+}  // namespace gknn::detail::cuda::bits_tuning

@@ -6,7 +6,7 @@
 #include "core/hd.hpp"
 #include "core/order.hpp"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 /// The list holds `len` <= k entries sorted in the total order, entry i at keys[i * step] / labels[i * step].
 /// Inserts (key, label) if the list is not full or the pair ranks before the last entry (which then drops out);
@@ -33,4 +33,4 @@ GKNN_HD int64_t insert_bounded(float* keys, int64_t* labels, int64_t step, int64
   return len;
 }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

@@ -13,7 +13,7 @@
 #include "cuda/select/families.cuh"
 #include "cuda/select/insertion/insert_bounded.hpp"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 namespace {
 
 constexpr int kThreads = 128;
@@ -75,4 +75,4 @@ void insertion_run(const SelectInput& in, int64_t k, const SelectOutput& out, co
   GKNN_CUDA_CHECK_LAUNCH();
 }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

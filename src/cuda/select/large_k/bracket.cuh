@@ -21,7 +21,7 @@
 #include "cuda/select/large_k/bucketers.cuh"
 #include "cuda/select/large_k/common.cuh"
 
-namespace gknn::cuda_detail::large_k {
+namespace gknn::detail::cuda::large_k {
 
 /// Rows shorter than this go straight to the thesis' passes (the sample would cost more than it saves).
 constexpr uint32_t kBracketMinCols = 16 * kSortCap;
@@ -113,4 +113,4 @@ __device__ void bracket_pass(Shared& sh, const RowIo& io, uint32_t n, uint32_t k
   __syncthreads();
 }
 
-}  // namespace gknn::cuda_detail::large_k
+}  // namespace gknn::detail::cuda::large_k

@@ -15,7 +15,7 @@
 #include "cuda/primitives/shared_bitonic.cuh"
 #include "cuda/select/large_k/common.cuh"
 
-namespace gknn::cuda_detail::large_k {
+namespace gknn::detail::cuda::large_k {
 
 /// Fills sh.u.sort.keys[0, kSampleSize) with the sorted keys of kSampleSize candidates drawn uniformly with
 /// replacement (cuRAND Philox; fixed seed and (row, draw) streams: the same input gives the same sample).
@@ -121,4 +121,4 @@ struct SampleBucketer {
   }
 };
 
-}  // namespace gknn::cuda_detail::large_k
+}  // namespace gknn::detail::cuda::large_k

@@ -14,7 +14,7 @@
 #include "cuda/select/large_k/ordered.cuh"
 #include "cuda/select/large_k/tuning.hpp"
 
-namespace gknn::cuda_detail::large_k {
+namespace gknn::detail::cuda::large_k {
 
 // The tuning numbers, from the policy (tuning.hpp).
 constexpr int kThreads = kPolicy.threads;
@@ -227,4 +227,4 @@ __device__ __forceinline__ Choice choose_bucket(Shared& sh, uint32_t count, uint
   return c;
 }
 
-}  // namespace gknn::cuda_detail::large_k
+}  // namespace gknn::detail::cuda::large_k

@@ -3,7 +3,7 @@
 #include "cuda/select/large_k/launch.cuh"
 #include "cuda/select/large_k/passes.cuh"
 
-namespace gknn::cuda_detail::large_k {
+namespace gknn::detail::cuda::large_k {
 namespace {
 
 __global__ void init_kernel(Problem pb) {
@@ -55,4 +55,4 @@ void launch_ties(const Problem& pb, cudaStream_t stream) {
   GKNN_CUDA_CHECK_LAUNCH();
 }
 
-}  // namespace gknn::cuda_detail::large_k
+}  // namespace gknn::detail::cuda::large_k

@@ -7,7 +7,7 @@
 
 #include "cuda/select/large_k/common.cuh"
 
-namespace gknn::cuda_detail::large_k {
+namespace gknn::detail::cuda::large_k {
 
 /// Every row: all columns are candidates for the k-th smallest key.
 void launch_init(const Problem& pb, cudaStream_t stream);
@@ -16,4 +16,4 @@ void launch_init(const Problem& pb, cudaStream_t stream);
 void launch_filter(const Problem& pb, uint32_t blocks_per_row, cudaStream_t stream);
 void launch_ties(const Problem& pb, cudaStream_t stream);
 
-}  // namespace gknn::cuda_detail::large_k
+}  // namespace gknn::detail::cuda::large_k

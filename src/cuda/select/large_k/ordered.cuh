@@ -9,7 +9,7 @@
 
 #include "core/hd.hpp"
 
-namespace gknn::cuda_detail::large_k {
+namespace gknn::detail::cuda::large_k {
 
 /// Larger than the image of every non-NaN float (+inf maps to 0xFF800000).
 constexpr uint32_t kKeySentinel = 0xFFFFFFFFu;
@@ -59,4 +59,4 @@ GKNN_HD uint32_t composite_column(uint64_t composite, int column_bits) {
   return static_cast<uint32_t>(composite & ((uint64_t{1} << column_bits) - 1));
 }
 
-}  // namespace gknn::cuda_detail::large_k
+}  // namespace gknn::detail::cuda::large_k

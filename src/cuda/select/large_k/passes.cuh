@@ -15,7 +15,7 @@
 #include "cuda/primitives/shared_bitonic.cuh"
 #include "cuda/select/large_k/common.cuh"
 
-namespace gknn::cuda_detail::large_k {
+namespace gknn::detail::cuda::large_k {
 
 constexpr uint32_t kNoBucket = 0xFFFFFFFFu;
 
@@ -228,4 +228,4 @@ __device__ __noinline__ inline void select_ties(Shared& sh, const RowIo& io, con
   __syncthreads();
 }
 
-}  // namespace gknn::cuda_detail::large_k
+}  // namespace gknn::detail::cuda::large_k

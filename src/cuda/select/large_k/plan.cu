@@ -5,7 +5,7 @@
 #include "cuda/common/device.cuh"
 #include "cuda/select/large_k/plan.cuh"
 
-namespace gknn::cuda_detail::large_k {
+namespace gknn::detail::cuda::large_k {
 namespace {
 
 constexpr size_t kAlign = 256;
@@ -82,4 +82,4 @@ uint32_t cooperating_blocks(int64_t rows, int64_t cols, int device) {
   return static_cast<uint32_t>(std::clamp<int64_t>(want, 1, std::min<int64_t>(tiles, 65535)));
 }
 
-}  // namespace gknn::cuda_detail::large_k
+}  // namespace gknn::detail::cuda::large_k

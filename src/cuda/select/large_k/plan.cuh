@@ -14,7 +14,7 @@
 #include "cuda/select/large_k/sort_output.cuh"
 #include "cuda/select/select.cuh"
 
-namespace gknn::cuda_detail::large_k {
+namespace gknn::detail::cuda::large_k {
 
 /// When blocks cooperate on a row (tuning.hpp).
 constexpr int64_t kMultiBlockMaxRows = kPolicy.multi_block_max_rows;
@@ -45,4 +45,4 @@ Problem make_problem(const SelectInput& in, int64_t k, const SelectOutput& out, 
 /// Blocks per row for the cooperating passes: enough blocks to fill the device, at most one per tile.
 uint32_t cooperating_blocks(int64_t rows, int64_t cols, int device);
 
-}  // namespace gknn::cuda_detail::large_k
+}  // namespace gknn::detail::cuda::large_k

@@ -4,7 +4,7 @@
 #include "cuda/select/large_k/plan.cuh"
 #include "cuda/select/large_k/run.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 void radix_select_run(const SelectInput& in, int64_t k, const SelectOutput& out, const SelectContext& ctx) {
   large_k::run<large_k::RadixBucketer>(in, k, out, ctx);
@@ -12,4 +12,4 @@ void radix_select_run(const SelectInput& in, int64_t k, const SelectOutput& out,
 
 size_t radix_select_workspace(int64_t rows, int64_t cols, int64_t k) { return large_k::workspace_bytes(rows, cols, k); }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

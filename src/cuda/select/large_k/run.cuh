@@ -15,7 +15,7 @@
 #include "cuda/select/select.cuh"
 #include "gknn/error.hpp"
 
-namespace gknn::cuda_detail::large_k {
+namespace gknn::detail::cuda::large_k {
 
 template <class Bucketer, bool kSingleStage>
 void cooperating_passes(const Problem& pb, uint32_t blocks_per_row, cudaStream_t stream) {
@@ -75,4 +75,4 @@ void run(const SelectInput& in, int64_t k, const SelectOutput& out, const Select
                 static_cast<unsigned char*>(ws) + plan.sort_off, plan.sort, ctx.stream);
 }
 
-}  // namespace gknn::cuda_detail::large_k
+}  // namespace gknn::detail::cuda::large_k

@@ -17,7 +17,7 @@
 #include "cuda/select/large_k/common.cuh"
 #include "cuda/select/large_k/passes.cuh"
 
-namespace gknn::cuda_detail::large_k {
+namespace gknn::detail::cuda::large_k {
 
 /// Thread 0, after the choice of a pass: decides whether the pass moves data and advances the row's search.
 /// in_place: the single-block search compacts into the buffer it reads (the input compacts into A);
@@ -196,4 +196,4 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks) partition_kernel(Problem
                                          &st.search.cursor_aux, &st.search.cursor_out);
 }
 
-}  // namespace gknn::cuda_detail::large_k
+}  // namespace gknn::detail::cuda::large_k

@@ -10,7 +10,7 @@
 #include "cuda/select/large_k/ordered.cuh"
 #include "cuda/select/large_k/sort_output.cuh"
 
-namespace gknn::cuda_detail::large_k {
+namespace gknn::detail::cuda::large_k {
 namespace {
 
 constexpr size_t kAlign = 256;
@@ -173,4 +173,4 @@ void sort_output(const SelectOutput& out, int64_t rows, int64_t cols, int64_t k,
   }
 }
 
-}  // namespace gknn::cuda_detail::large_k
+}  // namespace gknn::detail::cuda::large_k

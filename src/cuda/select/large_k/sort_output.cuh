@@ -12,7 +12,7 @@
 
 #include "cuda/select/select.cuh"
 
-namespace gknn::cuda_detail::large_k {
+namespace gknn::detail::cuda::large_k {
 
 struct SortPlan {
   int64_t chunk_rows = 0;  ///< rows sorted per CUB call (1: a device-wide sort per row)
@@ -24,4 +24,4 @@ SortPlan plan_output_sort(int64_t rows, int64_t cols, int64_t k, bool user_label
 void sort_output(const SelectOutput& out, int64_t rows, int64_t cols, int64_t k, bool user_labels,
                  int64_t label_offset, void* ws, const SortPlan& plan, cudaStream_t stream);
 
-}  // namespace gknn::cuda_detail::large_k
+}  // namespace gknn::detail::cuda::large_k

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-namespace gknn::cuda_detail::large_k {
+namespace gknn::detail::cuda::large_k {
 
 struct Policy {
   int threads;           ///< threads of every large-k block (one per histogram bin)
@@ -31,4 +31,4 @@ constexpr Policy policy(int arch) {
 inline constexpr int kPolicyArch = 90;
 inline constexpr Policy kPolicy = policy(kPolicyArch);
 
-}  // namespace gknn::cuda_detail::large_k
+}  // namespace gknn::detail::cuda::large_k

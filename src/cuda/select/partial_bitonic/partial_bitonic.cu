@@ -4,7 +4,7 @@
 #include "cuda/select/partial_bitonic/tuning.hpp"
 #include "cuda/select/support.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 void partial_bitonic_run(const SelectInput& in, int64_t k, const SelectOutput& out, const SelectContext& ctx) {
   selsup::check_columns(in.cols, "partial_bitonic");
@@ -15,4 +15,4 @@ void partial_bitonic_run(const SelectInput& in, int64_t k, const SelectOutput& o
 
 size_t partial_bitonic_workspace(int64_t, int64_t, int64_t) { return 0; }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

@@ -14,10 +14,10 @@
 
 #include "cuda/select/select.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 /// Explicitly instantiated once per bucket by the units buckets.cmake generates (partial_bitonic_kNNNN.cu).
 template <int K>
 void partial_bitonic_launch(const RowsLaunch& launch);
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

@@ -8,7 +8,7 @@
 #include "cuda/select/partial_bitonic/tuning.hpp"
 #include "cuda/select/support.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 namespace partial_bitonic_impl {
 
 using namespace bitonic;
@@ -85,8 +85,8 @@ void partial_bitonic_launch(const RowsLaunch& l) {
   else partial_bitonic_impl::launch_typed<K, int32_t>(l);
 }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda
 
 /// One bucket of partial_bitonic: what the generated unit partial_bitonic_kNNNN.cu instantiates (bucket.cu.in).
 #define GKNN_PARTIAL_BITONIC_BUCKET(K) \
-  namespace gknn::cuda_detail { template void partial_bitonic_launch<K>(const RowsLaunch&); }
+  namespace gknn::detail::cuda { template void partial_bitonic_launch<K>(const RowsLaunch&); }

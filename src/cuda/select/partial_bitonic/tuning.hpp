@@ -6,7 +6,7 @@
 
 #include "cuda/select/buckets.hpp"
 
-namespace gknn::cuda_detail::partial_bitonic_tuning {
+namespace gknn::detail::cuda::partial_bitonic_tuning {
 
 using PartialBitonicBuckets = BucketList<32, 64, 128, 256, 512, 1024, 2048>;
 
@@ -22,4 +22,4 @@ constexpr Policy policy(int arch, int bucket) {
 
 inline constexpr int kPolicyArch = 90;
 
-}  // namespace gknn::cuda_detail::partial_bitonic_tuning
+}  // namespace gknn::detail::cuda::partial_bitonic_tuning

@@ -16,7 +16,7 @@
 #include "cuda/primitives/segments.cuh"
 #include "cuda/select/families.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 namespace {
 
 constexpr int kThreads = 256;
@@ -179,4 +179,4 @@ void segmented_sort_run(const SelectInput& in, int64_t k, const SelectOutput& ou
   }
 }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

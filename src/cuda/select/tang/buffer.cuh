@@ -10,7 +10,7 @@
 
 #include "cuda/select/tang/entry.cuh"
 
-namespace gknn::cuda_detail::tang {
+namespace gknn::detail::cuda::tang {
 
 /// Slots of the candidate buffer. Small enough for registers (8 x 16 bytes with labels), large enough that a
 /// flush, which costs the whole warp, happens at most every 8 candidates of its fastest-filling lane.
@@ -97,4 +97,4 @@ GKNN_HD void drain(Queue& q, CandidateBuffer<E>& buffer, const QueueShape& s) {
   }
 }
 
-}  // namespace gknn::cuda_detail::tang
+}  // namespace gknn::detail::cuda::tang

@@ -4,7 +4,7 @@
 
 #include "cuda/select/tang/kernel.cuh"
 
-namespace gknn::cuda_detail::tang {
+namespace gknn::detail::cuda::tang {
 namespace {
 
 constexpr int kBuildBlock = 256;
@@ -56,4 +56,4 @@ HierarchyView build_hierarchy(const SelectInput& in, const HierarchyLayout& layo
   return hv;
 }
 
-}  // namespace gknn::cuda_detail::tang
+}  // namespace gknn::detail::cuda::tang

@@ -23,7 +23,7 @@
 #define GKNN_TANG_NO_UNROLL
 #endif
 
-namespace gknn::cuda_detail::tang {
+namespace gknn::detail::cuda::tang {
 
 /// Entry of rows without explicit labels (8 bytes): the position orders ties.
 struct ColumnEntry {
@@ -112,4 +112,4 @@ struct EagerWarp {
   static GKNN_HD bool any(bool) { return true; }
 };
 
-}  // namespace gknn::cuda_detail::tang
+}  // namespace gknn::detail::cuda::tang

@@ -12,7 +12,7 @@
 #include "cuda/select/tang/queues.cuh"
 #include "cuda/select/tang/search.cuh"
 
-namespace gknn::cuda_detail::tang {
+namespace gknn::detail::cuda::tang {
 
 inline constexpr int kWarp = 32;
 /// Columns per shared-memory tile.
@@ -125,4 +125,4 @@ void run_tang(bool merges, const SelectInput& in, int64_t k, const SelectOutput&
   else launch_entry<QueueT, ColumnEntry>(in, out, s, hv, t.buffered, hierarchical, ctx.stream);
 }
 
-}  // namespace gknn::cuda_detail::tang
+}  // namespace gknn::detail::cuda::tang

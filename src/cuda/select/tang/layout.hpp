@@ -13,7 +13,7 @@
 #include "gknn/error.hpp"
 #include "gknn/types.hpp"
 
-namespace gknn::cuda_detail::tang {
+namespace gknn::detail::cuda::tang {
 
 /// Largest k served. One thread keeps a whole queue in local memory, so the queue array is sized by a
 /// compile-time bucket (QueueBuckets); 1024 matches the paper's largest k.
@@ -95,4 +95,4 @@ inline size_t workspace_bound(int64_t rows, int64_t cols, int64_t k) {
   return hierarchy_layout(rows, cols, k, 2, true).bytes;
 }
 
-}  // namespace gknn::cuda_detail::tang
+}  // namespace gknn::detail::cuda::tang

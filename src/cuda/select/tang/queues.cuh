@@ -15,7 +15,7 @@
 
 #include "cuda/select/tang/entry.cuh"
 
-namespace gknn::cuda_detail::tang {
+namespace gknn::detail::cuda::tang {
 
 /// Drops q[0] (the worst entry) of the descending run q[0, len) and insertion-sorts e into it: the entries that
 /// e ranks before shift one slot towards the head.
@@ -193,4 +193,4 @@ struct MergeQueue {
   }
 };
 
-}  // namespace gknn::cuda_detail::tang
+}  // namespace gknn::detail::cuda::tang

@@ -18,7 +18,7 @@
 #include "cuda/select/tang/entry.cuh"
 #include "cuda/select/tang/layout.hpp"
 
-namespace gknn::cuda_detail::tang {
+namespace gknn::detail::cuda::tang {
 
 /// One row of one level: n entries' keys and, with explicit labels, the labels of their best elements.
 struct LevelRow {
@@ -95,4 +95,4 @@ GKNN_HD void top_down(Queue& q, CandidateBuffer<E>& buffer, Candidate* cand, con
   }
 }
 
-}  // namespace gknn::cuda_detail::tang
+}  // namespace gknn::detail::cuda::tang

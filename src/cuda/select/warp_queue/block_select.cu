@@ -3,7 +3,7 @@
 #include "cuda/select/families.cuh"
 #include "cuda/select/warp_queue/warp_select.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 void block_select_run(const SelectInput& in, int64_t k, const SelectOutput& out, const SelectContext& ctx) {
   warp_queue_family_run(true, in, k, out, ctx);
@@ -11,4 +11,4 @@ void block_select_run(const SelectInput& in, int64_t k, const SelectOutput& out,
 
 size_t block_select_workspace(int64_t, int64_t, int64_t) { return 0; }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

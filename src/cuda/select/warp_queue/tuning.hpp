@@ -11,7 +11,7 @@
 
 #include "cuda/select/buckets.hpp"
 
-namespace gknn::cuda_detail::warp_queue {
+namespace gknn::detail::cuda::warp_queue {
 
 using WarpQueueBuckets = BucketList<32, 64, 128, 256, 512, 1024, 2048>;  // 2048: FAISS' limit
 
@@ -41,4 +41,4 @@ inline constexpr int kPolicyArch = 90;
 inline constexpr int kMinLength = 2, kMaxLength = 10;
 inline constexpr int kAlwaysBuilt[] = {2, 8};
 
-}  // namespace gknn::cuda_detail::warp_queue
+}  // namespace gknn::detail::cuda::warp_queue

@@ -16,7 +16,7 @@
 
 #include "cuda/primitives/bitonic.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 template <int K, int NT, class Idx>
 struct WarpQueue {
@@ -97,4 +97,4 @@ struct WarpQueue {
   }
 };
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

@@ -20,7 +20,7 @@
 #define GKNN_SELECT_TUNING 0
 #endif
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 namespace warp_queue_impl {
 
 using warp_queue::kLoads;
@@ -194,10 +194,10 @@ void block_select_launch(const RowsLaunch& l) {
   warp_queue_impl::launch<true, K>(l);
 }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda
 
 /// One bucket: what the generated units warp_select_kNNNN.cu / block_select_kNNNN.cu instantiate (bucket.cu.in).
 #define GKNN_WARP_SELECT_BUCKET(K) \
-  namespace gknn::cuda_detail { template void warp_select_launch<K>(const RowsLaunch&); }
+  namespace gknn::detail::cuda { template void warp_select_launch<K>(const RowsLaunch&); }
 #define GKNN_BLOCK_SELECT_BUCKET(K) \
-  namespace gknn::cuda_detail { template void block_select_launch<K>(const RowsLaunch&); }
+  namespace gknn::detail::cuda { template void block_select_launch<K>(const RowsLaunch&); }

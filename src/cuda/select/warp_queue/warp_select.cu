@@ -5,7 +5,7 @@
 #include "cuda/select/warp_queue/tuning.hpp"
 #include "cuda/select/warp_queue/warp_select.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 void warp_queue_family_run(bool block, const SelectInput& in, int64_t k, const SelectOutput& out,
                            const SelectContext& ctx) {
@@ -30,4 +30,4 @@ void warp_select_run(const SelectInput& in, int64_t k, const SelectOutput& out, 
 
 size_t warp_select_workspace(int64_t, int64_t, int64_t) { return 0; }
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda

@@ -7,7 +7,7 @@
 
 #include "cuda/select/select.cuh"
 
-namespace gknn::cuda_detail {
+namespace gknn::detail::cuda {
 
 /// Explicitly instantiated once per bucket by the units buckets.cmake generates (warp_select_kNNNN.cu, ...).
 template <int K>
@@ -19,4 +19,4 @@ void block_select_launch(const RowsLaunch& launch);
 void warp_queue_family_run(bool block, const SelectInput& in, int64_t k, const SelectOutput& out,
                            const SelectContext& ctx);
 
-}  // namespace gknn::cuda_detail
+}  // namespace gknn::detail::cuda
