@@ -96,6 +96,9 @@ void print_timings(const SearchTimings& t, const Dataset& data) {
   if (distance > 0 || select > 0)
     std::printf("  phases     distances %.3f ms, selection %.3f ms, merge %.3f ms (device time; streams overlap)\n",
                 distance, select, merge);
+  if (t.has_warm() && t.search_is_device_time())
+    std::printf("  host       checks %.3f ms, set-up %.3f ms (host work before the device starts)\n",
+                t.median_phase(&SearchStats::check_ms), t.median_phase(&SearchStats::setup_ms));
   if (cuda)
     std::printf("download     %10.3f ms  results to the host, per search (part of the search time)\n",
                 t.median_phase(&SearchStats::download_ms));
