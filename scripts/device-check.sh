@@ -248,6 +248,16 @@ if [[ $do_bench == 1 ]]; then
     note "bench        ckdtree_peer.py: rc $? ($((SECONDS - t0)) s; table: join_ckdtree.csv)"
     rm -rf "$out/join-data"  # large; not worth bringing back
   fi
+  if [[ $do_torch == 1 ]] && ls "$build"/python/gknn/_gknn*.so >/dev/null 2>&1; then
+    # The Python module's search of torch CUDA tensors next to the same search from C++ (issue 15), with the
+    # interpreter the build chose (it holds torch on the device image).
+    t0=$SECONDS
+    py=$(sed -n 's/^_Python_EXECUTABLE:INTERNAL=//p' "$build/CMakeCache.txt")
+    PYTHONPATH="$build/python" "${py:-python3}" "$root/bench/gpu/python_search.py" --cli "$build/tools/gknn" \
+      >"$out/python_search.log" 2>&1
+    note "bench        python_search.py: rc $? ($((SECONDS - t0)) s; log: python_search.log)"
+    while IFS= read -r l; do summary+=("  python:  $l"); done < <(tail -n 6 "$out/python_search.log")
+  fi
   if [[ $do_torch == 1 ]]; then
     t0=$SECONDS
     python3 "$root/bench/gpu/torch_peer.py" --configs "$configs" --repeats "$repeats" --out "$out/torch_peer.md" \
