@@ -1,9 +1,12 @@
 // cpu_errors_test.cpp: what the CPU backend refuses, and that its messages name the algorithm and metric.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
+#include "core/validate.hpp"
 #include "gknn/error.hpp"
 #include "gknn/search.hpp"
 #include "testing/data.hpp"
@@ -93,6 +96,38 @@ TEST_F(CpuErrors, SelectNamesTheFirstNaN) {
       expect_error([&] { select_k(values.view(), nullptr, 3, order, sp); }, ErrorCode::InvalidArgument,
                    {"row 2 column 5 is NaN"});
   }
+}
+
+// The value facts decide exact lower-precision paths: each kind of value, in short rows (scalar loop) and long rows
+// (vectorised loop, threaded scan), against the IEEE comparisons they stand for.
+TEST(Validation, ValueFactsOfEveryKindOfValue) {
+  struct Case {
+    float value;
+    bool integral, nonnegative;
+  };
+  const Case cases[] = {{0.f, true, true},          {-0.f, true, true},          {3.f, true, true},
+                        {-7.f, true, false},        {0.5f, false, true},         {-2.5f, false, false},
+                        {8388607.5f, false, true},  {8388608.f, true, true},     {-16777217.f, true, false},
+                        {1e30f, true, true},        {-3.4e38f, true, false},     {1e-40f, false, true},
+                        {2147483648.f, true, true}, {-2147483648.f, true, false}};
+  for (int64_t cols : {int64_t(1), int64_t(5), int64_t(131), int64_t(600)})
+    for (int64_t rows : {int64_t(1), int64_t(900)}) {  // 900 x 600: above the threaded scan's threshold
+      for (const Case& c : cases) {
+        std::vector<float> m(size_t(rows * cols), 2.f);
+        m[size_t((rows / 2) * cols + cols / 2)] = c.value;
+        const detail::ValueStats st = detail::validate_matrix(FloatView{m.data(), rows, cols, 0}, "m", false);
+        SCOPED_TRACE("value " + std::to_string(c.value) + " in " + std::to_string(rows) + "x" + std::to_string(cols));
+        EXPECT_EQ(st.integral, c.integral);
+        EXPECT_EQ(st.nonnegative, c.nonnegative);
+        EXPECT_EQ(st.max_abs, rows * cols == 1 ? std::fabs(c.value) : std::max(2.f, std::fabs(c.value)));
+      }
+      std::vector<float> m(size_t(rows * cols), 1.f);
+      for (float bad : {NAN, INFINITY, -INFINITY}) {
+        m[size_t(rows * cols - 1)] = bad;
+        expect_error([&] { detail::validate_matrix(FloatView{m.data(), rows, cols, 0}, "m", false); },
+                     ErrorCode::InvalidArgument, {"row " + std::to_string(rows - 1), "column " + std::to_string(cols - 1)});
+      }
+    }
 }
 
 }  // namespace

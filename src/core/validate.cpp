@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <string>
@@ -12,6 +13,34 @@
 #include "gknn/info.hpp"
 
 namespace gknn::detail {
+namespace {
+
+/// Finiteness and value facts of one row, from the bits of its floats: integer compares and one float -> int ->
+/// float round trip per value, a loop without branches that the compiler vectorises (this file is built with
+/// -fno-trapping-math, which lets it if-convert the conversion; results are those of the IEEE comparisons:
+/// finite = |v| <= FLT_MAX, integral = (v == nearbyint(v)) for finite v, nonnegative = (v >= 0), -0.0 included).
+struct RowFacts {
+  bool finite, integral, nonnegative;
+  uint32_t max_abs_bits;  ///< bits of the largest |v| (ordered as the values for finite v)
+};
+
+RowFacts row_facts(const float* row, int64_t n) {
+  uint32_t not_finite = 0, fraction = 0, negative = 0, max_bits = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    uint32_t bits;
+    std::memcpy(&bits, row + j, sizeof bits);
+    const uint32_t magnitude = bits & 0x7fffffffu;
+    not_finite |= magnitude >= 0x7f800000u;  // Inf, NaN
+    // |v| >= 2^23 (0x4b000000): every float is an integer; below, v is one iff the int32 round trip keeps it
+    const float small = magnitude < 0x4b000000u ? row[j] : 0.f;
+    fraction |= small != static_cast<float>(static_cast<int32_t>(small));
+    negative |= (bits >> 31) & (magnitude != 0u);  // -0.0 >= 0
+    max_bits = magnitude > max_bits ? magnitude : max_bits;
+  }
+  return {not_finite == 0, fraction == 0, negative == 0, max_bits};
+}
+
+}  // namespace
 
 ValueStats validate_matrix(FloatView m, std::string_view what, bool allow_empty_rows) {
   GKNN_EXPECT(m.rows >= 0 && m.cols >= 0, ErrorCode::InvalidArgument, what, ": negative shape ", m.rows, "x", m.cols);
@@ -25,25 +54,16 @@ ValueStats validate_matrix(FloatView m, std::string_view what, bool allow_empty_
   // large inputs (a 1M x 128 base is 128M values). The loop only accumulates; the error path re-scans the first
   // failing row to name the column, so the message is the same whatever the thread count.
   bool integral = true, nonnegative = true;
-  float max_abs = 0.f;
+  uint32_t max_abs_bits = 0;
   int64_t first_bad_row = m.rows;
-#pragma omp parallel for schedule(static) reduction(&& : integral, nonnegative) reduction(max : max_abs) \
+#pragma omp parallel for schedule(static) reduction(&& : integral, nonnegative) reduction(max : max_abs_bits) \
     reduction(min : first_bad_row) if (m.rows * m.cols > (int64_t(1) << 18))
   for (int64_t i = 0; i < m.rows; ++i) {
-    const float* row = m.row(i);
-    bool finite = true, row_integral = true, row_nonnegative = true;
-    float row_max = 0.f;
-    for (int64_t j = 0; j < m.cols; ++j) {
-      const float v = row[j], a = std::fabs(v);
-      finite &= a <= std::numeric_limits<float>::max();
-      row_integral &= v == std::nearbyint(v);
-      row_nonnegative &= v >= 0.f;
-      row_max = a > row_max ? a : row_max;
-    }
-    integral = integral && row_integral;
-    nonnegative = nonnegative && row_nonnegative;
-    max_abs = std::max(max_abs, row_max);
-    if (!finite) first_bad_row = std::min(first_bad_row, i);
+    const RowFacts row = row_facts(m.row(i), m.cols);
+    integral = integral && row.integral;
+    nonnegative = nonnegative && row.nonnegative;
+    max_abs_bits = std::max(max_abs_bits, row.max_abs_bits);
+    if (!row.finite) first_bad_row = std::min(first_bad_row, i);
   }
   if (first_bad_row < m.rows) {
     const float* row = m.row(first_bad_row);
@@ -51,6 +71,8 @@ ValueStats validate_matrix(FloatView m, std::string_view what, bool allow_empty_
       GKNN_EXPECT(std::isfinite(row[j]), ErrorCode::InvalidArgument, what, " row ", first_bad_row, " column ", j,
                   " is ", row[j], ": NaN and Inf are not valid coordinates");
   }
+  float max_abs;
+  std::memcpy(&max_abs, &max_abs_bits, sizeof max_abs);
   return ValueStats{integral, nonnegative, max_abs, true};
 }
 
