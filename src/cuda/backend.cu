@@ -35,8 +35,9 @@ void search_into(FloatView base, FloatView queries, const SearchParams& key_para
 
 Result select_k(FloatView keys, const int64_t* labels, int64_t k, const SelectParams& params) {
   use_device(params.device);
-  Pipeline pipeline(params.device);
-  return run_select(pipeline, keys, labels, k, params, memory_budget(0));
+  PipelineLease pipeline(params.device);  // streams, buffers and staging kept between calls
+  // Free memory now, not counting what the pipeline holds: its buffers from earlier searches stay allocated.
+  return run_select(*pipeline, keys, labels, k, params, memory_budget(0));
 }
 
 std::unique_ptr<ResidentStore> make_store(int64_t dim, int device) { return make_resident_store(dim, device); }

@@ -180,6 +180,18 @@ size_t Pipeline::held_bytes() const {
   return bytes;
 }
 
+size_t Pipeline::staging_bytes() const {
+  return query_slots.bytes() + label_slots.bytes() + select_results.bytes();
+}
+
+void Pipeline::release_staging() {
+  compute.sync();
+  upload.sync();
+  query_slots.release();
+  label_slots.release();
+  select_results.release();
+}
+
 void Pipeline::release_buffers() {
   compute.sync();  // nothing may still use the buffers (searches end synchronised; this is a safeguard)
   distance_workspace = Workspace();
@@ -259,6 +271,7 @@ PipelineLease::PipelineLease(int device) : device_(device) {
 PipelineLease::~PipelineLease() {
   try {
     if (p_->held_bytes() > kKeptPipelineBytes) p_->release_buffers();
+    if (p_->staging_bytes() > kKeptStagingBytes) p_->release_staging();
     PipelineCache& c = pipeline_cache();
     std::lock_guard<std::mutex> lock(c.mutex);
     auto& idle = c.idle[device_];

@@ -44,6 +44,10 @@ struct Pipeline {
   void release_buffers();
   /// Device bytes held by the tile buffers (counted as available by the next plan: they are reused).
   size_t held_bytes() const;
+  /// Pinned and device bytes of the staging slots (query, select_k's labels and results).
+  size_t staging_bytes() const;
+  /// Frees the staging slots (streams synchronised first).
+  void release_staging();
   int device;
   Stream compute;
   Stream upload;
@@ -53,7 +57,9 @@ struct Pipeline {
   DeviceBuffer<float> query_norms, base_norms;
   DeviceBuffer<float> list_keys[5];  ///< [2s], [2s+1]: running/merged lists of query slot s; [4]: tile list
   DeviceBuffer<int64_t> list_labels[5];
-  StagingSlots<float> query_slots;  ///< pinned + device slots of the query uploads
+  StagingSlots<float> query_slots;  ///< pinned + device slots of the query uploads (and of select_k's keys)
+  StagingSlots<int64_t> label_slots;  ///< pinned + device slots of select_k's labels
+  ResultStaging select_results;       ///< pinned slots of select_k's results
   OutputSlot out_slots[2];          ///< finalised tiles on their way to a host destination
   DeviceBuffer<int64_t> ids;        ///< user ids of an Index (add_with_ids), uploaded when they change
   const int64_t* ids_source = nullptr;
@@ -114,7 +120,8 @@ size_t pipeline_budget(const Pipeline& p, size_t requested);
 
 /// A Pipeline borrowed for one one-shot call from a per-device cache, so that repeated calls create no streams
 /// or events and allocate no pinned or device memory when their tiles fit the buffers left by the previous call.
-/// Buffers over kKeptPipelineBytes are released on return (a large search does not keep device memory).
+/// Buffers over kKeptPipelineBytes, and staging slots over kKeptStagingBytes, are released on return (a large
+/// call keeps neither device nor pinned memory).
 class PipelineLease {
  public:
   explicit PipelineLease(int device);
@@ -129,6 +136,7 @@ class PipelineLease {
   std::unique_ptr<Pipeline> p_;
 };
 constexpr size_t kKeptPipelineBytes = size_t(1) << 30;
+constexpr size_t kKeptStagingBytes = size_t(256) << 20;
 
 /// Copies host rows (any stride) into `dst` (device, stride = cols) through pinned staging; synchronous.
 void upload_rows(Pipeline& p, FloatView rows, float* dst);

@@ -21,9 +21,10 @@ Result run_select(Pipeline& p, FloatView keys, const int64_t* labels, int64_t k,
     p.list_labels[i].resize(static_cast<size_t>(tile_rows * k));
   }
   const cudaStream_t s = p.compute.get();
-  Stager<float> key_stager(keys.data, stride, cols, tile_rows, p.upload.get(), nullptr);
-  Stager<int64_t> label_stager(labels, stride, cols, tile_rows, p.upload.get(), nullptr);
-  ResultSlots results(tile_rows, k, nullptr);
+  // The pipeline's staging slots: repeated calls on a cached pipeline allocate no pinned or device memory.
+  Stager<float> key_stager(keys.data, stride, cols, tile_rows, p.upload.get(), nullptr, &p.query_slots);
+  Stager<int64_t> label_stager(labels, stride, cols, tile_rows, p.upload.get(), nullptr, &p.label_slots);
+  ResultSlots results(tile_rows, k, nullptr, &p.select_results);
   int64_t tile_index = 0;
   for (int64_t r0 = 0; r0 < rows; r0 += tile_rows, ++tile_index) {
     const int slot = static_cast<int>(tile_index % 2);

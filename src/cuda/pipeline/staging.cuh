@@ -32,6 +32,43 @@ struct StagingSlots {
   };
   Slot slots[2];
   int next = 0, last = 0;
+  /// Pinned plus device bytes held.
+  size_t bytes() const {
+    size_t n = 0;
+    for (const Slot& s : slots) n += s.pinned.size() * sizeof(T) + s.device.capacity_bytes();
+    return n;
+  }
+  /// Frees both slots' buffers (the caller has synchronised every stream that used them).
+  void release() {
+    for (Slot& s : slots) {
+      s.pinned = PinnedBuffer<T>();
+      s.device = DeviceBuffer<T>();
+      s.used = false;
+    }
+  }
+};
+
+/// The pinned buffers of a ResultSlots, kept by a Pipeline across select_k calls (they only grow).
+struct ResultStaging {
+  struct Slot {
+    PinnedBuffer<float> keys;
+    PinnedBuffer<int64_t> labels;
+    Event done{cudaEventDisableTiming};
+    int64_t row0 = 0, rows = 0;
+    bool pending = false;
+  };
+  Slot slots[2];
+  size_t bytes() const {
+    size_t n = 0;
+    for (const Slot& s : slots) n += s.keys.size() * sizeof(float) + s.labels.size() * sizeof(int64_t);
+    return n;
+  }
+  void release() {
+    for (Slot& s : slots) {
+      s.keys = PinnedBuffer<float>();
+      s.labels = PinnedBuffer<int64_t>();
+    }
+  }
 };
 
 template <class T>
@@ -105,7 +142,12 @@ class Stager {
 /// that is still computing.
 class ResultSlots {
  public:
-  ResultSlots(int64_t max_rows, int64_t k, StageTimer* timer) : max_rows_(max_rows), k_(k), timer_(timer) {}
+  /// `storage` (kept by the caller across calls) or, when null, buffers of its own.
+  ResultSlots(int64_t max_rows, int64_t k, StageTimer* timer, ResultStaging* storage = nullptr)
+      : max_rows_(max_rows), k_(k), timer_(timer), own_(storage ? nullptr : std::make_unique<ResultStaging>()),
+        slots_((storage ? *storage : *own_).slots) {
+    for (int i = 0; i < 2; ++i) slots_[i].pending = false;  // a previous call ended synchronised
+  }
 
   /// Enqueues on `stream` the copy of `rows` lists (device stride k) meant for result rows [row0, row0 + rows).
   void download(int slot_index, const float* keys, const int64_t* labels, int64_t row0, int64_t rows,
@@ -139,16 +181,11 @@ class ResultSlots {
   }
 
  private:
-  struct Slot {
-    PinnedBuffer<float> keys;
-    PinnedBuffer<int64_t> labels;
-    Event done{cudaEventDisableTiming};
-    int64_t row0 = 0, rows = 0;
-    bool pending = false;
-  };
+  using Slot = ResultStaging::Slot;
   int64_t max_rows_, k_;
   StageTimer* timer_;
-  Slot slots_[2];
+  std::unique_ptr<ResultStaging> own_;
+  Slot* slots_;  ///< the two slots of own_ or of the caller's storage
 };
 
 }  // namespace gknn::detail::cuda
