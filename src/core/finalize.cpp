@@ -78,11 +78,18 @@ ResultView view_of(Result& r) {
 }
 
 Result finalize(KeyResult keys, Metric metric, double p, int64_t k) {
-  Result out = allocate_result(keys.rows, k);
   OutputSpec spec;
   spec.metric = metric;
   spec.p = p;
   spec.k = k;
+  if (keys.k == k) {
+    // Same shape: each entry becomes its value where it is (finalize_row reads entry j of a row before it writes
+    // it, and sorts tie runs of what it wrote), so no second result is allocated and filled.
+    spec.destination = [&keys] { return view_of(keys); };
+    finalize_into(keys, spec, 0);
+    return keys;
+  }
+  Result out = allocate_result(keys.rows, k);
   spec.destination = [&out] { return view_of(out); };
   finalize_into(keys, spec, 0);
   return out;
