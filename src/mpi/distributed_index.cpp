@@ -126,7 +126,12 @@ Result DistributedIndex::search(FloatView queries, const SearchParams& params, i
       parts.push_back({all_keys.data() + offset, all_indices.data() + offset, q.rows, count / q.rows});
       offset += count;
     }
-    merged = detail::merge_key_lists(parts, q.rows, k, checked.threads);
+    if (keys.k == k && keys.rows == q.rows) {  // into the root's own lists (gathered as a copy): no allocation
+      detail::merge_key_lists_into(parts, q.rows, k, checked.threads, keys.distances.data(), keys.indices.data());
+      merged = std::move(keys);
+    } else {
+      merged = detail::merge_key_lists(parts, q.rows, k, checked.threads);
+    }
   }
   Result out = detail::finalize(std::move(merged), checked.metric, checked.p, checked.k);
   if (params.stats) {

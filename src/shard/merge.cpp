@@ -78,7 +78,8 @@ void merge_row_heap(const std::vector<KeyListsView>& parts, int64_t row, int64_t
 
 }  // namespace
 
-KeyResult merge_key_lists(const std::vector<KeyListsView>& parts, int64_t rows, int64_t k, int threads) {
+void merge_key_lists_into(const std::vector<KeyListsView>& parts, int64_t rows, int64_t k, int threads,
+                          float* out_keys, int64_t* out_indices) {
   int64_t available = 0;
   for (const KeyListsView& part : parts) {
     GKNN_EXPECT(part.k == 0 || part.rows == rows, ErrorCode::Internal, "merge_key_lists: a part has ", part.rows,
@@ -87,7 +88,6 @@ KeyResult merge_key_lists(const std::vector<KeyListsView>& parts, int64_t rows, 
   }
   GKNN_EXPECT(k >= 0 && k <= available, ErrorCode::Internal, "merge_key_lists: k = ", k, " but the parts hold ",
               available, " entries per row");
-  KeyResult out{rows, k, std::vector<float>(size_t(rows * k)), std::vector<int64_t>(size_t(rows * k))};
   constexpr int64_t kRowsPerItem = 64;          // amortises the scheduling of one OpenMP item
   constexpr int64_t kEntriesPerThread = 1 << 16;  // below this a thread costs more to wake than it saves
   const int64_t items = (rows + kRowsPerItem - 1) / kRowsPerItem;
@@ -95,13 +95,20 @@ KeyResult merge_key_lists(const std::vector<KeyListsView>& parts, int64_t rows, 
   cpu::parallel_for(int(std::min<int64_t>(cpu::resolve_threads(threads), useful)), items, [&](int64_t item) {
     std::vector<Head> heads;
     heads.reserve(parts.size());
+    std::vector<float> keys(static_cast<size_t>(k));  // the row's merge, before it replaces the output row
+    std::vector<int64_t> indices(static_cast<size_t>(k));
     for (int64_t row = item * kRowsPerItem; row < std::min(rows, (item + 1) * kRowsPerItem); ++row) {
-      float* keys = out.distances.data() + row * k;
-      int64_t* indices = out.indices.data() + row * k;
-      if (parts.size() <= kScanMaxParts) merge_row_scan(parts, row, k, heads, keys, indices);
-      else merge_row_heap(parts, row, k, heads, keys, indices);
+      if (parts.size() <= kScanMaxParts) merge_row_scan(parts, row, k, heads, keys.data(), indices.data());
+      else merge_row_heap(parts, row, k, heads, keys.data(), indices.data());
+      std::copy(keys.begin(), keys.end(), out_keys + row * k);
+      std::copy(indices.begin(), indices.end(), out_indices + row * k);
     }
   });
+}
+
+KeyResult merge_key_lists(const std::vector<KeyListsView>& parts, int64_t rows, int64_t k, int threads) {
+  KeyResult out{rows, k, std::vector<float>(size_t(rows * k)), std::vector<int64_t>(size_t(rows * k))};
+  merge_key_lists_into(parts, rows, k, threads, out.distances.data(), out.indices.data());
   return out;
 }
 

@@ -29,4 +29,9 @@ inline KeyListsView lists_of(const KeyResult& r) { return {r.distances.data(), r
 /// Rows are merged in parallel (OpenMP, `threads`; 0 = all hardware threads).
 KeyResult merge_key_lists(const std::vector<KeyListsView>& parts, int64_t rows, int64_t k, int threads = 0);
 
+/// The same merge into rows x k arrays of the caller's, which may be the storage of a part whose k is k (each row is
+/// merged into a buffer of its thread first): a merge into the first part's lists allocates no result.
+void merge_key_lists_into(const std::vector<KeyListsView>& parts, int64_t rows, int64_t k, int threads,
+                          float* out_keys, int64_t* out_indices);
+
 }  // namespace gknn::detail

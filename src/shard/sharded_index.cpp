@@ -127,7 +127,14 @@ struct ShardedIndex::Impl {
     std::vector<detail::KeyListsView> views;
     for (const detail::KeyResult& part : parts) views.push_back(detail::lists_of(part));
     const auto merge_start = std::chrono::steady_clock::now();
-    detail::KeyResult merged = detail::merge_key_lists(views, q, std::min(checked.k, rows), checked.threads);
+    const int64_t k = std::min(checked.k, rows);
+    detail::KeyResult merged;
+    if (!parts.empty() && parts[0].k == k && parts[0].rows == q) {  // into the first shard's lists: no allocation
+      detail::merge_key_lists_into(views, q, k, checked.threads, parts[0].distances.data(), parts[0].indices.data());
+      merged = std::move(parts[0]);
+    } else {
+      merged = detail::merge_key_lists(views, q, k, checked.threads);
+    }
     stats.merge_ms += elapsed_ms(merge_start);
     return merged;
   }
