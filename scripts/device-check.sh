@@ -214,6 +214,15 @@ best_pairs() {  # markdown table file -> fastest row per config (column 4 = wall
     END { for (c in row) print row[c] }' "$1"
 }
 if [[ $do_bench == 1 ]]; then
+  # A test left running on the GPU (e.g. by a timeout around an earlier ctest, which kills ctest but not its
+  # test) would share the device with the benchmarks and hold its memory: stop gknn's test binaries first.
+  stray=$(nvidia-smi --query-compute-apps=pid,process_name --format=csv,noheader 2>/dev/null |
+          awk -F', *' '$2 ~ /\/tests\// {print $1}')
+  if [[ -n $stray ]]; then
+    note "bench        stopped test processes still on the GPU: $(echo $stray)"
+    kill $stray 2>/dev/null
+    sleep 2
+  fi
   shopt -s nullglob
   benches=("$build"/bench/gknn_gpu_bench*)
   [[ ${#benches[@]} == 0 ]] && note "bench        no gknn_gpu_bench* executable in $build/bench"
