@@ -126,6 +126,7 @@ class Workspace {
     buffer_.resize((bytes + 255) / 256 * 256);
     return buffer_.data();
   }
+  size_t capacity_bytes() const noexcept { return buffer_.capacity_bytes(); }
 
  private:
   DeviceBuffer<unsigned char> buffer_;

@@ -270,7 +270,9 @@ PipelineLease::PipelineLease(int device) : device_(device) {
 
 PipelineLease::~PipelineLease() {
   try {
-    if (p_->held_bytes() > kKeptPipelineBytes) p_->release_buffers();
+    // Scratch is not counted in held_bytes (plans do not reuse it), but a large one is not kept either.
+    const size_t scratch = p_->distance_workspace.capacity_bytes() + p_->select_workspace.capacity_bytes();
+    if (p_->held_bytes() + scratch > kKeptPipelineBytes) p_->release_buffers();
     if (p_->staging_bytes() > kKeptStagingBytes) p_->release_staging();
     PipelineCache& c = pipeline_cache();
     std::lock_guard<std::mutex> lock(c.mutex);
