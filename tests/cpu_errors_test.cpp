@@ -124,8 +124,9 @@ TEST(Validation, ValueFactsOfEveryKindOfValue) {
       std::vector<float> m(size_t(rows * cols), 1.f);
       for (float bad : {NAN, INFINITY, -INFINITY}) {
         m[size_t(rows * cols - 1)] = bad;
+        const std::string row = "row " + std::to_string(rows - 1), column = "column " + std::to_string(cols - 1);
         expect_error([&] { detail::validate_matrix(FloatView{m.data(), rows, cols, 0}, "m", false); },
-                     ErrorCode::InvalidArgument, {"row " + std::to_string(rows - 1), "column " + std::to_string(cols - 1)});
+                     ErrorCode::InvalidArgument, {row, column});
       }
     }
 }

@@ -75,45 +75,81 @@ void broadcast(void* data, size_t bytes, int root, MPI_Comm comm) {
     check(MPI_Bcast(p + done, int(std::min(kPieceBytes, bytes - done)), MPI_BYTE, root, comm), "MPI_Bcast");
 }
 
+namespace {
+
+constexpr int kGatherTag = 7;
+
+/// Point to point in pieces: Gatherv's int counts and displacements would cap a gather at 2^31 elements.
+void send_pieces(const void* data, size_t bytes, int root, MPI_Comm comm) {
+  const auto* p = static_cast<const char*>(data);
+  for (size_t done = 0; done < bytes; done += kPieceBytes)
+    check(MPI_Send(p + done, int(std::min(kPieceBytes, bytes - done)), MPI_BYTE, root, kGatherTag, comm), "MPI_Send");
+}
+
+void receive_pieces(void* data, size_t bytes, int from, MPI_Comm comm) {
+  auto* p = static_cast<char*>(data);
+  for (size_t done = 0; done < bytes; done += kPieceBytes)
+    check(MPI_Recv(p + done, int(std::min(kPieceBytes, bytes - done)), MPI_BYTE, from, kGatherTag, comm,
+                   MPI_STATUS_IGNORE),
+          "MPI_Recv");
+}
+
+/// Every rank's element count, on root (empty elsewhere).
+std::vector<int64_t> gather_counts(int64_t mine, int root, MPI_Comm comm) {
+  std::vector<int64_t> counts(rank_of(comm) == root ? size_t(size_of(comm)) : 0, 0);
+  check(MPI_Gather(&mine, 1, MPI_INT64_T, counts.data(), 1, MPI_INT64_T, root, comm), "MPI_Gather (counts)");
+  return counts;
+}
+
+}  // namespace
+
 template <class T>
 std::vector<T> gather(const std::vector<T>& local, int root, MPI_Comm comm, std::vector<int64_t>& counts) {
   const int rank = rank_of(comm), size = size_of(comm);
-  const int64_t mine = int64_t(local.size());
-  counts.assign(rank == root ? size_t(size) : 0, 0);
-  check(MPI_Gather(&mine, 1, MPI_INT64_T, counts.data(), 1, MPI_INT64_T, root, comm), "MPI_Gather (counts)");
+  counts = gather_counts(int64_t(local.size()), root, comm);
   std::vector<T> all;
-  if (rank == root) {
-    int64_t total = 0;
-    for (int64_t c : counts) total += c;
-    all.resize(size_t(total));
-  }
-  // Point to point from each rank to root, in pieces: Gatherv's int counts and displacements would cap the
-  // total at 2^31 elements.
-  constexpr int kTag = 7;
   if (rank != root) {
-    const auto* p = reinterpret_cast<const char*>(local.data());
-    const size_t bytes = local.size() * sizeof(T);
-    for (size_t done = 0; done < bytes; done += kPieceBytes)
-      check(MPI_Send(p + done, int(std::min(kPieceBytes, bytes - done)), MPI_BYTE, root, kTag, comm), "MPI_Send");
+    send_pieces(local.data(), local.size() * sizeof(T), root, comm);
     return all;
   }
+  int64_t total = 0;
+  for (int64_t c : counts) total += c;
+  all.resize(size_t(total));
   size_t offset = 0;
   for (int r = 0; r < size; ++r) {
-    auto* p = reinterpret_cast<char*>(all.data() + offset);
-    const size_t bytes = size_t(counts[size_t(r)]) * sizeof(T);
     if (r == root) std::copy(local.begin(), local.end(), all.begin() + std::ptrdiff_t(offset));
-    else
-      for (size_t done = 0; done < bytes; done += kPieceBytes)
-        check(MPI_Recv(p + done, int(std::min(kPieceBytes, bytes - done)), MPI_BYTE, r, kTag, comm,
-                       MPI_STATUS_IGNORE),
-              "MPI_Recv");
+    else receive_pieces(all.data() + offset, size_t(counts[size_t(r)]) * sizeof(T), r, comm);
     offset += size_t(counts[size_t(r)]);
   }
   return all;
 }
 
+template <class T>
+GatheredParts<T> gather_parts(const std::vector<T>& local, int root, MPI_Comm comm) {
+  const int rank = rank_of(comm), size = size_of(comm);
+  GatheredParts<T> out;
+  out.counts = gather_counts(int64_t(local.size()), root, comm);
+  if (rank != root) {
+    send_pieces(local.data(), local.size() * sizeof(T), root, comm);
+    return out;
+  }
+  for (int r = 0; r < size; ++r) {
+    const size_t count = size_t(out.counts[size_t(r)]);
+    if (r == root) {
+      out.parts.push_back(local.data());
+      continue;
+    }
+    out.storage.emplace_back(new T[count]);  // uninitialised: MPI_Recv writes every element
+    receive_pieces(out.storage.back().get(), count * sizeof(T), r, comm);
+    out.parts.push_back(out.storage.back().get());
+  }
+  return out;
+}
+
 template std::vector<float> gather(const std::vector<float>&, int, MPI_Comm, std::vector<int64_t>&);
 template std::vector<int64_t> gather(const std::vector<int64_t>&, int, MPI_Comm, std::vector<int64_t>&);
+template GatheredParts<float> gather_parts(const std::vector<float>&, int, MPI_Comm);
+template GatheredParts<int64_t> gather_parts(const std::vector<int64_t>&, int, MPI_Comm);
 
 int64_t sum(int64_t value, MPI_Comm comm) {
   check(MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_INT64_T, MPI_SUM, comm), "MPI_Allreduce (sum)");

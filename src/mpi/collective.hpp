@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <vector>
 
 namespace gknn::mpi_detail {
@@ -29,6 +30,17 @@ void broadcast(void* data, size_t bytes, int root, MPI_Comm comm);
 /// each rank's length in `counts` (root only).
 template <class T>
 std::vector<T> gather(const std::vector<T>& local, int root, MPI_Comm comm, std::vector<int64_t>& counts);
+
+/// On root: every rank's part of a gather, in rank order, each where it lies (root's own is `local` itself, the
+/// others in buffers received without a copy into one array or a zero fill); counts in elements. Empty elsewhere.
+template <class T>
+struct GatheredParts {
+  std::vector<std::unique_ptr<T[]>> storage;
+  std::vector<const T*> parts;
+  std::vector<int64_t> counts;
+};
+template <class T>
+GatheredParts<T> gather_parts(const std::vector<T>& local, int root, MPI_Comm comm);
 
 /// Sum over ranks and exclusive prefix sum (0 on rank 0) of one int64.
 int64_t sum(int64_t value, MPI_Comm comm);

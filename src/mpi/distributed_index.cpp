@@ -112,23 +112,20 @@ Result DistributedIndex::search(FloatView queries, const SearchParams& params, i
   });
 
   const auto merge_start = std::chrono::steady_clock::now();
-  std::vector<int64_t> counts;
-  const std::vector<float> all_keys = gather(keys.distances, root, impl.comm, counts);
-  const std::vector<int64_t> all_indices = gather(keys.indices, root, impl.comm, counts);
+  const GatheredParts<float> all_keys = gather_parts(keys.distances, root, impl.comm);
+  const GatheredParts<int64_t> all_indices = gather_parts(keys.indices, root, impl.comm);
   if (rank != root) return Result{0, checked.k, {}, {}};
 
   const int64_t k = std::min(checked.k, impl.total);
   detail::KeyResult merged{q.rows, k, {}, {}};
   if (q.rows > 0) {
     std::vector<detail::KeyListsView> parts;
-    int64_t offset = 0;
-    for (int64_t count : counts) {
-      parts.push_back({all_keys.data() + offset, all_indices.data() + offset, q.rows, count / q.rows});
-      offset += count;
-    }
-    if (keys.k == k && keys.rows == q.rows) {  // into the root's own lists (gathered as a copy): no allocation
+    for (size_t r = 0; r < all_keys.parts.size(); ++r)
+      parts.push_back({all_keys.parts[r], all_indices.parts[r], q.rows, all_keys.counts[r] / q.rows});
+    // Into the root's own lists, one of the parts: each row is merged into a thread's buffer before it is written.
+    if (keys.k == k && keys.rows == q.rows) {
       detail::merge_key_lists_into(parts, q.rows, k, checked.threads, keys.distances.data(), keys.indices.data());
-      merged = std::move(keys);
+      merged = std::move(keys);  // the views into it are not used after this
     } else {
       merged = detail::merge_key_lists(parts, q.rows, k, checked.threads);
     }
