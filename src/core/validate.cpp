@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/backend.hpp"
+#include "core/host_parallel.hpp"
 #include "gknn/error.hpp"
 #include "gknn/info.hpp"
 
@@ -50,20 +51,38 @@ ValueStats validate_matrix(FloatView m, std::string_view what, bool allow_empty_
               " is smaller than the dimension ", m.cols);
   GKNN_EXPECT(m.rows == 0 || m.data != nullptr, ErrorCode::InvalidArgument, what, ": null data pointer");
   if (m.memory == Memory::Device) return ValueStats{false, false, 0.f, false};
-  // One pass: finiteness (required) and the value facts (for exact lower-precision paths), over all threads for
-  // large inputs (a 1M x 128 base is 128M values). The loop only accumulates; the error path re-scans the first
-  // failing row to name the column, so the message is the same whatever the thread count.
+  // One pass: finiteness (required) and the value facts (for exact lower-precision paths), in row ranges over the
+  // host team for large inputs (a 1M x 128 base is 128M values; a part holds at least 32K values, ~7 us of scan, so
+  // that small query batches are not split: q = 128 x 128 runs on the caller). The loop only accumulates; the error
+  // path re-scans the first failing row to name the column, so the message is the same whatever the thread count.
+  struct Part {
+    RowFacts facts{true, true, true, 0};
+    int64_t first_bad_row;
+  };
+  constexpr int64_t kValuesPerPart = int64_t(1) << 15;
+  const int parts = host_parts(m.rows * m.cols, kValuesPerPart);
+  std::vector<Part> part_facts(static_cast<size_t>(parts), Part{{true, true, true, 0}, m.rows});
+  const int64_t rows_per_part = (m.rows + parts - 1) / parts;
+  host_parallel(parts, [&](int part) {
+    Part out{{true, true, true, 0}, m.rows};  // accumulated here, stored once: the parts share cache lines
+    const int64_t end = std::min(m.rows, (part + 1) * rows_per_part);
+    for (int64_t i = part * rows_per_part; i < end; ++i) {
+      const RowFacts row = row_facts(m.row(i), m.cols);
+      out.facts.integral = out.facts.integral && row.integral;
+      out.facts.nonnegative = out.facts.nonnegative && row.nonnegative;
+      out.facts.max_abs_bits = std::max(out.facts.max_abs_bits, row.max_abs_bits);
+      if (!row.finite && out.first_bad_row == m.rows) out.first_bad_row = i;
+    }
+    part_facts[static_cast<size_t>(part)] = out;
+  });
   bool integral = true, nonnegative = true;
   uint32_t max_abs_bits = 0;
   int64_t first_bad_row = m.rows;
-#pragma omp parallel for schedule(static) reduction(&& : integral, nonnegative) reduction(max : max_abs_bits) \
-    reduction(min : first_bad_row) if (m.rows * m.cols > (int64_t(1) << 18))
-  for (int64_t i = 0; i < m.rows; ++i) {
-    const RowFacts row = row_facts(m.row(i), m.cols);
-    integral = integral && row.integral;
-    nonnegative = nonnegative && row.nonnegative;
-    max_abs_bits = std::max(max_abs_bits, row.max_abs_bits);
-    if (!row.finite) first_bad_row = std::min(first_bad_row, i);
+  for (const Part& p : part_facts) {
+    integral = integral && p.facts.integral;
+    nonnegative = nonnegative && p.facts.nonnegative;
+    max_abs_bits = std::max(max_abs_bits, p.facts.max_abs_bits);
+    first_bad_row = std::min(first_bad_row, p.first_bad_row);
   }
   if (first_bad_row < m.rows) {
     const float* row = m.row(first_bad_row);

@@ -1,5 +1,5 @@
 // result_writer.cu: see result_writer.cuh.
-#include "cuda/pipeline/host_copy.hpp"
+#include "core/host_parallel.hpp"
 #include "cuda/pipeline/result_writer.cuh"
 
 namespace gknn::detail::cuda {

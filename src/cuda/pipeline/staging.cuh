@@ -13,7 +13,7 @@
 #include <memory>
 
 #include "cuda/common/buffer.cuh"
-#include "cuda/pipeline/host_copy.hpp"
+#include "core/host_parallel.hpp"
 #include "cuda/pipeline/stage_timer.cuh"
 #include "gknn/types.hpp"
 

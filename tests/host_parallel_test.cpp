@@ -1,0 +1,103 @@
+// host_parallel_test: the host team's loops (core/host_parallel.hpp): every part runs once, copies are exact, and
+// repeated searches' host work of different sizes keeps one set of threads (libgomp ends and restarts threads
+// when a team shrinks and grows again: 14 new threads per call once cost 1.9 ms of a 2.9 ms search).
+#include <gtest/gtest.h>
+
+#include <omp.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <vector>
+
+#include "core/host_parallel.hpp"
+#include "core/validate.hpp"
+
+namespace gknn::detail {
+namespace {
+
+/// Sets the calling thread's default team size for one scope (the churn needs a team larger than two).
+class TeamSize {
+ public:
+  explicit TeamSize(int n) : old_(omp_get_max_threads()) { omp_set_num_threads(n); }
+  ~TeamSize() { omp_set_num_threads(old_); }
+
+ private:
+  int old_;
+};
+
+TEST(HostParallel, PartsAreBoundedByTheTeam) {
+  TeamSize team(8);
+  EXPECT_EQ(host_team(), 8);
+  EXPECT_EQ(host_parts(0, 100), 1);
+  EXPECT_EQ(host_parts(99, 100), 1);
+  EXPECT_EQ(host_parts(350, 100), 3);
+  EXPECT_EQ(host_parts(int64_t(1) << 40, 100), 8);
+  EXPECT_EQ(host_parts(5, 0), 5);
+}
+
+TEST(HostParallel, EveryPartRunsOnce) {
+  TeamSize team(6);
+  for (int parts : {1, 2, 5, 6, 9}) {
+    std::vector<std::atomic<int>> runs(static_cast<size_t>(parts));
+    host_parallel(parts, [&](int part) { runs[static_cast<size_t>(part)].fetch_add(1); });
+    const int expected_parts = std::min(parts, 6);  // parts above the team are clamped
+    for (int p = 0; p < parts; ++p) EXPECT_EQ(runs[static_cast<size_t>(p)].load(), p < expected_parts ? 1 : 0) << p;
+  }
+}
+
+TEST(HostParallel, InsideAnotherRegionEveryPartStillRuns) {
+  TeamSize team(4);
+  std::vector<std::atomic<int>> runs(4);
+#pragma omp parallel num_threads(2)
+  {
+#pragma omp single
+    host_parallel(4, [&](int part) { runs[static_cast<size_t>(part)].fetch_add(1); });
+  }
+  for (int p = 0; p < 4; ++p) EXPECT_EQ(runs[static_cast<size_t>(p)].load(), 1) << p;
+}
+
+TEST(HostParallel, MemcpyIsExactForAnySize) {
+  TeamSize team(4);
+  for (size_t bytes : {size_t(0), size_t(1), size_t(4095), size_t(1) << 19, (size_t(3) << 20) + 7, size_t(9) << 20}) {
+    std::vector<unsigned char> src(bytes + 1), dst(bytes + 1, 0xAB);
+    for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 131 + 7);
+    parallel_memcpy(dst.data(), src.data(), bytes);
+    EXPECT_EQ(std::memcmp(dst.data(), src.data(), bytes), 0) << bytes;
+    EXPECT_EQ(dst[bytes], 0xAB) << "wrote past the end, bytes = " << bytes;
+  }
+}
+
+TEST(HostParallel, ScansAndCopiesOfDifferentSizesKeepTheSameThreads) {
+  TeamSize team(8);
+  std::mutex mutex;
+  std::set<long> threads;
+  auto record = [&] {
+#pragma omp parallel num_threads(8)
+    {
+      const long tid = static_cast<long>(syscall(SYS_gettid));
+      std::lock_guard<std::mutex> lock(mutex);
+      threads.insert(tid);
+    }
+  };
+  std::vector<float> queries(size_t(4096) * 128), pinned(queries.size());
+  for (size_t i = 0; i < queries.size(); ++i) queries[i] = static_cast<float>(i % 251);
+  record();
+  for (int call = 0; call < 20; ++call) {
+    // A search call's host work: the value scan of 4096 x 128 queries, then copies of 1 and 2 MiB (which were
+    // 1- and 2-thread teams before host_parallel).
+    const ValueStats s = validate_matrix(FloatView{queries.data(), 4096, 128, 0}, "queries", true);
+    EXPECT_TRUE(s.integral);
+    parallel_memcpy(pinned.data(), queries.data(), size_t(2) << 20);
+    parallel_memcpy(pinned.data(), queries.data(), size_t(1) << 20);
+    record();
+  }
+  EXPECT_LE(threads.size(), 8u) << "the host team's threads were ended and started again";
+}
+
+}  // namespace
+}  // namespace gknn::detail
