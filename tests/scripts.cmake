@@ -1,6 +1,8 @@
 # The project's scripts: scripts/install-deps.sh decides by probing what the build finds (stubbed apt-get/dpkg-query).
-# The optional packages this configure did not find are passed on: the script may (and must) ask apt-get for those
-# alone, so the test holds on a machine that lacks them (e.g. a GPU host without nlohmann-json) as well as on CI.
+# The optional packages this configure did not find are passed on: the script may ask apt-get for those alone, so
+# the test holds on a machine that lacks them (e.g. a GPU host without nlohmann-json) as well as on CI.
+# Programs are looked up as the script looks them up (`command -v`: the PATH only, never cached), so a tool found
+# by CMake elsewhere (its own prefix, a stale cache entry) does not make the two disagree.
 set(GKNN_DEPS_MISSING_OPTIONAL "")
 if(NOT GKNN_HAS_HDF5)
   list(APPEND GKNN_DEPS_MISSING_OPTIONAL libhdf5-dev)
@@ -15,7 +17,7 @@ block(PROPAGATE GKNN_DEPS_MISSING_OPTIONAL)
   if(NOT Python_FOUND)
     list(APPEND GKNN_DEPS_MISSING_OPTIONAL python3-dev)
   endif()
-  find_program(path_python3 NAMES python3 NO_CACHE)
+  find_program(path_python3 NAMES python3 NO_CACHE NO_DEFAULT_PATH PATHS ENV PATH)
   set(PYBIND11_NOPYTHON ON)
   find_package(pybind11 CONFIG QUIET)
   if(NOT pybind11_FOUND)  # the script's fallback, as the build's: a pip pybind11 of either interpreter
@@ -59,11 +61,11 @@ block(PROPAGATE GKNN_DEPS_MISSING_OPTIONAL)
   if(NOT MPI_CXX_FOUND)
     list(APPEND GKNN_DEPS_MISSING_OPTIONAL libopenmpi-dev)
   endif()
-  find_program(mpiexec_program mpiexec)
+  find_program(mpiexec_program mpiexec NO_CACHE NO_DEFAULT_PATH PATHS ENV PATH)
   if(NOT mpiexec_program)
     list(APPEND GKNN_DEPS_MISSING_OPTIONAL openmpi-bin)
   endif()
-  find_program(clangxx_program clang++)
+  find_program(clangxx_program clang++ NO_CACHE NO_DEFAULT_PATH PATHS ENV PATH)
   if(NOT clangxx_program)
     list(APPEND GKNN_DEPS_MISSING_OPTIONAL clang)
   endif()
