@@ -6,7 +6,8 @@
 //   norms             (tq + tb) * 4
 //   distance tile     tq * tb * 4
 //   top-k lists       5 * tq * k * 12         running + merged list per in-flight query tile (2), tile list (1)
-//   output tiles      2 * tq * out_k * 12     finalised tiles on their way to a host destination (two in flight)
+//   output tiles      2 * tq * out_k * 12     finalised tiles on their way to a host destination (two in flight;
+//                                           run_search adds up to two more from what the plan left, output_slots.hpp)
 //   selector scratch  SelectEntry::workspace_bytes(tq, tb, kt)
 //   distance scratch  DistanceEntry::workspace_bytes(tq, tb, d)
 // The planner starts from the whole problem (capped, see below) and halves the larger side until it fits:

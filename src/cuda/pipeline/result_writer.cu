@@ -1,4 +1,7 @@
 // result_writer.cu: see result_writer.cuh.
+#include <algorithm>
+#include <chrono>
+
 #include "core/host_parallel.hpp"
 #include "cuda/pipeline/result_writer.cuh"
 
@@ -9,17 +12,46 @@ namespace {
 constexpr size_t kAheadBytes = size_t(4) << 20;
 }  // namespace
 
-ResultWriter::ResultWriter(OutputSlot* slots, bool device_destination, std::function<ResultView()> destination,
-                           int64_t k, int64_t max_rows, int64_t rows, StageTimer* timer)
-    : slots_(slots), device_(device_destination), destination_(std::move(destination)), k_(k), max_rows_(max_rows),
-      timer_(timer) {
-  for (int s = 0; s < 2; ++s) slots_[s].pending = false;
+ResultWriter::ResultWriter(OutputSlot* slots, int in_flight, bool device_destination,
+                           std::function<ResultView()> destination, int64_t k, int64_t max_rows, int64_t rows,
+                           StageTimer* timer)
+    : slots_(slots), in_flight_(std::clamp(in_flight, 1, kOutputSlots)), device_(device_destination),
+      destination_(std::move(destination)), k_(k), max_rows_(max_rows), timer_(timer) {
+  for (int s = 0; s < kOutputSlots; ++s) slots_[s].pending = false;
   if (!device_ && static_cast<size_t>(rows) * static_cast<size_t>(k) * 12 > kAheadBytes)
     ahead_ = std::async(std::launch::async, destination_);
 }
 
 ResultWriter::~ResultWriter() {
   if (ahead_.valid()) ahead_.wait();  // never leave the helper writing into a destroyed result
+}
+
+bool ResultWriter::dest_ready() {
+  return have_dest_ || !ahead_.valid() || ahead_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+}
+
+int ResultWriter::oldest_pending() const {
+  int oldest = -1;
+  for (int s = 0; s < in_flight_; ++s)
+    if (slots_[s].pending && (oldest < 0 || slots_[s].row0 < slots_[oldest].row0)) oldest = s;
+  return oldest;
+}
+
+int64_t ResultWriter::land_ready() {
+  int64_t landed = 0;
+  for (int s = oldest_pending(); s >= 0 && dest_ready(); s = oldest_pending()) {
+    const cudaError_t state = cudaEventQuery(slots_[s].done.get());
+    if (state == cudaErrorNotReady) break;
+    GKNN_CUDA_TRY(state);
+    landed += finish(s);
+  }
+  return landed;
+}
+
+int64_t ResultWriter::finish_all() {
+  int64_t landed = 0;
+  for (int s = oldest_pending(); s >= 0; s = oldest_pending()) landed += finish(s);
+  return landed;
 }
 
 ResultView ResultWriter::dest() {

@@ -2,8 +2,9 @@
 //
 // Device destination: the finalise kernel writes straight into it. Host destination: the kernel writes a
 // device tile, which is copied to a pinned slot behind the tile's compute; the host moves it into the caller's
-// array (several threads) only when the slot is needed again or at the end, so that the copy-out of tile i
-// overlaps the device work of tile i+1. A large host destination is asked for on a helper thread as soon as the
+// array (several threads) when the slot is needed again, earlier when the tile is already complete between two
+// tiles' launches (land_ready), or at the end, so that the copy-out of tile i overlaps the device work of the
+// tiles after it. Up to kOutputSlots tiles are in flight (output_slots.hpp). A large host destination is asked for on a helper thread as soon as the
 // search starts (a Result's arrays are allocated, and their pages touched, while the device computes); a small one
 // at the first copy-out, when a thread would cost more than the allocation.
 #pragma once
@@ -12,6 +13,7 @@
 #include <future>
 
 #include "cuda/common/buffer.cuh"
+#include "cuda/pipeline/output_slots.hpp"
 #include "cuda/pipeline/stage_timer.cuh"
 #include "gknn/types.hpp"
 
@@ -32,8 +34,9 @@ class ResultWriter {
  public:
   /// k: the user's k (row length of the destination); device_destination: where the caller's storage lives.
   /// rows: the whole result's rows (decides whether the destination is asked for ahead, on a helper thread).
-  ResultWriter(OutputSlot* slots, bool device_destination, std::function<ResultView()> destination, int64_t k,
-               int64_t max_rows, int64_t rows, StageTimer* timer);
+  /// slots: the pipeline's kOutputSlots slots, of which the search uses `in_flight` (tile i: slot i % in_flight).
+  ResultWriter(OutputSlot* slots, int in_flight, bool device_destination, std::function<ResultView()> destination,
+               int64_t k, int64_t max_rows, int64_t rows, StageTimer* timer);
   ~ResultWriter();
 
   struct Target {
@@ -46,10 +49,19 @@ class ResultWriter {
   void commit(int slot, int64_t row0, int64_t rows, cudaStream_t stream);
   /// Lands the slot's pending tile in the caller's storage (waits for its copy); returns rows landed.
   int64_t finish(int slot);
+  /// Lands, oldest first, the pending tiles whose copies are complete, while the destination is ready (never
+  /// waits); returns rows landed.
+  int64_t land_ready();
+  /// Lands every pending tile, oldest first; returns rows landed.
+  int64_t finish_all();
+  int slots_in_flight() const { return in_flight_; }
 
  private:
   ResultView dest();
+  bool dest_ready();
+  int oldest_pending() const;
   OutputSlot* slots_;
+  int in_flight_;
   bool device_;
   std::function<ResultView()> destination_;
   std::future<ResultView> ahead_;

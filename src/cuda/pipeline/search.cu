@@ -322,13 +322,13 @@ const int64_t* device_ids(Pipeline& p, const detail::OutputSpec& out, cudaStream
 
 /// Grows the tile buffers for a plan. Growing one buffer while the others still hold their old capacity could
 /// fail for memory the plan counted as available, so any growth first releases them all.
-void size_buffers(Pipeline& p, int64_t tq, int64_t tb, int64_t k, int64_t out_k, bool host_out) {
+void size_buffers(Pipeline& p, int64_t tq, int64_t tb, int64_t k, int64_t out_k, bool host_out, int out_slots) {
   const size_t lists = static_cast<size_t>(tq * k), outs = host_out ? static_cast<size_t>(tq * out_k) : 0;
-  const bool grows = p.distances.capacity_bytes() < static_cast<size_t>(tq * tb) * sizeof(float) ||
-                     p.list_keys[0].capacity_bytes() < lists * sizeof(float) ||
-                     p.out_slots[0].values.capacity_bytes() < outs * sizeof(float) ||
-                     p.query_norms.capacity_bytes() < static_cast<size_t>(tq) * sizeof(float) ||
-                     p.base_norms.capacity_bytes() < static_cast<size_t>(tb) * sizeof(float);
+  bool grows = p.distances.capacity_bytes() < static_cast<size_t>(tq * tb) * sizeof(float) ||
+               p.list_keys[0].capacity_bytes() < lists * sizeof(float) ||
+               p.query_norms.capacity_bytes() < static_cast<size_t>(tq) * sizeof(float) ||
+               p.base_norms.capacity_bytes() < static_cast<size_t>(tb) * sizeof(float);
+  for (int i = 0; i < out_slots; ++i) grows = grows || p.out_slots[i].values.capacity_bytes() < outs * sizeof(float);
   if (grows) p.release_buffers();
   p.distances.resize(static_cast<size_t>(tq * tb));
   p.query_norms.resize(static_cast<size_t>(tq));
@@ -337,9 +337,9 @@ void size_buffers(Pipeline& p, int64_t tq, int64_t tb, int64_t k, int64_t out_k,
     p.list_keys[i].resize(lists);
     p.list_labels[i].resize(lists);
   }
-  for (OutputSlot& s : p.out_slots) {
-    s.values.resize(outs);
-    s.indices.resize(outs);
+  for (int i = 0; i < out_slots; ++i) {
+    p.out_slots[i].values.resize(outs);
+    p.out_slots[i].indices.resize(outs);
   }
 }
 
@@ -375,8 +375,9 @@ void run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchPa
   const SelectEntry& select = resolve_select(kp.select, std::min(nq, kMaxQueryTile), nb, k);
   const DistanceEntry& distance = resolve_distance(kp.distance, kp.metric, nq, nb, facts);
   const bool host_out = out.memory == Memory::Host;
-  const TilePlan plan = plan_search(PlanInput{nq, nb, dim, k, budget, base.streamed(), select.workspace_bytes,
-                                              distance.workspace_bytes, host_out ? out.k : 0});
+  const PlanInput plan_input{nq, nb, dim, k, budget, base.streamed(), select.workspace_bytes,
+                             distance.workspace_bytes, host_out ? out.k : 0};
+  const TilePlan plan = plan_search(plan_input);
   const bool l2 = kp.metric == Metric::SquaredL2;
   const bool norms = distance.needs_norms && l2;
   const int64_t tq = plan.query_rows, tb = plan.base_rows;
@@ -384,9 +385,16 @@ void run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchPa
 
   std::unique_ptr<StageTimer> timer = StageTimer::if_enabled(kp.stats != nullptr);
   if (auto* streamed = dynamic_cast<StreamedBase*>(&base)) streamed->timer = timer.get();
-  size_buffers(p, tq, tb, k, out.k, host_out);
+  // More finalised tiles in flight to a host destination when they are cheap (output_slots.hpp): the device runs
+  // ahead while the host allocates the destination and copies earlier tiles out.
+  const size_t planned = search_bytes(plan_input, tq, tb);
+  const int out_slots =
+      host_out ? output_slots_in_flight((nq + tq - 1) / tq, static_cast<size_t>(tq * out.k) * 12,
+                                        budget > planned ? budget - planned : 0)
+               : 2;
+  size_buffers(p, tq, tb, k, out.k, host_out, out_slots);
   QueryFeed feed(p, queries, tq, timer.get());
-  ResultWriter writer(p.out_slots, !host_out, out.destination, out.k, tq, nq, timer.get());
+  ResultWriter writer(p.out_slots, out_slots, !host_out, out.destination, out.k, tq, nq, timer.get());
   const int64_t* ids = device_ids(p, out, s);
   const TileJob job{p, base, distance, kp, dim, tb, norms, timer.get(), facts};
   if (timer) {  // the device span starts here: everything above is host set-up
@@ -399,13 +407,14 @@ void run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchPa
     if (rows > 0 && kp.progress) kp.progress(static_cast<double>(done) / static_cast<double>(nq));
   };
   for (int64_t q0 = 0; q0 < nq; q0 += tq, ++tile_index) {
-    const int slot = static_cast<int>(tile_index % 2);
-    report(writer.finish(slot));  // the slot's previous tile (two tiles ago) lands before its buffers are reused
+    const int slot = static_cast<int>(tile_index % 2);  // running lists (reuse ordered on the compute stream)
+    const int out_slot = static_cast<int>(tile_index % out_slots);
+    report(writer.finish(out_slot));  // the slot's previous tile lands before its buffers are reused
     const int64_t qn = std::min(tq, nq - q0);
     const float* q = feed.rows(q0, qn, s);
     const ListRef top = search_query_tile(job, q, feed.stride(), qn, slot);
     feed.release(s);
-    const ResultWriter::Target target = writer.target(slot, q0);
+    const ResultWriter::Target target = writer.target(out_slot, q0);
     stage_begin(timer.get(), Stage::Finalize, s);
     FinalizeArgs fa;
     fa.keys = top.keys;
@@ -422,11 +431,11 @@ void run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchPa
     fa.ids = ids;
     finalize_rows(fa, s);
     stage_end(timer.get(), Stage::Finalize, s);
-    writer.commit(slot, q0, qn, s);
+    writer.commit(out_slot, q0, qn, s);
     if (!host_out) report(qn);
+    report(writer.land_ready());  // earlier tiles already complete are copied out while the device computes this one
   }
-  report(writer.finish(static_cast<int>(tile_index % 2)));
-  report(writer.finish(static_cast<int>((tile_index + 1) % 2)));
+  report(writer.finish_all());
   if (timer) timer->end_device(s);
   p.compute.sync();  // device destinations are complete when the call returns
   p.upload.sync();
