@@ -12,10 +12,13 @@
 #include <cstring>
 #include <mutex>
 #include <set>
+#include <utility>
 #include <vector>
 
+#include "core/finalize.hpp"
 #include "core/host_parallel.hpp"
 #include "core/validate.hpp"
+#include "gknn/error.hpp"
 
 namespace gknn::detail {
 namespace {
@@ -97,6 +100,19 @@ TEST(HostParallel, ScansAndCopiesOfDifferentSizesKeepTheSameThreads) {
     record();
   }
   EXPECT_LE(threads.size(), 8u) << "the host team's threads were ended and started again";
+}
+
+TEST(HostParallel, PopulatedResultIsAZeroedResultOfTheShape) {
+  for (const auto& [rows, k] : {std::pair<int64_t, int64_t>{0, 5}, {3, 7}, {2000, 1000}, {1001, 2048}}) {
+    const Result r = allocate_result_populated(rows, k);
+    EXPECT_EQ(r.rows, rows);
+    EXPECT_EQ(r.k, k);
+    ASSERT_EQ(r.distances.size(), static_cast<size_t>(rows * k));
+    ASSERT_EQ(r.indices.size(), static_cast<size_t>(rows * k));
+    EXPECT_TRUE(std::all_of(r.distances.begin(), r.distances.end(), [](float v) { return v == 0.f; }));
+    EXPECT_TRUE(std::all_of(r.indices.begin(), r.indices.end(), [](int64_t v) { return v == 0; }));
+  }
+  EXPECT_THROW(allocate_result_populated(int64_t(1) << 40, int64_t(1) << 40), Error);
 }
 
 }  // namespace

@@ -4,13 +4,27 @@
 #include <cstring>
 #include <limits>
 #include <new>
+#include <system_error>
+#include <thread>
+#include <vector>
 
 #include <omp.h>
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 
 #include "core/keys.hpp"
 #include "gknn/error.hpp"
 
 namespace gknn::detail {
+
+#ifdef __linux__
+#ifdef MADV_POPULATE_WRITE
+constexpr int kMadvPopulateWrite = MADV_POPULATE_WRITE;
+#else
+constexpr int kMadvPopulateWrite = 23;  // Linux 5.14's value, for older C library headers
+#endif
+#endif
 
 void restore_tie_order(const float* values, int64_t* indices, int64_t count) {
   for (int64_t begin = 0; begin < count;) {
@@ -66,6 +80,62 @@ Result allocate_result(int64_t rows, int64_t k) {
   try {
     r.distances.resize(static_cast<size_t>(rows * k));
     r.indices.resize(static_cast<size_t>(rows * k));
+  } catch (const std::bad_alloc&) {
+    fail(ErrorCode::OutOfMemory, "a result of ", rows, " x k = ", k, " entries (", rows * k * 12,
+         " bytes) does not fit in host memory; lower k");
+  }
+  return r;
+}
+
+namespace {
+
+#ifdef __linux__
+/// Has the kernel populate (allocate and zero) the whole pages of [begin, end) for writing, in parallel parts.
+void populate(void* begin, void* end) {
+  constexpr uintptr_t kPage = 4096;
+  constexpr size_t kPart = size_t(16) << 20;  // a part per 16 MiB, up to 8 threads
+  const uintptr_t b = (reinterpret_cast<uintptr_t>(begin) + kPage - 1) & ~(kPage - 1);
+  const uintptr_t e = reinterpret_cast<uintptr_t>(end) & ~(kPage - 1);
+  if (e <= b) return;
+  const size_t bytes = e - b;
+  const size_t hardware = std::max(1u, std::thread::hardware_concurrency());
+  const size_t parts = std::clamp<size_t>(bytes / kPart, 1, std::min<size_t>(8, std::max<size_t>(1, hardware / 2)));
+  const size_t chunk = (bytes / parts + kPage - 1) & ~(kPage - 1);
+  auto advise = [](uintptr_t from, uintptr_t to) {
+    if (to > from) (void)madvise(reinterpret_cast<void*>(from), to - from, kMadvPopulateWrite);  // failure: faults later
+  };
+  std::vector<std::thread> helpers;
+  for (size_t p = 1; p < parts; ++p) {
+    const uintptr_t from = std::min<uintptr_t>(e, b + p * chunk), to = std::min<uintptr_t>(e, from + chunk);
+    try {
+      helpers.emplace_back(advise, from, to);
+    } catch (const std::system_error&) {
+      advise(from, to);  // no thread to be had: this one does the part
+    }
+  }
+  advise(b, std::min<uintptr_t>(e, b + chunk));
+  for (std::thread& t : helpers) t.join();
+}
+#else
+void populate(void*, void*) {}
+#endif
+
+}  // namespace
+
+Result allocate_result_populated(int64_t rows, int64_t k) {
+  check_result_size(rows, k);
+  if (static_cast<size_t>(rows) * static_cast<size_t>(k) * 12 < (size_t(16) << 20)) return allocate_result(rows, k);
+  Result r;
+  r.rows = rows;
+  r.k = k;
+  const size_t n = static_cast<size_t>(rows * k);
+  try {
+    r.distances.reserve(n);
+    r.indices.reserve(n);
+    populate(r.distances.data(), r.distances.data() + n);
+    populate(r.indices.data(), r.indices.data() + n);
+    r.distances.resize(n);
+    r.indices.resize(n);
   } catch (const std::bad_alloc&) {
     fail(ErrorCode::OutOfMemory, "a result of ", rows, " x k = ", k, " entries (", rows * k * 12,
          " bytes) does not fit in host memory; lower k");

@@ -128,7 +128,7 @@ Result Index::search(FloatView queries, const SearchParams& params_in) const {
   result.k = params.k;
   detail::OutputSpec spec;
   spec.destination = [&result, &queries, &params] {
-    result = detail::allocate_result(queries.rows, params.k);
+    result = detail::allocate_result_populated(queries.rows, params.k);
     return detail::view_of(result);
   };
   search_store(*impl_, queries, params, qs, spec);

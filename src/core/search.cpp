@@ -84,7 +84,7 @@ Result search(FloatView base, FloatView queries, const SearchParams& params) {
   result.k = params.k;
   detail::OutputSpec spec = output_spec(params);
   spec.destination = [&result, &queries, &params] {
-    result = detail::allocate_result(queries.rows, params.k);
+    result = detail::allocate_result_populated(queries.rows, params.k);
     return detail::view_of(result);
   };
   run_search(base, queries, params, bs, qs, spec, on_device(base) || on_device(queries));

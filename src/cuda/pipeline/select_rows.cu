@@ -30,7 +30,7 @@ Result run_select(Pipeline& p, FloatView keys, const int64_t* labels, int64_t k,
   std::future<Result> ahead;
   Result result;
   if (static_cast<size_t>(rows) * static_cast<size_t>(k) * 12 > (size_t(4) << 20))
-    ahead = std::async(std::launch::async, [rows, k] { return detail::allocate_result(rows, k); });
+    ahead = std::async(std::launch::async, [rows, k] { return detail::allocate_result_populated(rows, k); });
   else
     result = detail::allocate_result(rows, k);
   auto finish = [&](int slot) {
