@@ -7,7 +7,7 @@
 
 #include "gknn/error.hpp"
 
-namespace gknn::mpi_detail {
+namespace gknn::detail::mpi {
 namespace {
 
 constexpr size_t kPieceBytes = size_t(1) << 30;
@@ -168,4 +168,4 @@ bool same_everywhere(int64_t value, MPI_Comm comm) {
   return range[0] == -range[1];
 }
 
-}  // namespace gknn::mpi_detail
+}  // namespace gknn::detail::mpi

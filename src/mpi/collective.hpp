@@ -11,7 +11,7 @@
 #include <memory>
 #include <vector>
 
-namespace gknn::mpi_detail {
+namespace gknn::detail::mpi {
 
 /// Throws gknn::Error(Internal... or Io) naming `what` unless rc == MPI_SUCCESS.
 void check(int rc, const char* what);
@@ -48,4 +48,4 @@ int64_t prefix_sum(int64_t value, MPI_Comm comm);
 /// True when every rank passed the same value.
 bool same_everywhere(int64_t value, MPI_Comm comm);
 
-}  // namespace gknn::mpi_detail
+}  // namespace gknn::detail::mpi

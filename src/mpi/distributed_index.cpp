@@ -15,7 +15,7 @@
 
 namespace gknn::mpi {
 
-using namespace mpi_detail;
+using namespace detail::mpi;
 
 struct DistributedIndex::Impl {
   MPI_Comm comm;
@@ -184,7 +184,7 @@ Result replicated_search(const ShardedIndex& replica, FloatView queries, const S
   return out;
 }
 
-void collectively(MPI_Comm comm, const std::function<void()>& step) { mpi_detail::collectively(comm, step); }
+void collectively(MPI_Comm comm, const std::function<void()>& step) { detail::mpi::collectively(comm, step); }
 
 bool launched_by_mpirun() {
   for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"})

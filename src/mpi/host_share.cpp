@@ -13,9 +13,9 @@ namespace {
 
 int ranks_on_this_host(MPI_Comm comm) {
   MPI_Comm host = MPI_COMM_NULL;
-  mpi_detail::check(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, mpi_detail::rank_of(comm), MPI_INFO_NULL, &host),
+  detail::mpi::check(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, detail::mpi::rank_of(comm), MPI_INFO_NULL, &host),
                     "MPI_Comm_split_type (ranks of this host)");
-  const int ranks = mpi_detail::size_of(host);
+  const int ranks = detail::mpi::size_of(host);
   MPI_Comm_free(&host);
   return ranks;
 }
