@@ -12,6 +12,7 @@
 #include <cstring>
 #include <mutex>
 #include <set>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -79,27 +80,35 @@ TEST(HostParallel, ScansAndCopiesOfDifferentSizesKeepTheSameThreads) {
   TeamSize team(8);
   std::mutex mutex;
   std::set<long> threads;
-  auto record = [&] {
-#pragma omp parallel num_threads(8)
-    {
-      const long tid = static_cast<long>(syscall(SYS_gettid));
-      std::lock_guard<std::mutex> lock(mutex);
-      threads.insert(tid);
-    }
-  };
   std::vector<float> queries(size_t(4096) * 128), pinned(queries.size());
   for (size_t i = 0; i < queries.size(); ++i) queries[i] = static_cast<float>(i % 251);
-  record();
   for (int call = 0; call < 20; ++call) {
     // A search call's host work: the value scan of 4096 x 128 queries, then copies of 1 and 2 MiB (which were
-    // 1- and 2-thread teams before host_parallel).
+    // 1- and 2-thread OpenMP teams once), with jobs of every part count in between.
     const ValueStats s = validate_matrix(FloatView{queries.data(), 4096, 128, 0}, "queries", true);
     EXPECT_TRUE(s.integral);
     parallel_memcpy(pinned.data(), queries.data(), size_t(2) << 20);
     parallel_memcpy(pinned.data(), queries.data(), size_t(1) << 20);
-    record();
+    host_parallel(1 + call % 8, [&](int) {
+      const long tid = static_cast<long>(syscall(SYS_gettid));
+      std::lock_guard<std::mutex> lock(mutex);
+      threads.insert(tid);
+    });
   }
-  EXPECT_LE(threads.size(), 8u) << "the host team's threads were ended and started again";
+  EXPECT_LE(threads.size(), 8u) << "host threads were started again";
+}
+
+TEST(HostParallel, JobsFromManyThreadsAllComplete) {
+  TeamSize team(4);
+  std::atomic<int64_t> sum{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 6; ++t)
+    callers.emplace_back([&] {
+      omp_set_num_threads(4);  // a thread's own default team size
+      for (int i = 0; i < 200; ++i) host_parallel(4, [&](int part) { sum.fetch_add(part + 1); });
+    });
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(sum.load(), int64_t(6) * 200 * (1 + 2 + 3 + 4));
 }
 
 TEST(HostParallel, PopulatedResultIsAZeroedResultOfTheShape) {

@@ -1,12 +1,13 @@
 // host_parallel.hpp: the host-side parallel loops on a search call's path (value scan of the queries, copies into
-// and out of pinned staging), on one OpenMP team of constant size.
+// and out of pinned staging), on a pool of threads of gknn's own.
 //
-// Why one size: libgomp keeps the threads of the last team of the calling thread, but a region with fewer threads
-// (other than one) ends the extra ones, and the next larger region starts new ones (pthread_create). A scan on 16
-// threads followed by a 2-thread copy therefore created 14 threads per search call: 1.9 ms of a 2.9 ms search on
-// the H100's host, 1.2 ms here with OMP_NUM_THREADS=16 (tests/host_parallel_test.cpp counts the threads). Every
-// region here runs on the whole team (host_team()); the work is cut into as many parts as its size pays for, and
-// team threads beyond the parts have nothing to do. A part count of one runs on the caller without a region.
+// Why not OpenMP regions: libgomp keeps the threads of the calling thread's last team, but a region with fewer
+// threads (other than one) ends the extra ones and the next larger region starts new ones (pthread_create). A
+// scan on 16 threads followed by a 2-thread copy thus created 14 threads per search call: 1.9 ms of a 2.9 ms
+// search on the H100's host. And a team kept at one size spins on every core for milliseconds after each region
+// (GOMP_SPINCOUNT), while the host waits for the device: Garcia's search then took 12 ms. The pool's threads are
+// started once, woken one by one, as many as a job has parts (a job of 4 parts wakes 3), spin 50 us after a job
+// and then sleep. Work is cut into as many parts as its size pays for; one part runs on the caller alone.
 #pragma once
 
 #include <cstddef>
@@ -14,14 +15,15 @@
 
 namespace gknn::detail {
 
-/// Threads of every host_parallel region: OpenMP's default team of the calling thread (omp_get_max_threads()).
+/// Threads a host_parallel job may use, the caller's included: OpenMP's default team size of the calling thread
+/// (omp_get_max_threads(): OMP_NUM_THREADS and omp_set_num_threads apply).
 int host_team();
 
 /// How many parts `work` units make when a part should hold at least `min_per_part` units: in [1, host_team()].
 int host_parts(int64_t work, int64_t min_per_part);
 
-/// Runs body(part) for every part in [0, parts) (parts <= host_team()), on the team when parts > 1.
-/// body must not throw.
+/// Runs body(part) for every part in [0, min(parts, host_team())): on the caller and the pool's threads, or on
+/// the caller alone when another thread's job holds the pool (no waiting, no nesting). body must not throw.
 void host_parallel(int parts, void (*body)(void* context, int part), void* context);
 
 template <class Body>
@@ -30,7 +32,7 @@ void host_parallel(int parts, Body&& body) {
       parts, [](void* c, int part) { (*static_cast<Body*>(c))(part); }, static_cast<void*>(&body));
 }
 
-/// memcpy of `bytes` bytes in parts of at least 512 KiB on the host team (one thread reaches a fraction of the
+/// memcpy of `bytes` bytes in parts of at least 512 KiB on the pool (one thread reaches a fraction of the
 /// host's copy bandwidth, and a destination touched for the first time also pays its page faults there).
 void parallel_memcpy(void* dst, const void* src, size_t bytes);
 

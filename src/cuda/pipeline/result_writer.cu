@@ -37,21 +37,17 @@ int ResultWriter::oldest_pending() const {
   return oldest;
 }
 
-int64_t ResultWriter::land_ready() {
-  int64_t landed = 0;
+void ResultWriter::land_ready(const std::function<void(int64_t)>& landed) {
   for (int s = oldest_pending(); s >= 0 && dest_ready(); s = oldest_pending()) {
     const cudaError_t state = cudaEventQuery(slots_[s].done.get());
     if (state == cudaErrorNotReady) break;
     GKNN_CUDA_TRY(state);
-    landed += finish(s);
+    landed(finish(s));
   }
-  return landed;
 }
 
-int64_t ResultWriter::finish_all() {
-  int64_t landed = 0;
-  for (int s = oldest_pending(); s >= 0; s = oldest_pending()) landed += finish(s);
-  return landed;
+void ResultWriter::finish_all(const std::function<void(int64_t)>& landed) {
+  for (int s = oldest_pending(); s >= 0; s = oldest_pending()) landed(finish(s));
 }
 
 ResultView ResultWriter::dest() {

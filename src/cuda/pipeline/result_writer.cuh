@@ -50,10 +50,10 @@ class ResultWriter {
   /// Lands the slot's pending tile in the caller's storage (waits for its copy); returns rows landed.
   int64_t finish(int slot);
   /// Lands, oldest first, the pending tiles whose copies are complete, while the destination is ready (never
-  /// waits); returns rows landed.
-  int64_t land_ready();
-  /// Lands every pending tile, oldest first; returns rows landed.
-  int64_t finish_all();
+  /// waits); calls landed(rows) for each tile.
+  void land_ready(const std::function<void(int64_t)>& landed);
+  /// Lands every pending tile, oldest first; calls landed(rows) for each tile.
+  void finish_all(const std::function<void(int64_t)>& landed);
   int slots_in_flight() const { return in_flight_; }
 
  private:

@@ -433,9 +433,9 @@ void run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchPa
     stage_end(timer.get(), Stage::Finalize, s);
     writer.commit(out_slot, q0, qn, s);
     if (!host_out) report(qn);
-    report(writer.land_ready());  // earlier tiles already complete are copied out while the device computes this one
+    writer.land_ready(report);  // earlier tiles already complete are copied out while the device computes this one
   }
-  report(writer.finish_all());
+  writer.finish_all(report);
   if (timer) timer->end_device(s);
   p.compute.sync();  // device destinations are complete when the call returns
   p.upload.sync();
