@@ -19,3 +19,7 @@ if(GKNN_HAS_CUDA)
   gknn_test_part(gpu_streaming inner_product "*/inner_product")
   gknn_test_part(gpu_streaming l1 "*/l1")
 endif()
+# The fused distance + selection kernel against the float64 oracle (issue 13).
+if(GKNN_HAS_CUDA)
+  gknn_test(gpu_fused LABEL gpu SOURCES gpu_fused_test.cpp)
+endif()

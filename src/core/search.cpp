@@ -189,7 +189,9 @@ std::vector<SelectCapability> compiled_select_algorithms(Backend backend) {
   return {};
 }
 
-bool distance_requires_integer_data(DistanceAlgorithm algorithm) { return algorithm == DistanceAlgorithm::Fp16Mma; }
+bool distance_requires_integer_data(DistanceAlgorithm algorithm) {
+  return algorithm == DistanceAlgorithm::Fp16Mma || algorithm == DistanceAlgorithm::Fused;
+}
 
 bool backend_available(Backend backend) {
   if (backend == Backend::Cuda) return detail::cuda::available();

@@ -67,6 +67,28 @@ struct DataFacts {
   int64_t dim = 0;
 };
 
+/// Where a fused distance+selection entry writes one base tile's sorted top-k lists (see DistanceEntry::fused).
+struct FusedTarget {
+  float* keys;             ///< the tile's list: k sorted keys per query row, `stride` apart
+  int64_t* labels;
+  int64_t stride;
+  float* partial_keys;     ///< scratch for the splits' lists when a query's base is split over several blocks
+  size_t partial_capacity; ///< elements of partial_keys
+  int64_t label_offset;    ///< added to the base row index within the tile
+};
+/// What a fused call left: the lists in the target (direct), or the splits' lists, `cols` sorted entries per row
+/// (`stride` apart, labels beside them), of which the caller selects the k best.
+struct FusedResult {
+  bool direct = true;
+  const float* keys = nullptr;
+  const int64_t* labels = nullptr;
+  int64_t stride = 0, cols = 0;
+};
+/// Whether the fused kernel serves this k, dimension and data (else the entry's `run` is the two-stage path).
+using FusedServesFn = bool (*)(int64_t k, int64_t dim, const DataFacts& facts);
+using FusedFn = FusedResult (*)(const DistanceInput& in, const DataFacts& facts, int64_t k, const FusedTarget& target,
+                                const DistanceContext& ctx);
+
 struct DistanceEntry {
   DistanceAlgorithm algorithm;
   bool (*supports)(Metric key_metric);
@@ -77,6 +99,10 @@ struct DistanceEntry {
   /// Null for kernels exact to float32 on any data; else true only for data on which this lower-precision kernel
   /// is proven exact (it is refused on other data, and Auto takes it only there).
   bool (*exact_on)(const DataFacts& facts);
+  /// Non-null for a fused distance+selection entry: computes a base tile's top-k lists itself where `fused_serves`
+  /// says so (the pipeline then skips the key matrix and the selection); elsewhere `run` is its two-stage path.
+  FusedServesFn fused_serves;
+  FusedFn fused;
 };
 
 const DistanceEntry* find_distance(DistanceAlgorithm algorithm);

@@ -1,9 +1,10 @@
 // registry.cu: DistanceAlgorithm -> GPU kernel, which key metrics each serves, and Auto's choice. Each kernel
 // folder holds an entries.inc with one line, GKNN_DISTANCE_ENTRY(Id, supports, needs_norms, omits_query_norm, fn,
-// workspace, exact_on): the enum value
+// workspace, exact_on, fused_serves, fused): the enum value
 // (gknn/algorithms.def), the key metrics it serves (a predicate of distance.cuh), whether the pipeline must
 // provide squared row norms, whether its squared L2 keys leave out |q|^2, its run function, its scratch size and,
-// for a lower-precision kernel, the data it is exact on. src/CMakeLists.txt gathers every distance/*/entries.inc into
+// for a lower-precision kernel, the data it is exact on, and for a fused distance+selection kernel where it
+// serves and its entry point (else nullptr, nullptr). src/CMakeLists.txt gathers every distance/*/entries.inc into
 // all_entries.inc, so a new folder is registered without editing a list here.
 #include <iterator>
 
@@ -14,9 +15,10 @@ namespace gknn::detail::cuda {
 namespace {
 
 const DistanceEntry kDistanceEntries[] = {
-// One line per folder: GKNN_DISTANCE_ENTRY(Id, supports, needs_norms, omits_query_norm, fn, workspace, exact_on).
-#define GKNN_DISTANCE_ENTRY(id, supports, needs_norms, omits_query_norm, fn, workspace, exact_on) \
-  {DistanceAlgorithm::id, supports, needs_norms, omits_query_norm, fn, workspace, exact_on},
+// One line per folder: GKNN_DISTANCE_ENTRY(Id, supports, needs_norms, omits_query_norm, fn, workspace, exact_on,
+// fused_serves, fused).
+#define GKNN_DISTANCE_ENTRY(id, supports, needs_norms, omits_query_norm, fn, workspace, exact_on, fused_serves, fused) \
+  {DistanceAlgorithm::id, supports, needs_norms, omits_query_norm, fn, workspace, exact_on, fused_serves, fused},
 #include "cuda/distance/all_entries.inc"
 #undef GKNN_DISTANCE_ENTRY
 };

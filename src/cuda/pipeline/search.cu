@@ -133,20 +133,31 @@ ListRef search_query_tile(const TileJob& job, const float* queries, int64_t quer
                             static_cast<float>(job.kp.p), job.norms ? p.query_norms.data() : nullptr,
                             job.norms ? base_norms : nullptr, texture_limit_override()};
     int64_t fallbacks = 0;
-    job.distance.run(din, DistanceOutput{p.distances.data(), bn},
-                     DistanceContext{p.distance_workspace, s, p.device, &fallbacks});
+    const DistanceContext dctx{p.distance_workspace, s, p.device, &fallbacks};
+    const int64_t kt = std::min(k, bn);
+    const ListRef dst = cur_len == 0 ? cur : tile;
+    const bool fused = job.distance.fused && job.distance.fused_serves(kt, job.dim, job.facts);
+    SelectInput sin{p.distances.data(), nullptr, bn, qn, bn, b0};
+    if (fused) {  // distances and selection in one kernel; splits of the base leave lists to select from
+      const FusedResult r = job.distance.fused(
+          din, job.facts, kt, FusedTarget{dst.keys, dst.labels, k, p.distances.data(), p.distances.size(), b0}, dctx);
+      sin = SelectInput{r.keys, r.labels, r.stride, qn, r.cols, 0};
+      if (r.direct) sin.cols = 0;
+    } else {
+      job.distance.run(din, DistanceOutput{p.distances.data(), bn}, dctx);
+    }
     count_texture_fallbacks(fallbacks);
     stage_end(job.timer, Stage::Distance, s);
     job.base.release(s);  // the distance kernel was the tile's last reader
 
-    const int64_t kt = std::min(k, bn);
-    const SelectEntry& select = resolve_select(job.kp.select, qn, bn, kt);
-    const SelectInput sin{p.distances.data(), nullptr, bn, qn, bn, b0};
-    const ListRef dst = cur_len == 0 ? cur : tile;
-    stage_begin(job.timer, Stage::Select, s);
-    select.run(sin, kt, SelectOutput{dst.keys, dst.labels, k},
-               SelectContext{job.kp.select_options, p.select_workspace, s, p.device});
-    stage_end(job.timer, Stage::Select, s);
+    if (sin.cols > 0) {
+      const SelectAlgorithm algorithm = fused ? SelectAlgorithm::Auto : job.kp.select;
+      const SelectEntry& select = resolve_select(algorithm, qn, sin.cols, kt);
+      stage_begin(job.timer, Stage::Select, s);
+      select.run(sin, kt, SelectOutput{dst.keys, dst.labels, k},
+                 SelectContext{job.kp.select_options, p.select_workspace, s, p.device});
+      stage_end(job.timer, Stage::Select, s);
+    }
     if (cur_len == 0) {
       cur_len = kt;
       continue;

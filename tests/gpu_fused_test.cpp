@@ -1,0 +1,109 @@
+// gpu_fused_test.cpp: the fused distance + selection kernel (distance "fused", issue 13): ids and values identical
+// to the float64 oracle on every operand type it picks (u8, s8, f16 for integers up to 2048), every row length
+// (32..256 bytes), query and base sizes off its 64 x 128 tiles, one split and many (the splits' lists combined
+// by a selection), ties (duplicates, all-equal rows), k = 1 .. 128, k beyond 128 (its two-stage path), and equal
+// to fp16_mma's two-stage result bit for bit. Label gpu.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "gknn/error.hpp"
+#include "gknn/search.hpp"
+#include "testing/data.hpp"
+#include "testing/oracle.hpp"
+
+namespace gknn::testing {
+namespace {
+
+SearchParams fused_params(int64_t k, Metric metric) {
+  SearchParams p = params_for(Backend::Cuda, k, metric);
+  p.distance = DistanceAlgorithm::Fused;
+  return p;
+}
+
+struct FusedCase {
+  std::string name;
+  HostMatrix<float> base, queries;
+  std::vector<int64_t> ks;
+};
+
+/// Rows that repeat: `distinct` different rows, each copied many times (exact ties on every metric).
+HostMatrix<float> repeated_rows(int64_t rows, int64_t cols, int64_t distinct, int lo, int hi, uint64_t seed) {
+  const HostMatrix<float> sites = integer_matrix(distinct, cols, lo, hi, seed);
+  HostMatrix<float> out = integer_matrix(rows, cols, lo, hi, seed + 1);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) out.data[r * cols + c] = sites.data[(r * 7 % distinct) * cols + c];
+  return out;
+}
+
+std::vector<FusedCase> cases() {
+  std::vector<FusedCase> c;
+  // u8 operands, 128-byte rows (SIFT-like), sizes off the tiles, a few splits.
+  c.push_back({"u8_d128", integer_matrix(5037, 128, 0, 255, 1), integer_matrix(131, 128, 0, 255, 2), {1, 16, 100, 128}});
+  // One query against a long base: hundreds of splits, then the selection over their lists.
+  c.push_back({"u8_single_query_many_splits", integer_matrix(200003, 32, 0, 255, 3), integer_matrix(1, 32, 0, 255, 4),
+               {1, 100}});
+  // s8 operands (signed values), 64-byte rows; 32-byte rows (d = 3, padded).
+  c.push_back({"s8_d40", integer_matrix(3001, 40, -100, 100, 5), integer_matrix(77, 40, -100, 100, 6), {7, 64}});
+  c.push_back({"s8_d3", integer_matrix(2500, 3, -5, 5, 7), integer_matrix(65, 3, -5, 5, 8), {1, 33, 128}});
+  // f16 operands (integers beyond 8 bits, inside fp16_mma's exact range): 2 d M^2 < 2^24.
+  c.push_back({"f16_d4", integer_matrix(4100, 4, 0, 1400, 9), integer_matrix(70, 4, 0, 1400, 10), {5, 128}});
+  c.push_back({"f16_signed_d2", integer_matrix(2000, 2, -1000, 1000, 11), integer_matrix(64, 2, -1000, 1000, 12), {9}});
+  // 256-byte rows (the largest fused kernel): u8 d = 200.
+  c.push_back({"u8_d200", integer_matrix(2100, 200, 0, 100, 13), integer_matrix(66, 200, 0, 100, 14), {1, 50, 128}});
+  // Ties: many duplicates (every metric ties exactly), all-equal rows, k = n.
+  c.push_back({"duplicates", repeated_rows(6000, 16, 13, 0, 9, 15), integer_matrix(129, 16, 0, 9, 16), {1, 20, 128}});
+  c.push_back({"all_equal", integer_matrix(3000, 8, 4, 4, 17), integer_matrix(5, 8, 0, 9, 18), {1, 128}});
+  c.push_back({"k_equals_n", integer_matrix(100, 8, 0, 3, 19), integer_matrix(9, 8, 0, 3, 20), {100}});
+  // k beyond the fused range: the entry's two-stage path.
+  c.push_back({"beyond_fused_k", integer_matrix(3000, 24, 0, 50, 21), integer_matrix(40, 24, 0, 50, 22), {129, 700}});
+  return c;
+}
+
+TEST(GpuFused, EqualsTheOracleExactly) {
+  for (const FusedCase& tc : cases()) {
+    for (Metric m : {Metric::SquaredL2, Metric::InnerProduct, Metric::L2}) {
+      const std::vector<OracleRow> truth = oracle(tc.base.view(), tc.queries.view(), m, 2.0);
+      for (int64_t k : tc.ks) {
+        SCOPED_TRACE(tc.name + " " + to_string(m) + " k=" + std::to_string(k));
+        const SearchParams p = fused_params(k, m);
+        Result got;
+        ASSERT_NO_THROW(got = search(tc.base.view(), tc.queries.view(), p));
+        CheckOptions exact;
+        exact.exact_indices = true;
+        exact.tolerance = m == Metric::L2 ? 2e-7 : 0.0;  // integer values: exact (L2: one sqrt rounding)
+        EXPECT_EQ("", check_search(got, tc.base.view(), tc.queries.view(), p, exact, &truth));
+      }
+    }
+  }
+}
+
+TEST(GpuFused, IdenticalToTheTwoStageFp16Path) {
+  const HostMatrix<float> base = integer_matrix(20011, 128, 0, 255, 30), queries = integer_matrix(700, 128, 0, 255, 31);
+  for (Metric m : {Metric::SquaredL2, Metric::InnerProduct}) {
+    for (int64_t k : {int64_t(10), int64_t(100)}) {
+      SearchParams p = fused_params(k, m);
+      const Result fused = search(base.view(), queries.view(), p);
+      p.distance = DistanceAlgorithm::Fp16Mma;
+      const Result two_stage = search(base.view(), queries.view(), p);
+      EXPECT_EQ(fused.indices, two_stage.indices) << to_string(m) << " k=" << k;
+      EXPECT_EQ(fused.distances, two_stage.distances) << to_string(m) << " k=" << k;
+    }
+  }
+}
+
+TEST(GpuFused, RefusedWhereItWouldNotBeExact) {
+  SearchParams p = fused_params(5, Metric::SquaredL2);
+  const HostMatrix<float> fractions = random_matrix(200, 32, 40);
+  EXPECT_THROW(search(fractions.view(), fractions.view(), p), Error);
+  const HostMatrix<float> wide = integer_matrix(200, 300, 0, 255, 41);  // 2 * 300 * 255^2 > 2^24
+  EXPECT_THROW(search(wide.view(), wide.view(), p), Error);
+  p.metric = Metric::L1;  // no GEMM form
+  const HostMatrix<float> small = integer_matrix(200, 8, 0, 3, 42);
+  EXPECT_THROW(search(small.view(), small.view(), p), Error);
+}
+
+}  // namespace
+}  // namespace gknn::testing
