@@ -45,28 +45,21 @@ constexpr int kWavesPerSplitPlan = 4;  // blocks per SM the split count aims at 
 constexpr int64_t kMinSplitRows = 1024;
 
 // ---- operand types and the tensor-core instruction -----------------------------------------------------------
+/// 8-bit integer operands: u8 x u8 or s8 x s8 -> s32, m16n8k32.
 template <Elem E>
-struct Mma;
-
-template <>
-struct Mma<Elem::U8> {
+struct Mma {
+  static_assert(E == Elem::U8 || E == Elem::S8);
   using Acc = int;
   static constexpr int kElemBytes = 1;
   __device__ static void run(int (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    asm("mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-        : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-};
-
-template <>
-struct Mma<Elem::S8> {
-  using Acc = int;
-  static constexpr int kElemBytes = 1;
-  __device__ static void run(int (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-        : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    if constexpr (E == Elem::U8)
+      asm("mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+          : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    else
+      asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+          : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
   }
 };
 
@@ -475,9 +468,12 @@ void fused_distance(const DistanceInput& in, const DistanceOutput& out, const Di
 }
 
 size_t fused_workspace(int64_t nq, int64_t nb, int64_t dim) {
-  // Operands (at most 256 bytes a row) and the splits' labels: nq x splits <= 64 (4 SMs' blocks + query tiles).
+  // Operands (at most 256 bytes a row) and the splits' labels. split_count() gives nq x splits <= kBM x (query
+  // tiles + kWavesPerSplitPlan x SMs); the device is not known here, so 160 SMs bound every Hopper part.
+  constexpr int64_t kMaxSms = 160;
   const int64_t qtiles = (nq + kBM - 1) / kBM;
-  const size_t labels = static_cast<size_t>(kBM) * (kWavesPerSplitPlan * 160 + qtiles) * kMaxFusedK * sizeof(int64_t);
+  const size_t labels =
+      static_cast<size_t>(kBM) * (kWavesPerSplitPlan * kMaxSms + qtiles) * kMaxFusedK * sizeof(int64_t);
   const size_t fused = aligned(static_cast<size_t>(nq) * kMaxRowBytes) + aligned(static_cast<size_t>(nb) * kMaxRowBytes) +
                        std::min(labels, static_cast<size_t>(nq) * static_cast<size_t>(nb) * sizeof(int64_t));
   return std::max(fused, gemm_keys_workspace(nq, nb, dim, GemmPrecision::Fp16));
