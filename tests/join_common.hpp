@@ -10,6 +10,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gknn/generate.hpp"
@@ -27,18 +28,27 @@ inline Result join_oracle(FloatView base, FloatView queries, int64_t k, bool sel
   r.k = k;
   r.distances.assign(size_t(r.rows * k), std::numeric_limits<float>::infinity());
   r.indices.assign(size_t(r.rows * k), -1);
-  std::vector<std::pair<double, int64_t>> all;
-  for (int64_t q = 0; q < queries.rows; ++q) {
-    all.clear();
-    for (int64_t i = 0; i < base.rows; ++i)
-      if (!(self && i == q)) all.push_back({exact_value(metric, 2.0, queries.row(q), base.row(i), base.cols), i});
-    const size_t held = std::min(all.size(), size_t(k));
-    std::partial_sort(all.begin(), all.begin() + std::ptrdiff_t(held), all.end());
-    for (size_t j = 0; j < held; ++j) {
-      r.indices[size_t(q * k) + j] = all[j].second;
-      r.distances[size_t(q * k) + j] = static_cast<float>(all[j].first);
+  // Rows in interleaved parts over the hardware threads (30 000 points are 9e8 distances: seconds on one core).
+  const auto rows = [&](int64_t first, int64_t step) {
+    std::vector<std::pair<double, int64_t>> all;
+    for (int64_t q = first; q < queries.rows; q += step) {
+      all.clear();
+      for (int64_t i = 0; i < base.rows; ++i)
+        if (!(self && i == q)) all.push_back({exact_value(metric, 2.0, queries.row(q), base.row(i), base.cols), i});
+      const size_t held = std::min(all.size(), size_t(k));
+      std::partial_sort(all.begin(), all.begin() + std::ptrdiff_t(held), all.end());
+      for (size_t j = 0; j < held; ++j) {
+        r.indices[size_t(q * k) + j] = all[j].second;
+        r.distances[size_t(q * k) + j] = static_cast<float>(all[j].first);
+      }
     }
-  }
+  };
+  const int64_t work = queries.rows * base.rows;
+  const int64_t parts = work < (int64_t(1) << 22) ? 1 : std::max<int64_t>(1, std::thread::hardware_concurrency());
+  std::vector<std::thread> threads;
+  for (int64_t p = 1; p < parts; ++p) threads.emplace_back(rows, p, parts);
+  rows(0, parts);
+  for (std::thread& t : threads) t.join();
   return r;
 }
 

@@ -202,6 +202,9 @@ class CudaSearcher final : public GridSearcher {
                 "knn_join: the GPU grid indexes at most 2^32 - 1 points (got ", problem.base.rows, ")");
     upload(problem.base, base_);
     if (!problem.self) upload(problem.queries, queries_);
+    // The copies above are on stream_, like every kernel that reads them; the sync is for the host rows alone,
+    // which the caller may change once knn_join has returned.
+    stream_.sync();
   }
 
   void build(const GridGeometry& geometry) override {
@@ -209,43 +212,43 @@ class CudaSearcher final : public GridSearcher {
     geometry_ = geometry;
     const int64_t n = problem_.base.rows;
     cudaStream_t s = stream_.get();
+    // Every buffer is sized before the first launch: a resize that frees memory an enqueued launch still uses
+    // would rely on cudaFree waiting for the non-blocking stream.
     DeviceBuffer<uint64_t> keys{size_t(n)}, sorted_keys{size_t(n)};
     DeviceBuffer<uint32_t> ids{size_t(n)};
+    DeviceBuffer<int64_t> counts{size_t(n)};
+    DeviceBuffer<int64_t> runs{1};
     ids_.resize(size_t(n));
+    sorted_points_.resize(size_t(n * problem_.dim()));
+    cell_keys_.resize(size_t(n));
+    const int bits = key_bits(geometry);
+    size_t sort_bytes = 0, encode_bytes = 0;
+    GKNN_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, keys.data(), sorted_keys.data(), ids.data(),
+                                                  ids_.data(), n, 0, bits, s));
+    GKNN_CUDA_TRY(cub::DeviceRunLengthEncode::Encode(nullptr, encode_bytes, sorted_keys.data(), cell_keys_.data(),
+                                                     counts.data(), runs.data(), n, s));
+    temp_.resize(std::max(sort_bytes, encode_bytes));
     cell_keys_kernel<<<unsigned((n + kBlock - 1) / kBlock), kBlock, 0, s>>>(base_.data(), n, geometry, keys.data(),
                                                                              ids.data());
     GKNN_CUDA_CHECK_LAUNCH();
-    const int bits = key_bits(geometry);
-    size_t temp_bytes = 0;
-    GKNN_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, keys.data(), sorted_keys.data(), ids.data(),
-                                                  ids_.data(), n, 0, bits, s));
-    temp_.resize(temp_bytes);
-    GKNN_CUDA_TRY(cub::DeviceRadixSort::SortPairs(temp_.data(), temp_bytes, keys.data(), sorted_keys.data(),
+    GKNN_CUDA_TRY(cub::DeviceRadixSort::SortPairs(temp_.data(), sort_bytes, keys.data(), sorted_keys.data(),
                                                   ids.data(), ids_.data(), n, 0, bits, s));
-    sorted_points_.resize(size_t(n * problem_.dim()));
     gather_kernel<<<unsigned((n + kBlock - 1) / kBlock), kBlock, 0, s>>>(base_.data(), n, int(problem_.dim()),
                                                                           ids_.data(), sorted_points_.data());
     GKNN_CUDA_CHECK_LAUNCH();
-    cell_keys_.resize(size_t(n));
-    DeviceBuffer<int64_t> counts{size_t(n)};
-    DeviceBuffer<int64_t> runs{1};
-    temp_bytes = 0;
-    GKNN_CUDA_TRY(cub::DeviceRunLengthEncode::Encode(nullptr, temp_bytes, sorted_keys.data(), cell_keys_.data(),
-                                                     counts.data(), runs.data(), n, s));
-    temp_.resize(temp_bytes);
-    GKNN_CUDA_TRY(cub::DeviceRunLengthEncode::Encode(temp_.data(), temp_bytes, sorted_keys.data(), cell_keys_.data(),
-                                                     counts.data(), runs.data(), n, s));
+    GKNN_CUDA_TRY(cub::DeviceRunLengthEncode::Encode(temp_.data(), encode_bytes, sorted_keys.data(),
+                                                     cell_keys_.data(), counts.data(), runs.data(), n, s));
     int64_t cells = 0;
     GKNN_CUDA_TRY(cudaMemcpyAsync(&cells, runs.data(), sizeof(int64_t), cudaMemcpyDeviceToHost, s));
-    stream_.sync();
+    stream_.sync();  // nothing in flight: the buffers below may be reallocated
     cells_ = cells;
     // starts[0] = 0, starts[c + 1] = counts[0] + ... + counts[c].
     starts_.resize(size_t(cells + 1));
+    size_t scan_bytes = 0;
+    GKNN_CUDA_TRY(cub::DeviceScan::InclusiveSum(nullptr, scan_bytes, counts.data(), starts_.data() + 1, cells, s));
+    temp_.resize(scan_bytes);
     GKNN_CUDA_TRY(cudaMemsetAsync(starts_.data(), 0, sizeof(int64_t), s));
-    temp_bytes = 0;
-    GKNN_CUDA_TRY(cub::DeviceScan::InclusiveSum(nullptr, temp_bytes, counts.data(), starts_.data() + 1, cells, s));
-    temp_.resize(temp_bytes);
-    GKNN_CUDA_TRY(cub::DeviceScan::InclusiveSum(temp_.data(), temp_bytes, counts.data(), starts_.data() + 1, cells, s));
+    GKNN_CUDA_TRY(cub::DeviceScan::InclusiveSum(temp_.data(), scan_bytes, counts.data(), starts_.data() + 1, cells, s));
     stream_.sync();  // the temporaries above are freed on return
   }
 
@@ -270,11 +273,15 @@ class CudaSearcher final : public GridSearcher {
     return device;
   }
 
-  static void upload(FloatView m, DeviceBuffer<float>& out) {
+  /// On stream_, never with the blocking cudaMemcpy2D: stream_ is non-blocking, so it does not wait for the legacy
+  /// default stream, and a blocking copy from pageable memory returns once the rows are staged, before their DMA
+  /// has landed. The grid build's key kernel then read a stale tail of the base (intermittent wrong cells, issue 14).
+  void upload(FloatView m, DeviceBuffer<float>& out) {
     out.resize(size_t(m.rows * m.cols));
     if (m.rows == 0) return;
-    GKNN_CUDA_TRY(cudaMemcpy2D(out.data(), size_t(m.cols) * sizeof(float), m.data, size_t(m.row_stride()) * sizeof(float),
-                               size_t(m.cols) * sizeof(float), size_t(m.rows), cudaMemcpyHostToDevice));
+    GKNN_CUDA_TRY(cudaMemcpy2DAsync(out.data(), size_t(m.cols) * sizeof(float), m.data,
+                                    size_t(m.row_stride()) * sizeof(float), size_t(m.cols) * sizeof(float),
+                                    size_t(m.rows), cudaMemcpyHostToDevice, stream_.get()));
   }
 
   void run_chunk(const int64_t* ids, int64_t count, std::vector<int64_t>& failed) {
