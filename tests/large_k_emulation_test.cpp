@@ -1,5 +1,5 @@
-// large_k_emulation_test.cpp: the sorted-output stage of sample select and radix select (large_k/
-// sort_output.cu) run on the host through the same host-and-device key code (large_k/ordered.cuh), with
+// large_k_emulation_test.cpp: the sorted-output stage of sample select and radix select (the composite-key path
+// of primitives/row_sort.cu) run on the host through the same host-and-device key code (primitives/ordered.cuh), with
 // CUB's radix sort emulated by its contract: a stable sort by bits [begin_bit, end_bit) of the keys only.
 // Runs without a GPU.
 //
@@ -19,12 +19,12 @@
 #include <gtest/gtest.h>
 
 #include "core/order.hpp"
-#include "cuda/select/large_k/ordered.cuh"
+#include "cuda/primitives/ordered.cuh"
 
 namespace gknn::testing {
 namespace {
 
-using namespace gknn::detail::cuda::large_k;
+using namespace gknn::detail::cuda;
 
 uint32_t ordered_of(float f) { return ordered_from_bits(std::bit_cast<uint32_t>(f)); }
 float float_of(uint32_t ordered) { return std::bit_cast<float>(bits_from_ordered(ordered)); }
@@ -106,7 +106,7 @@ TEST(LargeKEmulation, CompositeKeysFitBelowTheEndBit) {
   }
 }
 
-/// The output stage of one row as sort_output.cu runs it with column labels: the k selected pairs (in the
+/// The output stage of one row as row_sort.cu runs it with column labels: the k selected pairs (in the
 /// unspecified order the selection leaves) -> gather -> radix sort by [0, end bit) -> scatter.
 std::vector<Pair> emulate_sorted_output(std::vector<Pair> selected, int64_t cols, int64_t label_offset) {
   const int bits = composite_column_bits(static_cast<uint64_t>(cols));
@@ -147,7 +147,7 @@ TEST(LargeKEmulation, SortedOutputFollowsTheTotalOrder) {
     }
 }
 
-// ---- the column-label path end to end, rows chunked as sort_output.cu chunks them --------------------
+// ---- the column-label path end to end, rows chunked as row_sort.cu chunks them --------------------
 //
 // Second H100 run: the failures were identical, message for message, to the first run. Emulating the OLD
 // encoding (key << 32, end bit 32 + column bits) on gpu_large_k's data sets reproduces every one of those
@@ -196,7 +196,7 @@ const Encoding kFirstVersion{
     [](uint64_t c, int) { return static_cast<uint32_t>(c >> 32); },
     [](uint64_t c, int) { return static_cast<uint32_t>(c & 0xFFFFFFFFu); }};
 
-/// sort_output.cu with labels == nullptr on a chunk of rows: the selection's output rows (stride out_stride,
+/// row_sort.cu with column labels on a chunk of rows: the selection's output rows (stride out_stride,
 /// k pairs each, labels = label_offset + column) -> gather (row r to [r*k, r*k + k)) -> segmented sort ->
 /// scatter from Current() back into the output rows.
 void emulate_sort_output_chunk(std::vector<float>& keys, std::vector<int64_t>& labels, int64_t rows,

@@ -1,7 +1,8 @@
 // ordered.cuh: order-preserving maps from float keys and int64 labels to unsigned integers.
 //
-// Radix digits, splitter comparisons and tie detection all work on these integers, so one integer compare
-// is one total-order compare. -0.0 is mapped like +0.0 (the library's order makes them equal), and the map
+// Radix digits, splitter comparisons and tie detection of sample/radix select (select/large_k/) and the composite
+// keys of the row sort (row_sort.cuh) all work on these integers, so one integer compare is one total-order
+// compare. -0.0 is mapped like +0.0 (the library's order makes them equal), and the map
 // back returns +0.0 for both. NaN never reaches a selector, so UINT32_MAX is free to act as a sentinel.
 #pragma once
 
@@ -9,7 +10,7 @@
 
 #include "core/hd.hpp"
 
-namespace gknn::detail::cuda::large_k {
+namespace gknn::detail::cuda {
 
 /// Larger than the image of every non-NaN float (+inf maps to 0xFF800000).
 constexpr uint32_t kKeySentinel = 0xFFFFFFFFu;
@@ -35,7 +36,7 @@ __device__ __forceinline__ float key_from_ordered(uint32_t ordered) {
 /// int64 label -> uint64 with the same order (two's complement: flip the sign bit).
 GKNN_HD uint64_t ordered_label(int64_t label) { return static_cast<uint64_t>(label) ^ (uint64_t{1} << 63); }
 
-// ---- composite sort keys of the sorted output (sort_output.cu) ------------------------------------------
+// ---- composite sort keys of the row sort (row_sort.cu, labels that are columns) ---------------------------
 //
 // One 64-bit radix-sort key per (ordered key, column): the key sits directly above the column bits, so the
 // meaningful bits are exactly [0, 32 + column_bits) and the sort may skip the always-zero top. (The key must
@@ -59,4 +60,4 @@ GKNN_HD uint32_t composite_column(uint64_t composite, int column_bits) {
   return static_cast<uint32_t>(composite & ((uint64_t{1} << column_bits) - 1));
 }
 
-}  // namespace gknn::detail::cuda::large_k
+}  // namespace gknn::detail::cuda

@@ -8,15 +8,18 @@
 // As in the document, the k lists live in global memory laid out k x rows (element i of row r at i * rows + r):
 // threads of a warp working at the same list position touch consecutive addresses. The list is then copied to
 // the row-major output. Cost: O(cols * k) per row in the worst case (descending input), O(cols) when few
-// elements beat the k-th; max_k (kInsertionMaxK) bounds that worst case.
+// elements beat the k-th; max_k (entries.inc) bounds that worst case. Block sizes: tuning.hpp.
+#include <algorithm>
+
 #include "core/order.hpp"
 #include "cuda/select/families.cuh"
 #include "cuda/select/insertion/insert_bounded.hpp"
+#include "cuda/select/insertion/tuning.hpp"
 
 namespace gknn::detail::cuda {
 namespace {
 
-constexpr int kThreads = 128;
+constexpr int kThreads = insertion::kPolicy.threads;
 
 __global__ void insertion_kernel(SelectInput in, int64_t k, float* __restrict__ list_keys,
                                  int64_t* __restrict__ list_labels) {
@@ -70,7 +73,7 @@ void insertion_run(const SelectInput& in, int64_t k, const SelectOutput& out, co
   const unsigned blocks = static_cast<unsigned>((in.rows + kThreads - 1) / kThreads);
   insertion_kernel<<<blocks, kThreads, 0, ctx.stream>>>(in, k, list_keys, list_labels);
   GKNN_CUDA_CHECK_LAUNCH();
-  const dim3 grid(blocks, static_cast<unsigned>(k < 64 ? k : 64));
+  const dim3 grid(blocks, static_cast<unsigned>(std::min<int64_t>(k, insertion::kPolicy.output_columns)));
   insertion_output_kernel<<<grid, kThreads, 0, ctx.stream>>>(list_keys, list_labels, in.rows, k, out);
   GKNN_CUDA_CHECK_LAUNCH();
 }

@@ -4,14 +4,14 @@
 // The search (thesis 4.3): the candidates of a row start as the whole row; each pass splits them into 256
 // buckets (radix digits or sample splitters), finds the bucket holding the k-th smallest key and keeps only
 // that bucket, until the candidates fit one block (sorted in shared memory) or are all equal. Keys travel as
-// ordered uint32 (ordered.cuh). Counts and columns are uint32: rows longer than 2^32 - 1 are refused.
+// ordered uint32 (primitives/ordered.cuh). Counts and columns are uint32: rows longer than 2^32 - 1 are refused.
 #pragma once
 
 #include <cstdint>
 
 #include <cub/block/block_scan.cuh>
 
-#include "cuda/select/large_k/ordered.cuh"
+#include "cuda/primitives/ordered.cuh"
 #include "cuda/select/large_k/tuning.hpp"
 
 namespace gknn::detail::cuda::large_k {

@@ -38,7 +38,8 @@ Plan make_plan(int64_t rows, int64_t cols, int64_t k, bool single_stage, bool us
   }
   p.total = at;
   if (p.sorted) {
-    p.sort = plan_output_sort(rows, cols, k, user_labels, p.multi_block, std::max(at - aux_begin, kMinSortRoom));
+    // Column labels lie in [label_offset, label_offset + cols): composite keys over only the bits they need.
+    p.sort = plan_row_sort(rows, k, true, user_labels ? 0 : cols, p.multi_block, std::max(at - aux_begin, kMinSortRoom));
     p.sort_off = aux_begin;  // the selection is done when the sort starts
     p.total = std::max(p.total, aux_begin + p.sort.bytes);
   }

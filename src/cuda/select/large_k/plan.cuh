@@ -2,7 +2,8 @@
 //
 // Workspace: per-row search state, then the auxiliary buffers (ordered keys, plus columns for single-stage;
 // a second pair for the cooperating passes, which cannot compact in place): O(n) per row, as the thesis'
-// buffer. The sort of a sorted output reuses the auxiliary region once the selection is done.
+// buffer. The sort of a sorted output (primitives/row_sort.cuh) reuses the auxiliary region once the selection
+// is done.
 #pragma once
 
 #include <cstddef>
@@ -11,7 +12,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda/select/large_k/common.cuh"
-#include "cuda/select/large_k/sort_output.cuh"
+#include "cuda/primitives/row_sort.cuh"
 #include "cuda/select/select.cuh"
 
 namespace gknn::detail::cuda::large_k {
@@ -32,7 +33,7 @@ struct Plan {
   size_t aux_keys_off[3] = {0, 0, 0};  ///< byte offsets; kInput unused
   size_t aux_cols_off[3] = {0, 0, 0};  ///< 0 = absent (offset 0 is the state)
   size_t sort_off = 0;
-  SortPlan sort;
+  RowSortPlan sort;  ///< the sorted output: the row sort of the k selected pairs, in place
   size_t total = 0;
 };
 

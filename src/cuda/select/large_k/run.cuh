@@ -11,7 +11,7 @@
 #include "cuda/select/large_k/launch.cuh"
 #include "cuda/select/large_k/plan.cuh"
 #include "cuda/select/large_k/search.cuh"
-#include "cuda/select/large_k/sort_output.cuh"
+#include "cuda/primitives/row_sort.cuh"
 #include "cuda/select/select.cuh"
 #include "gknn/error.hpp"
 
@@ -70,9 +70,12 @@ void run(const SelectInput& in, int64_t k, const SelectOutput& out, const Select
   pb.bracket_shift = ctx.options.overrides.bracket_rank_shift;
   if (single_stage) search<Bucketer, true>(pb, plan, ctx.device, ctx.stream);
   else search<Bucketer, false>(pb, plan, ctx.device, ctx.stream);
-  if (plan.sorted)
-    sort_output(out, in.rows, in.cols, k, plan.user_labels, in.label_offset,
-                static_cast<unsigned char*>(ws) + plan.sort_off, plan.sort, ctx.stream);
+  if (plan.sorted) {  // the k selected pairs of each row, sorted where they are
+    const RowSortInput selected{out.keys, out.labels, out.stride, in.rows, k, in.label_offset,
+                                plan.user_labels ? 0 : in.cols};
+    sort_rows(selected, RowSortOutput{out.keys, out.labels, out.stride, k},
+              static_cast<unsigned char*>(ws) + plan.sort_off, plan.sort, ctx.stream);
+  }
 }
 
 }  // namespace gknn::detail::cuda::large_k

@@ -9,12 +9,12 @@
 #pragma once
 
 #include "cuda/select/tang/entry.cuh"
+#include "cuda/select/tang/tuning.hpp"
 
 namespace gknn::detail::cuda::tang {
 
-/// Slots of the candidate buffer. Small enough for registers (8 x 16 bytes with labels), large enough that a
-/// flush, which costs the whole warp, happens at most every 8 candidates of its fastest-filling lane.
-inline constexpr int kBufferSize = 8;
+/// Slots of the candidate buffer (tuning.hpp: Policy::buffer_slots).
+inline constexpr int kBufferSize = kPolicy.buffer_slots;
 
 template <class E, int B = kBufferSize>
 struct CandidateBuffer {

@@ -7,7 +7,7 @@
 namespace gknn::detail::cuda::tang {
 namespace {
 
-constexpr int kBuildBlock = 256;
+constexpr int kBuildBlock = kPolicy.build_threads;
 
 /// Level l+1 from level l: thread t computes entry t of the rows x dst_size output (consecutive threads read
 /// consecutive groups of the same row, so the warp's reads and writes are coalesced).

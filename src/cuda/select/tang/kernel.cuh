@@ -15,8 +15,9 @@
 namespace gknn::detail::cuda::tang {
 
 inline constexpr int kWarp = 32;
-/// Columns per shared-memory tile.
-inline constexpr int kTile = 32;
+/// Columns per shared-memory tile: one per lane (lane j loads column c0 + j of each of the warp's rows), so not a
+/// tuning number but the warp's width.
+inline constexpr int kTile = kWarp;
 
 /// Builds the levels of the hierarchical partition in `workspace` (laid out by `layout`) on `stream` and
 /// returns the view the kernel searches (common.cu).

@@ -10,18 +10,15 @@
 #include <cstdint>
 
 #include "cuda/select/buckets.hpp"
+#include "cuda/select/tang/tuning.hpp"
 #include "gknn/error.hpp"
 #include "gknn/types.hpp"
 
 namespace gknn::detail::cuda::tang {
 
 /// Largest k served. One thread keeps a whole queue in local memory, so the queue array is sized by a
-/// compile-time bucket (QueueBuckets); 1024 matches the paper's largest k.
+/// compile-time bucket (tuning.hpp's QueueBuckets); 1024 matches the paper's largest k.
 inline constexpr int64_t kMaxK = 1024;
-/// Compile-time queue capacities. The bucket only sizes the per-thread array (the stack frame, hence the
-/// local memory the driver reserves); the algorithms use the exact runtime capacity, so a finer bucket list
-/// would not change the work done, only the reservation.
-using QueueBuckets = BucketList<32, 128, 512, 1024>;
 static_assert(QueueBuckets::largest == kMaxK);
 /// Levels above the input the hierarchy can have: G >= 2 and cols < 2^31 give at most 31.
 inline constexpr int kMaxLevels = 32;
