@@ -49,6 +49,14 @@ py::array_t<T> to_numpy(std::vector<T>&& values, int64_t rows, int64_t cols) {
   return py::array_t<T>({rows, cols}, owned->data(), owner);
 }
 
+/// The same for a Result's array: the numpy array takes over its storage (no copy).
+template <class T>
+py::array_t<T> to_numpy(HostArray<T>&& values, int64_t rows, int64_t cols) {
+  auto* owned = new HostArray<T>(std::move(values));
+  py::capsule owner(owned, [](void* p) { delete static_cast<HostArray<T>*>(p); });
+  return py::array_t<T>({rows, cols}, owned->data(), owner);
+}
+
 /// A 2-D array in device memory, as __cuda_array_interface__ or DLPack describe it.
 struct DeviceMatrix {
   uintptr_t data = 0;

@@ -111,15 +111,22 @@ TEST(HostParallel, JobsFromManyThreadsAllComplete) {
   EXPECT_EQ(sum.load(), int64_t(6) * 200 * (1 + 2 + 3 + 4));
 }
 
-TEST(HostParallel, PopulatedResultIsAZeroedResultOfTheShape) {
+TEST(HostParallel, PopulatedResultIsAWritableResultOfTheShape) {
+  // The values are left uninitialised (the search writes every entry): only the shape and the storage count.
   for (const auto& [rows, k] : {std::pair<int64_t, int64_t>{0, 5}, {3, 7}, {2000, 1000}, {1001, 2048}}) {
-    const Result r = allocate_result_populated(rows, k);
+    Result r = allocate_result_populated(rows, k);
     EXPECT_EQ(r.rows, rows);
     EXPECT_EQ(r.k, k);
     ASSERT_EQ(r.distances.size(), static_cast<size_t>(rows * k));
     ASSERT_EQ(r.indices.size(), static_cast<size_t>(rows * k));
-    EXPECT_TRUE(std::all_of(r.distances.begin(), r.distances.end(), [](float v) { return v == 0.f; }));
-    EXPECT_TRUE(std::all_of(r.indices.begin(), r.indices.end(), [](int64_t v) { return v == 0; }));
+    for (size_t i = 0; i < r.indices.size(); ++i) {
+      r.distances[i] = static_cast<float>(i % 1000);
+      r.indices[i] = static_cast<int64_t>(i);
+    }
+    for (size_t i = 0; i < r.indices.size(); i += 997) {
+      EXPECT_EQ(r.distances[i], static_cast<float>(i % 1000));
+      EXPECT_EQ(r.indices[i], static_cast<int64_t>(i));
+    }
   }
   EXPECT_THROW(allocate_result_populated(int64_t(1) << 40, int64_t(1) << 40), Error);
 }

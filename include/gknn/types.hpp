@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "gknn/algorithms.hpp"
+#include "gknn/host_array.hpp"
 
 namespace gknn {
 
@@ -133,12 +134,14 @@ struct SearchParams {
   SearchStats* stats = nullptr;  ///< when set, filled with the phase times of the search (see SearchStats)
 };
 
-/// q x k row-major result: distances (or similarities) and int64 indices (or user ids).
+/// q x k row-major result: distances (or similarities) and int64 indices (or user ids). The arrays are
+/// HostArrays (host_array.hpp): std::vector's interface, comparable with and convertible to std::vector, but a
+/// search allocates them without value-initialising what it is about to overwrite.
 struct Result {
   int64_t rows = 0;
   int64_t k = 0;
-  std::vector<float> distances;
-  std::vector<int64_t> indices;
+  HostArray<float> distances;
+  HostArray<int64_t> indices;
 
   float distance(int64_t row, int64_t j) const { return distances[static_cast<size_t>(row * k + j)]; }
   int64_t index(int64_t row, int64_t j) const { return indices[static_cast<size_t>(row * k + j)]; }

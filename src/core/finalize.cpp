@@ -72,17 +72,26 @@ void finalize_into(const KeyResult& keys, const OutputSpec& out, int threads) {
   for (int64_t i = 0; i < rows; ++i) finalize_row(keys, out, dest, i);
 }
 
+namespace {
+
+[[noreturn]] void result_too_large(int64_t rows, int64_t k) {
+  fail(ErrorCode::OutOfMemory, "a result of ", rows, " x k = ", k, " entries (", rows * k * 12,
+       " bytes) does not fit in host memory; lower k");
+}
+
+}  // namespace
+
 Result allocate_result(int64_t rows, int64_t k) {
   check_result_size(rows, k);
   Result r;
   r.rows = rows;
   r.k = k;
   try {
-    r.distances.resize(static_cast<size_t>(rows * k));
-    r.indices.resize(static_cast<size_t>(rows * k));
+    // Left uninitialised: every producer of a Result writes each of its entries (k > n padding included).
+    r.distances = HostArray<float>::for_overwrite(static_cast<size_t>(rows * k));
+    r.indices = HostArray<int64_t>::for_overwrite(static_cast<size_t>(rows * k));
   } catch (const std::bad_alloc&) {
-    fail(ErrorCode::OutOfMemory, "a result of ", rows, " x k = ", k, " entries (", rows * k * 12,
-         " bytes) does not fit in host memory; lower k");
+    result_too_large(rows, k);
   }
   return r;
 }
@@ -90,7 +99,9 @@ Result allocate_result(int64_t rows, int64_t k) {
 namespace {
 
 #ifdef __linux__
-/// Has the kernel populate (allocate and zero) the whole pages of [begin, end) for writing, in parallel parts.
+/// Has the pages of [begin, end) allocated for writing, in parallel parts: the kernel populates them (madvise
+/// MADV_POPULATE_WRITE, Linux >= 5.14); where it refuses, each part writes one byte per page (the contents are
+/// uninitialised anyway), so the page faults are taken here, on several threads, not at the first copy-out.
 void populate(void* begin, void* end) {
   constexpr uintptr_t kPage = 4096;
   constexpr size_t kPart = size_t(16) << 20;  // a part per 16 MiB, up to 8 threads
@@ -102,7 +113,8 @@ void populate(void* begin, void* end) {
   const size_t parts = std::clamp<size_t>(bytes / kPart, 1, std::min<size_t>(8, std::max<size_t>(1, hardware / 2)));
   const size_t chunk = (bytes / parts + kPage - 1) & ~(kPage - 1);
   auto advise = [](uintptr_t from, uintptr_t to) {
-    if (to > from) (void)madvise(reinterpret_cast<void*>(from), to - from, kMadvPopulateWrite);  // failure: faults later
+    if (to <= from || madvise(reinterpret_cast<void*>(from), to - from, kMadvPopulateWrite) == 0) return;
+    for (uintptr_t page = from; page < to; page += kPage) *reinterpret_cast<volatile char*>(page) = 0;
   };
   std::vector<std::thread> helpers;
   for (size_t p = 1; p < parts; ++p) {
@@ -123,22 +135,11 @@ void populate(void*, void*) {}
 }  // namespace
 
 Result allocate_result_populated(int64_t rows, int64_t k) {
-  check_result_size(rows, k);
-  if (static_cast<size_t>(rows) * static_cast<size_t>(k) * 12 < (size_t(16) << 20)) return allocate_result(rows, k);
-  Result r;
-  r.rows = rows;
-  r.k = k;
-  const size_t n = static_cast<size_t>(rows * k);
-  try {
-    r.distances.reserve(n);
-    r.indices.reserve(n);
+  Result r = allocate_result(rows, k);
+  const size_t n = r.distances.size();
+  if (n * 12 >= (size_t(16) << 20)) {
     populate(r.distances.data(), r.distances.data() + n);
     populate(r.indices.data(), r.indices.data() + n);
-    r.distances.resize(n);
-    r.indices.resize(n);
-  } catch (const std::bad_alloc&) {
-    fail(ErrorCode::OutOfMemory, "a result of ", rows, " x k = ", k, " entries (", rows * k * 12,
-         " bytes) does not fit in host memory; lower k");
   }
   return r;
 }

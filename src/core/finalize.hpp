@@ -12,12 +12,13 @@ void restore_tie_order(const float* values, int64_t* indices, int64_t count);
 /// keys: q x k_eff ascending keys; returns q x k values in the user's metric, padded with -1 / worst value.
 Result finalize(KeyResult keys, Metric metric, double p, int64_t k);
 
-/// A rows x k Result whose arrays are allocated (OutOfMemory names the size when they cannot be).
+/// A rows x k Result whose arrays are allocated, their values left uninitialised (HostArray::for_overwrite):
+/// whoever asks for it writes every entry (OutOfMemory names the size when they cannot be allocated).
 Result allocate_result(int64_t rows, int64_t k);
-/// The same for a large result made on a helper thread while the device computes: the pages of the arrays are
-/// first populated by the kernel from several threads (madvise MADV_POPULATE_WRITE, Linux >= 5.14; skipped
-/// elsewhere), so that the single-threaded zero fill of std::vector takes no page faults (10k x 1000 entries:
-/// 42 -> 25 ms on 2 cores). Same result as allocate_result, which serves results below 16 MiB.
+/// The same for a large result made on a helper thread while the device computes: from 16 MiB on, the pages of
+/// the arrays are also allocated, from several threads (madvise MADV_POPULATE_WRITE on Linux >= 5.14, else one
+/// write per page), so the copy-out of the first tiles takes no page faults. No pass over the values: 10k x 2048
+/// entries (245 MB) were zero-filled on one thread by std::vector before.
 Result allocate_result_populated(int64_t rows, int64_t k);
 /// The storage of a Result as a host ResultView.
 ResultView view_of(Result& r);

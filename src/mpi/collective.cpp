@@ -104,17 +104,17 @@ std::vector<int64_t> gather_counts(int64_t mine, int root, MPI_Comm comm) {
 }  // namespace
 
 template <class T>
-std::vector<T> gather(const std::vector<T>& local, int root, MPI_Comm comm, std::vector<int64_t>& counts) {
+HostArray<T> gather(std::span<const T> local, int root, MPI_Comm comm, std::vector<int64_t>& counts) {
   const int rank = rank_of(comm), size = size_of(comm);
   counts = gather_counts(int64_t(local.size()), root, comm);
-  std::vector<T> all;
+  HostArray<T> all;
   if (rank != root) {
     send_pieces(local.data(), local.size() * sizeof(T), root, comm);
     return all;
   }
   int64_t total = 0;
   for (int64_t c : counts) total += c;
-  all.resize(size_t(total));
+  all.resize_for_overwrite(size_t(total));  // every element is received or copied below
   size_t offset = 0;
   for (int r = 0; r < size; ++r) {
     if (r == root) std::copy(local.begin(), local.end(), all.begin() + std::ptrdiff_t(offset));
@@ -125,7 +125,7 @@ std::vector<T> gather(const std::vector<T>& local, int root, MPI_Comm comm, std:
 }
 
 template <class T>
-GatheredParts<T> gather_parts(const std::vector<T>& local, int root, MPI_Comm comm) {
+GatheredParts<T> gather_parts(std::span<const T> local, int root, MPI_Comm comm) {
   const int rank = rank_of(comm), size = size_of(comm);
   GatheredParts<T> out;
   out.counts = gather_counts(int64_t(local.size()), root, comm);
@@ -146,10 +146,10 @@ GatheredParts<T> gather_parts(const std::vector<T>& local, int root, MPI_Comm co
   return out;
 }
 
-template std::vector<float> gather(const std::vector<float>&, int, MPI_Comm, std::vector<int64_t>&);
-template std::vector<int64_t> gather(const std::vector<int64_t>&, int, MPI_Comm, std::vector<int64_t>&);
-template GatheredParts<float> gather_parts(const std::vector<float>&, int, MPI_Comm);
-template GatheredParts<int64_t> gather_parts(const std::vector<int64_t>&, int, MPI_Comm);
+template HostArray<float> gather(std::span<const float>, int, MPI_Comm, std::vector<int64_t>&);
+template HostArray<int64_t> gather(std::span<const int64_t>, int, MPI_Comm, std::vector<int64_t>&);
+template GatheredParts<float> gather_parts(std::span<const float>, int, MPI_Comm);
+template GatheredParts<int64_t> gather_parts(std::span<const int64_t>, int, MPI_Comm);
 
 int64_t sum(int64_t value, MPI_Comm comm) {
   check(MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_INT64_T, MPI_SUM, comm), "MPI_Allreduce (sum)");

@@ -9,7 +9,10 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <span>
 #include <vector>
+
+#include "gknn/host_array.hpp"
 
 namespace gknn::detail::mpi {
 
@@ -29,7 +32,7 @@ void broadcast(void* data, size_t bytes, int root, MPI_Comm comm);
 /// Gathers on root every rank's `local` (any length; root's included) into one vector in rank order, and
 /// each rank's length in `counts` (root only).
 template <class T>
-std::vector<T> gather(const std::vector<T>& local, int root, MPI_Comm comm, std::vector<int64_t>& counts);
+HostArray<T> gather(std::span<const T> local, int root, MPI_Comm comm, std::vector<int64_t>& counts);
 
 /// On root: every rank's part of a gather, in rank order, each where it lies (root's own is `local` itself, the
 /// others in buffers received without a copy into one array or a zero fill); counts in elements. Empty elsewhere.
@@ -40,7 +43,7 @@ struct GatheredParts {
   std::vector<int64_t> counts;
 };
 template <class T>
-GatheredParts<T> gather_parts(const std::vector<T>& local, int root, MPI_Comm comm);
+GatheredParts<T> gather_parts(std::span<const T> local, int root, MPI_Comm comm);
 
 /// Sum over ranks and exclusive prefix sum (0 on rank 0) of one int64.
 int64_t sum(int64_t value, MPI_Comm comm);

@@ -112,8 +112,8 @@ Result DistributedIndex::search(FloatView queries, const SearchParams& params, i
   });
 
   const auto merge_start = std::chrono::steady_clock::now();
-  const GatheredParts<float> all_keys = gather_parts(keys.distances, root, impl.comm);
-  const GatheredParts<int64_t> all_indices = gather_parts(keys.indices, root, impl.comm);
+  const GatheredParts<float> all_keys = gather_parts<float>(keys.distances, root, impl.comm);
+  const GatheredParts<int64_t> all_indices = gather_parts<int64_t>(keys.indices, root, impl.comm);
   if (rank != root) return Result{0, checked.k, {}, {}};
 
   const int64_t k = std::min(checked.k, impl.total);
@@ -179,7 +179,8 @@ Result replicated_search(const ShardedIndex& replica, FloatView queries, const S
     part = replica.search(FloatView{q.row(mine.begin), mine.count(), q.cols, q.row_stride()}, local_params);
   });
   std::vector<int64_t> counts;
-  Result out{q.rows, part.k, gather(part.distances, root, comm, counts), gather(part.indices, root, comm, counts)};
+  Result out{q.rows, part.k, gather<float>(part.distances, root, comm, counts),
+             gather<int64_t>(part.indices, root, comm, counts)};
   if (rank != root) return Result{0, part.k, {}, {}};
   return out;
 }

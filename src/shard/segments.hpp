@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace gknn::detail {
@@ -35,7 +36,7 @@ class GlobalRows {
     return (after - 1)->global_begin + (local - (after - 1)->local_begin);
   }
   /// Rewrites local indices to global ones (every entry must be a valid local row).
-  void to_global(std::vector<int64_t>& indices) const {
+  void to_global(std::span<int64_t> indices) const {
     if (segments_.size() == 1 && segments_[0].global_begin == 0) return;  // the common one-batch case
     for (int64_t& i : indices) i = global(i);
   }

@@ -39,7 +39,7 @@ int ResultWriter::oldest_pending() const {
 
 void ResultWriter::land_ready(const std::function<void(int64_t)>& landed) {
   for (int s = oldest_pending(); s >= 0 && dest_ready(); s = oldest_pending()) {
-    const cudaError_t state = cudaEventQuery(slots_[s].done.get());
+    const cudaError_t state = cudaEventQuery(slots_[s].done[slots_[s].chunks - 1].get());
     if (state == cudaErrorNotReady) break;
     GKNN_CUDA_TRY(state);
     landed(finish(s));
@@ -76,13 +76,20 @@ void ResultWriter::commit(int slot, int64_t row0, int64_t rows, cudaStream_t str
   const size_t need = static_cast<size_t>(max_rows_ * k_), n = static_cast<size_t>(rows * k_);
   if (s.pinned_values.size() < need) s.pinned_values = PinnedBuffer<float>(need);
   if (s.pinned_indices.size() < need) s.pinned_indices = PinnedBuffer<int64_t>(need);
+  const int chunks = n * 12 < kCopyChunkMinBytes ? 1 : static_cast<int>(std::min<int64_t>(kCopyChunks, rows));
+  s.chunk_rows = (rows + chunks - 1) / chunks;
+  s.chunks = static_cast<int>((rows + s.chunk_rows - 1) / s.chunk_rows);
   stage_begin(timer_, Stage::Download, stream);
-  GKNN_CUDA_TRY(cudaMemcpyAsync(s.pinned_values.data(), s.values.data(), n * sizeof(float), cudaMemcpyDeviceToHost,
-                                stream));
-  GKNN_CUDA_TRY(cudaMemcpyAsync(s.pinned_indices.data(), s.indices.data(), n * sizeof(int64_t),
-                                cudaMemcpyDeviceToHost, stream));
+  for (int c = 0; c < s.chunks; ++c) {
+    const size_t at = static_cast<size_t>(c * s.chunk_rows * k_),
+                 count = static_cast<size_t>(std::min(s.chunk_rows, rows - c * s.chunk_rows) * k_);
+    GKNN_CUDA_TRY(cudaMemcpyAsync(s.pinned_values.data() + at, s.values.data() + at, count * sizeof(float),
+                                  cudaMemcpyDeviceToHost, stream));
+    GKNN_CUDA_TRY(cudaMemcpyAsync(s.pinned_indices.data() + at, s.indices.data() + at, count * sizeof(int64_t),
+                                  cudaMemcpyDeviceToHost, stream));
+    s.done[c].record(stream);
+  }
   stage_end(timer_, Stage::Download, stream);
-  s.done.record(stream);
   s.row0 = row0;
   s.rows = rows;
   s.pending = true;
@@ -93,10 +100,13 @@ int64_t ResultWriter::finish(int slot) {
   if (!s.pending) return 0;
   s.pending = false;
   const ResultView d = dest();  // allocated while the device works on the tile
-  GKNN_CUDA_TRY(cudaEventSynchronize(s.done.get()));
-  const size_t n = static_cast<size_t>(s.rows * k_), at = static_cast<size_t>(s.row0 * k_);
-  parallel_memcpy(d.distances + at, s.pinned_values.data(), n * sizeof(float));
-  parallel_memcpy(d.indices + at, s.pinned_indices.data(), n * sizeof(int64_t));
+  for (int c = 0; c < s.chunks; ++c) {  // chunk c is copied out while chunk c + 1 is still on its way
+    GKNN_CUDA_TRY(cudaEventSynchronize(s.done[c].get()));
+    const size_t from = static_cast<size_t>(c * s.chunk_rows * k_), at = static_cast<size_t>(s.row0 * k_) + from,
+                 n = static_cast<size_t>(std::min(s.chunk_rows, s.rows - c * s.chunk_rows) * k_);
+    parallel_memcpy(d.distances + at, s.pinned_values.data() + from, n * sizeof(float));
+    parallel_memcpy(d.indices + at, s.pinned_indices.data() + from, n * sizeof(int64_t));
+  }
   return s.rows;
 }
 

@@ -1,8 +1,8 @@
 // result_writer.cuh: where a search's finalised query tiles go, written once into the caller's storage.
 //
 // Device destination: the finalise kernel writes straight into it. Host destination: the kernel writes a
-// device tile, which is copied to a pinned slot behind the tile's compute; the host moves it into the caller's
-// array (several threads) when the slot is needed again, earlier when the tile is already complete between two
+// device tile, which is copied to a pinned slot behind the tile's compute (in row chunks, kCopyChunks); the host
+// moves it into the caller's array (several threads, chunk by chunk as they arrive) when the slot is needed again, earlier when the tile is already complete between two
 // tiles' launches (land_ready), or at the end, so that the copy-out of tile i overlaps the device work of the
 // tiles after it. Up to kOutputSlots tiles are in flight (output_slots.hpp). A large host destination is asked for on a helper thread as soon as the
 // search starts (a Result's arrays are allocated, and their pages touched, while the device computes); a small one
@@ -19,16 +19,27 @@
 
 namespace gknn::detail::cuda {
 
+/// A tile's copy to its pinned slot is cut into up to this many row chunks, each with its own event, so that the
+/// host copies chunk c out while chunk c + 1 is still on its way: the last tile, which nothing overlaps, then
+/// costs its device -> host copy plus one chunk's host copy, not plus the whole tile's.
+constexpr int kCopyChunks = 4;
+/// Tiles below this size (values + indices) are copied in one piece (a copy and an event each chunk).
+constexpr size_t kCopyChunkMinBytes = size_t(4) << 20;
+
 /// Buffers of one in-flight output tile, kept by the Pipeline between searches.
 struct OutputSlot {
   DeviceBuffer<float> values;
   DeviceBuffer<int64_t> indices;
   PinnedBuffer<float> pinned_values;
   PinnedBuffer<int64_t> pinned_indices;
-  Event done{cudaEventDisableTiming};
+  Event done[kCopyChunks] = {Event(cudaEventDisableTiming), Event(cudaEventDisableTiming),
+                             Event(cudaEventDisableTiming), Event(cudaEventDisableTiming)};
   int64_t row0 = 0, rows = 0;
+  int64_t chunk_rows = 0;  ///< rows per chunk of the pending tile's copy (the last chunk may hold fewer)
+  int chunks = 0;          ///< chunks of the pending tile's copy; done[chunks - 1] completes the tile
   bool pending = false;
 };
+static_assert(kCopyChunks == 4, "OutputSlot::done lists kCopyChunks events");
 
 class ResultWriter {
  public:
