@@ -20,6 +20,7 @@
 // float exactly under that bound. Data outside it are refused (exact_on), and k > 128 or rows longer than 256
 // bytes run the two-stage fp16 path (fp16_mma's GEMM, then selection).
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 
@@ -37,7 +38,10 @@ enum class Elem { U8, S8, F16 };
 
 constexpr int kBM = 64;        // queries per block
 constexpr int kBN = 128;       // base rows per tile
-constexpr int kThreads = 256;  // 8 warps: 2 (queries) x 4 (base rows), 32 x 32 keys each
+constexpr int kWarpsN = 8;     // warps across a tile's base rows
+constexpr int kWarpCols = kBN / kWarpsN;  // 16 base rows (two mma columns of 8) per warp
+constexpr int kNb = kWarpCols / 8;
+constexpr int kThreads = 2 * kWarpsN * 32;  // 16 warps: 2 (32 queries each) x 8 (16 base rows each)
 constexpr int kBuf = 256;      // buffer entries per query row: the kept list + room for two tiles' appends
 constexpr int kMaxFusedK = 128;
 constexpr int kMaxRowBytes = 256;
@@ -127,45 +131,98 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N));
 }
 
-/// Ascending bitonic sort of v[0, n) (n a power of two) by one warp.
+__device__ __forceinline__ void cp_async4(void* smem_dst, const void* src, int src_bytes) {
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+
+/// Four 8 x 16-byte matrices from shared memory; lane l gives the address of row l % 8 of matrix l / 8 and gets
+/// word l % 4 of row l / 4 of each matrix: the B-fragment layout of mma (base row g, bytes 4 t .. 4 t + 3).
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* smem_row) {
+  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(smem_row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+__device__ __forceinline__ void compare_swap(uint64_t* v, int lo, int hi) {
+  const uint64_t x = v[lo], y = v[hi];
+  if (y < x) {
+    v[lo] = y;
+    v[hi] = x;
+  }
+}
+
+/// Ascending sort of v[0, n), n <= kBuf, by one warp. The bitonic network in its all-ascending form (each merge
+/// first compares mirrored pairs): every comparator puts the smaller value at the lower index, so the virtual
+/// padding up to a power of two (+infinity at [n, m)) never moves and is never stored.
 __device__ void warp_sort(uint64_t* v, int n, int lane) {
-  for (int size = 2; size <= n; size <<= 1)
-    for (int stride = size >> 1; stride > 0; stride >>= 1) {
-      for (int i = lane; i < n / 2; i += 32) {
-        const int lo = 2 * stride * (i / stride) + (i % stride), hi = lo + stride;
-        const bool up = (lo & size) == 0;
-        const uint64_t x = v[lo], y = v[hi];
-        if ((x > y) == up) {
-          v[lo] = y;
-          v[hi] = x;
-        }
+  int m = 2;
+  while (m < n) m <<= 1;
+  for (int size = 2; size <= m; size <<= 1) {
+    const int half = size >> 1;
+    for (int i = lane; i < m / 2; i += 32) {
+      const int off = i & (half - 1), first = (i & ~(half - 1)) << 1;
+      if (first + size - 1 - off < n) compare_swap(v, first + off, first + size - 1 - off);
+    }
+    __syncwarp();
+    for (int stride = half >> 1; stride > 0; stride >>= 1) {
+      for (int i = lane; i < m / 2; i += 32) {
+        const int lo = ((i & ~(stride - 1)) << 1) | (i & (stride - 1));
+        if (lo + stride < n) compare_swap(v, lo, lo + stride);
       }
       __syncwarp();
     }
+  }
 }
 
+/// The j-th smallest entry (from 0) of two sorted lists of distinct values (merge path: binary search for how many
+/// of the first j come from a).
+__device__ uint64_t merged_at(const uint64_t* a, int na, const uint64_t* b, int nb, int j) {
+  int lo = max(0, j - nb), hi = min(j, na);
+  while (lo < hi) {
+    const int i = (lo + hi) >> 1;
+    if (a[i] < b[j - i - 1]) lo = i + 1;
+    else hi = i;
+  }
+  const uint64_t x = lo < na ? a[lo] : ~uint64_t(0), y = j - lo < nb ? b[j - lo] : ~uint64_t(0);
+  return x < y ? x : y;
+}
+
+constexpr int kKeepPerLane = kMaxFusedK / 32;
+
 struct Shared {
-  uint64_t* buf;  // kBM x kBuf composite (ordered key << 32 | base row)
+  uint64_t* buf;  // kBM x kBuf composite (ordered key << 32 | base row): a sorted list, then unsorted appends
   int* count;     // entries in a row's buffer
   int* kept;      // of which the first `kept` are sorted (the list)
   float* tau;     // a row's threshold: keys must be below it to enter
-  int* flag;      // a buffer may overflow in the next tile: sort before it
+  int* at_tile;   // count when the current tile began: its appends are the entries past it
+  int* flag;      // a buffer overflowed in the current tile
 };
 
-/// Sorts every row with new entries and keeps its k best; sets the thresholds. Called by the whole block.
+/// For every row with new entries: sorts the appends, merges them with the sorted list and keeps the k best; sets
+/// the thresholds. Called by the whole block. Sorting only the appends keeps a merge cheap once the thresholds
+/// have settled (a few appends a tile).
 __device__ void keep_best(const Shared& sh, int k, int rows_valid) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   for (int r = warp; r < rows_valid; r += kThreads / 32) {
-    const int c = sh.count[r];
-    if (c == sh.kept[r]) continue;
+    const int c = sh.count[r], kp = sh.kept[r];
+    if (c == kp) continue;
     uint64_t* v = sh.buf + r * kBuf;
-    int n = 32;
-    while (n < c) n <<= 1;
-    for (int i = c + lane; i < n; i += 32) v[i] = ~uint64_t(0);
+    warp_sort(v + kp, c - kp, lane);
+    const int keep = min(c, k);
+    uint64_t out[kKeepPerLane];
+#pragma unroll
+    for (int u = 0; u < kKeepPerLane; ++u) {
+      const int j = lane + 32 * u;
+      if (j < keep) out[u] = merged_at(v, kp, v + kp, c - kp, j);
+    }
     __syncwarp();
-    warp_sort(v, n, lane);
+#pragma unroll
+    for (int u = 0; u < kKeepPerLane; ++u)
+      if (lane + 32 * u < keep) v[lane + 32 * u] = out[u];
+    __syncwarp();
     if (lane == 0) {
-      const int keep = min(c, k);
       sh.count[r] = keep;
       sh.kept[r] = keep;
       sh.tau[r] = keep == k ? from_ordered(static_cast<uint32_t>(v[k - 1] >> 32)) : INFINITY;
@@ -193,42 +250,83 @@ struct KernelArgs {
 
 template <int kRowBytes, int kStages>
 constexpr size_t shared_bytes() {
-  return size_t(kBM) * kBuf * 8 + size_t(kStages) * kBN * (kRowBytes + 16) + 3 * kBM * 4 + 16;
+  return size_t(kBM) * kBuf * 8 + size_t(kStages) * kBN * (kRowBytes + 16) + size_t(kStages) * kBN * 4 +
+         4 * kBM * 4 + 16;
 }
+
+/// Keys in the accumulator's domain. 8-bit operands: integers (every key of fp16_exact data is an integer below
+/// 2^24 in magnitude, so int32 holds it and the float conversion is exact), compared as integers; the threshold
+/// of a row is a kept key, an integer, or +-infinity. f16 operands: floats, exact under the same bound.
+template <typename Acc>
+struct KeyMath;
+template <>
+struct KeyMath<int> {
+  static constexpr int kNever = INT_MAX;  // the key of a column past the split's end (its operands are zeros)
+  __device__ static int norm(float n) { return __float2int_rz(n); }  // +infinity (past the end) -> INT_MAX
+  __device__ static int threshold(float t) { return t == INFINITY ? INT_MAX : t == -INFINITY ? INT_MIN : int(t); }
+  __device__ static int key(int norm, int scale, int dot) { return norm + scale * dot; }
+  __device__ static float to_float(int key) { return static_cast<float>(key); }
+};
+template <>
+struct KeyMath<float> {
+  static constexpr float kNever = INFINITY;
+  __device__ static float norm(float n) { return n; }
+  __device__ static float threshold(float t) { return t; }
+  __device__ static float key(float norm, float /*scale: 1*/, float dot) { return norm + dot; }
+  __device__ static float to_float(float key) { return key == 0.f ? 0.f : key; }  // -0 and +0: one bit pattern
+};
 
 template <Elem E, int kSteps, int kStages>
 __global__ void __launch_bounds__(kThreads, 1) fused_kernel(const KernelArgs a) {
   using M = Mma<E>;
   using Acc = typename M::Acc;
+  using K = KeyMath<Acc>;
   constexpr int kRowBytes = kSteps * 32, kPitch = kRowBytes + 16;  // +16 B: conflict-free fragment loads
   extern __shared__ __align__(16) unsigned char smem[];
   unsigned char* tiles = smem + size_t(kBM) * kBuf * 8;
-  int* ints = reinterpret_cast<int*>(tiles + size_t(kStages) * kBN * kPitch);
+  float* tile_norms = reinterpret_cast<float*>(tiles + size_t(kStages) * kBN * kPitch);
+  int* ints = reinterpret_cast<int*>(tile_norms + kStages * kBN);
   const Shared sh{reinterpret_cast<uint64_t*>(smem), ints, ints + kBM, reinterpret_cast<float*>(ints + 2 * kBM),
-                  ints + 3 * kBM};
+                  ints + 3 * kBM, ints + 4 * kBM};
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int wm = warp >> 2, wn = warp & 3, g = lane >> 2, t4 = lane & 3;
+  const int wm = warp / kWarpsN, wn = warp % kWarpsN, g = lane >> 2, t4 = lane & 3;
   const int m0 = blockIdx.x * kBM;
   const int rows_valid = min(kBM, a.nq - m0);
   const int64_t b_begin = int64_t(blockIdx.y) * a.split_rows, b_end = min(a.nb, b_begin + a.split_rows);
-  const int64_t tiles_n = (b_end - b_begin + kBN - 1) / kBN;
+  const int tiles_n = static_cast<int>((b_end - b_begin + kBN - 1) / kBN);
+  const Acc scale = static_cast<Acc>(a.scale);
 
   if (tid < kBM) {
     sh.count[tid] = 0;
     sh.kept[tid] = 0;
+    sh.at_tile[tid] = 0;
     sh.tau[tid] = tid < rows_valid ? INFINITY : -INFINITY;  // rows past the queries take nothing
   }
   if (tid == 0) *sh.flag = 0;
 
-  auto load_tile = [&](int64_t t, int stage) {
-    constexpr int kChunks = kRowBytes / 16;
+  // A tile's 16-byte chunks, kPerThread per thread (row c / kChunks, chunk c % kChunks of c = tid + i kThreads).
+  // Rows past the split's end are zeros with the norm +infinity, so that their keys are never kept.
+  constexpr int kChunks = kRowBytes / 16, kPerThread = (kBN * kChunks + kThreads - 1) / kThreads;
+  const unsigned char* base_split = a.base + b_begin * kRowBytes;
+  auto load_tile = [&](int t, int stage) {
     unsigned char* dst = tiles + stage * kBN * kPitch;
-    const int64_t t0 = b_begin + t * kBN;
-    for (int c = tid; c < kBN * kChunks; c += kThreads) {
-      const int r = c / kChunks, cc = c % kChunks;
-      const bool ok = t0 + r < b_end;
-      cp_async16(dst + r * kPitch + cc * 16, a.base + (ok ? t0 + r : b_begin) * kRowBytes + cc * 16, ok ? 16 : 0);
+    const int64_t first = int64_t(t) * kBN;  // within the split
+    const int rows = static_cast<int>(min(int64_t(kBN), b_end - b_begin - first));
+    const unsigned char* src = base_split + first * kRowBytes;
+#pragma unroll
+    for (int i = 0; i < kPerThread; ++i) {
+      const int c = tid + i * kThreads, r = c / kChunks, cc = c % kChunks;
+      if (c < kBN * kChunks) {
+        const bool ok = rows == kBN || r < rows;
+        cp_async16(dst + r * kPitch + cc * 16, ok ? src + r * kRowBytes + cc * 16 : a.base, ok ? 16 : 0);
+      }
+    }
+    if (tid < kBN) {
+      float* norm = tile_norms + stage * kBN + tid;
+      if (tid >= rows) *norm = INFINITY;
+      else if (a.norms) cp_async4(norm, a.norms + b_begin + first + tid, 4);
+      else *norm = 0.f;
     }
   };
   for (int s = 0; s < kStages - 1; ++s) {
@@ -251,87 +349,116 @@ __global__ void __launch_bounds__(kThreads, 1) fused_kernel(const KernelArgs a) 
       }
     }
   __syncthreads();
-  float tau[2][2];
+  Acc tau[2][2];
   auto read_thresholds = [&] {
 #pragma unroll
     for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) tau[mt][h] = sh.tau[wm * 32 + mt * 16 + g + 8 * h];
+      for (int h = 0; h < 2; ++h) tau[mt][h] = K::threshold(sh.tau[wm * 32 + mt * 16 + g + 8 * h]);
   };
   read_thresholds();
+  // ldmatrix row of this lane: matrix l / 8 = (mma column block l / 16, byte half (l / 8) % 2), row l % 8.
+  const int ld_row = wn * kWarpCols + (lane >> 4) * 8 + (lane & 7), ld_byte = ((lane >> 3) & 1) * 16;
+  static_assert(kNb == 2, "one ldmatrix.x4 per reduction step covers two mma columns");
 
-  for (int64_t t = 0; t < tiles_n; ++t) {
-    cp_async_wait<kStages - 2>();
-    __syncthreads();  // tile t is in; every warp is done with the stage the next load overwrites
-    if (t + kStages - 1 < tiles_n) load_tile(t + kStages - 1, int((t + kStages - 1) % kStages));
-    cp_async_commit();
-    const unsigned char* tile = tiles + (t % kStages) * kBN * kPitch;
-
-    Acc acc[2][4][4];
+  Acc key[2][kNb][4];
+  // Appends the keys below their rows' thresholds. A full buffer drops the key and raises the flag: the tile is
+  // then taken back and appended again after the buffers were cut to k (which leaves room for a whole tile).
+  auto append = [&](uint32_t col0) {
 #pragma unroll
     for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-      for (int nb = 0; nb < 4; ++nb)
+      for (int nb = 0; nb < kNb; ++nb)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          if (key[mt][nb][e] < tau[mt][e >> 1]) {
+            const int row = wm * 32 + mt * 16 + g + 8 * (e >> 1);
+            const uint32_t col = col0 + nb * 8 + 2 * t4 + (e & 1);
+            const int pos = atomicAdd(sh.count + row, 1);
+            if (pos < kBuf) sh.buf[row * kBuf + pos] = (uint64_t(ordered_bits(K::to_float(key[mt][nb][e]))) << 32) | col;
+            else *sh.flag = 1;
+          }
+  };
+  static_assert(kBuf >= kMaxFusedK + kBN, "after a cut to k a buffer must hold a whole tile's appends");
+
+  int stage = 0, load_stage = kStages - 1;
+  for (int t = 0; t < tiles_n; ++t) {
+    cp_async_wait<kStages - 2>();
+    __syncthreads();  // tile t is in; every warp is done with the stage the next load overwrites
+    if (t + kStages - 1 < tiles_n) load_tile(t + kStages - 1, load_stage);
+    cp_async_commit();
+    load_stage = load_stage + 1 == kStages ? 0 : load_stage + 1;
+    const unsigned char* tile = tiles + stage * kBN * kPitch;
+
+    Acc acc[2][kNb][4];
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int nb = 0; nb < kNb; ++nb)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[mt][nb][e] = Acc(0);
 #pragma unroll
     for (int ks = 0; ks < kSteps; ++ks) {
-      uint32_t b[4][2];
-#pragma unroll
-      for (int nb = 0; nb < 4; ++nb) {
-        const unsigned char* p = tile + (wn * 32 + nb * 8 + g) * kPitch + ks * 32 + 4 * t4;
-        b[nb][0] = ld32(p);
-        b[nb][1] = ld32(p + 16);
-      }
+      uint32_t r[4];
+      ldmatrix_x4(r, tile + ld_row * kPitch + ks * 32 + ld_byte);
 #pragma unroll
       for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-        for (int nb = 0; nb < 4; ++nb) M::run(acc[mt][nb], af[mt][ks], b[nb][0], b[nb][1]);
+        for (int nb = 0; nb < kNb; ++nb) M::run(acc[mt][nb], af[mt][ks], r[2 * nb], r[2 * nb + 1]);
     }
 
-    const int64_t t0 = b_begin + t * kBN;
-    float norm[4][2];
+    Acc norm[kNb][2];
 #pragma unroll
-    for (int nb = 0; nb < 4; ++nb)
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const int64_t col = t0 + wn * 32 + nb * 8 + 2 * t4 + j;
-        norm[nb][j] = col < b_end ? (a.norms ? __ldg(a.norms + col) : 0.f) : INFINITY;  // past the end: never kept
-      }
+    for (int nb = 0; nb < kNb; ++nb) {
+      const float2 n = *reinterpret_cast<const float2*>(tile_norms + stage * kBN + wn * kWarpCols + nb * 8 + 2 * t4);
+      norm[nb][0] = K::norm(n.x);
+      norm[nb][1] = K::norm(n.y);
+    }
+    stage = stage + 1 == kStages ? 0 : stage + 1;
+    // Most keys are above their row's threshold once it has settled: the smallest of each row's keys is tested
+    // first, the appends run only where one is below.
+    bool any = false;
 #pragma unroll
     for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-      for (int nb = 0; nb < 4; ++nb)
+      for (int h = 0; h < 2; ++h) {
+        Acc least = K::kNever;
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          float key = norm[nb][e & 1] + a.scale * static_cast<float>(acc[mt][nb][e]);
-          if (key == 0.f) key = 0.f;  // -0 and +0 tie: one bit pattern, so the index decides
-          if (key < tau[mt][e >> 1]) {
-            const int row = wm * 32 + mt * 16 + g + 8 * (e >> 1);
-            const uint32_t col = static_cast<uint32_t>(t0 + wn * 32 + nb * 8 + 2 * t4 + (e & 1));
-            const int pos = atomicAdd(sh.count + row, 1);
-            sh.buf[row * kBuf + pos] = (uint64_t(ordered_bits(key)) << 32) | col;
-            if (pos >= kBuf - kBN) *sh.flag = 1;
+        for (int nb = 0; nb < kNb; ++nb)
+#pragma unroll
+          for (int j = 0; j < 2; ++j) {
+            key[mt][nb][2 * h + j] = K::key(norm[nb][j], scale, acc[mt][nb][2 * h + j]);
+            least = min(least, key[mt][nb][2 * h + j]);
           }
-        }
+        any |= least < tau[mt][h];
+      }
+    const uint32_t col0 = static_cast<uint32_t>(t) * kBN + wn * kWarpCols;
+    if (any) append(col0);
     __syncthreads();
-    if (*sh.flag) {
+    if (*sh.flag) {  // a buffer overflowed: take the tile's appends back, cut every list to k, append again
+      if (tid < kBM) sh.count[tid] = sh.at_tile[tid];
+      __syncthreads();
       keep_best(sh, a.k, rows_valid);
       read_thresholds();
+      append(col0);
+      __syncthreads();
     }
+    if (tid < kBM) sh.at_tile[tid] = sh.count[tid];  // ordered before the next appends by the loop's barrier
   }
   cp_async_wait<0>();
   __syncthreads();
   keep_best(sh, a.k, rows_valid);
 
-  // Each row kept k entries: its split has at least k rows (split planning).
+  // A split shorter than k (possible only at the end of the base) pads its list with +infinity: the selection
+  // over the splits' lists never reaches them, since the splits together hold at least k finite keys.
   for (int r = warp; r < rows_valid; r += kThreads / 32) {
     const uint64_t* v = sh.buf + r * kBuf;
+    const int kept = sh.kept[r];
     float* keys = a.out_keys + int64_t(m0 + r) * a.out_stride + int64_t(blockIdx.y) * a.k;
     int64_t* labels = a.out_labels + int64_t(m0 + r) * a.out_stride + int64_t(blockIdx.y) * a.k;
     for (int j = lane; j < a.k; j += 32) {
-      keys[j] = from_ordered(static_cast<uint32_t>(v[j] >> 32));
-      labels[j] = a.label_offset + static_cast<int64_t>(v[j] & 0xFFFFFFFFu);
+      keys[j] = j < kept ? from_ordered(static_cast<uint32_t>(v[j] >> 32)) : INFINITY;
+      labels[j] = j < kept ? a.label_offset + b_begin + static_cast<int64_t>(v[j] & 0xFFFFFFFFu) : -1;
     }
   }
 }
@@ -353,11 +480,21 @@ int row_bytes_for(int64_t dim, Elem e) {
   return 0;
 }
 
+/// Splits of the base per query tile. A block's time is about (tiles of its split + a fixed cost: the queries'
+/// fragments, the first sorts, the output) and blocks run in waves of one per SM, so the count minimises
+/// waves x (tiles + that cost) over 1 .. (enough blocks for kWavesPerSplitPlan waves), each split >= max(k, 1024) rows.
 int64_t split_count(int64_t nq, int64_t nb, int64_t k, int sms) {
+  constexpr int64_t kFixedCostTiles = 6;
   const int64_t qtiles = (nq + kBM - 1) / kBM;
   const int64_t want = (int64_t(kWavesPerSplitPlan) * sms + qtiles - 1) / qtiles;
-  const int64_t most = std::max<int64_t>(1, nb / std::max<int64_t>(k, kMinSplitRows));
-  return std::clamp<int64_t>(want, 1, most);
+  const int64_t most = std::clamp<int64_t>(nb / std::max<int64_t>(k, kMinSplitRows), 1, want);
+  int64_t best = 1, best_cost = INT64_MAX;
+  for (int64_t s = 1; s <= most; ++s) {
+    const int64_t waves = (qtiles * s + sms - 1) / sms, rows = (nb + s - 1) / s;
+    const int64_t cost = waves * ((rows + kBN - 1) / kBN + kFixedCostTiles);
+    if (cost < best_cost) best = s, best_cost = cost;
+  }
+  return best;
 }
 
 size_t aligned(size_t bytes) { return (bytes + 255) / 256 * 256; }
