@@ -104,7 +104,7 @@ namespace {
 /// uninitialised anyway), so the page faults are taken here, on several threads, not at the first copy-out.
 void populate(void* begin, void* end) {
   constexpr uintptr_t kPage = 4096;
-  constexpr size_t kPart = size_t(16) << 20;  // a part per 16 MiB, up to 8 threads
+  constexpr size_t kPart = size_t(16) << 20;  // a part per 16 MiB (the caller's thread alone below), up to 8
   const uintptr_t b = (reinterpret_cast<uintptr_t>(begin) + kPage - 1) & ~(kPage - 1);
   const uintptr_t e = reinterpret_cast<uintptr_t>(end) & ~(kPage - 1);
   if (e <= b) return;
@@ -137,10 +137,8 @@ void populate(void*, void*) {}
 Result allocate_result_populated(int64_t rows, int64_t k) {
   Result r = allocate_result(rows, k);
   const size_t n = r.distances.size();
-  if (n * 12 >= (size_t(16) << 20)) {
-    populate(r.distances.data(), r.distances.data() + n);
-    populate(r.indices.data(), r.indices.data() + n);
-  }
+  populate(r.distances.data(), r.distances.data() + n);
+  populate(r.indices.data(), r.indices.data() + n);
   return r;
 }
 

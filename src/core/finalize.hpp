@@ -15,10 +15,10 @@ Result finalize(KeyResult keys, Metric metric, double p, int64_t k);
 /// A rows x k Result whose arrays are allocated, their values left uninitialised (HostArray::for_overwrite):
 /// whoever asks for it writes every entry (OutOfMemory names the size when they cannot be allocated).
 Result allocate_result(int64_t rows, int64_t k);
-/// The same for a large result made on a helper thread while the device computes: from 16 MiB on, the pages of
-/// the arrays are also allocated, from several threads (madvise MADV_POPULATE_WRITE on Linux >= 5.14, else one
-/// write per page), so the copy-out of the first tiles takes no page faults. No pass over the values: 10k x 2048
-/// entries (245 MB) were zero-filled on one thread by std::vector before.
+/// The same for a large result made on a helper thread while the device computes: the pages of the arrays are
+/// also allocated there (madvise MADV_POPULATE_WRITE on Linux >= 5.14, else one write per page; a thread per
+/// 16 MiB, up to 8), so the copy-out of the tiles, on the search's path, takes no page faults. No pass over the
+/// values: 10k x 2048 entries (245 MB) were zero-filled on one thread by std::vector before.
 Result allocate_result_populated(int64_t rows, int64_t k);
 /// The storage of a Result as a host ResultView.
 ResultView view_of(Result& r);

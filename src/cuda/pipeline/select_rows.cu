@@ -25,7 +25,7 @@ Result run_select(Pipeline& p, FloatView keys, const int64_t* labels, int64_t k,
   Stager<float> key_stager(keys.data, stride, cols, tile_rows, p.upload.get(), nullptr, &p.query_slots);
   Stager<int64_t> label_stager(labels, stride, cols, tile_rows, p.upload.get(), nullptr, &p.label_slots);
   ResultSlots results(tile_rows, k, nullptr, &p.select_results);
-  // The result (its pages zero-filled by the allocation) is made on a helper thread while the device selects the
+  // The result (its pages populated by the allocation) is made on a helper thread while the device selects the
   // first tiles, when it is large enough for that to pay off (as a search's result, result_writer.cu).
   std::future<Result> ahead;
   Result result;
