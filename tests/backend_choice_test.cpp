@@ -163,6 +163,11 @@ TEST(ExplainSearch, AutoBackendAndCudaReasons) {
   EXPECT_EQ(plan.distance, DistanceAlgorithm::Fp16Mma) << plan.distance_reason;
   EXPECT_NE(plan.distance_reason.find("integer data"), std::string::npos) << plan.distance_reason;
   EXPECT_NE(plan.select_reason.find("k = 7"), std::string::npos) << plan.select_reason;
+  // Enough query x base pairs (here 9M): the fused kernel, for the same data and k.
+  const HostMatrix<float> long_base = integer_matrix(90000, 32, 0, 255, 11);
+  plan = explain_search(long_base.view(), int_queries.view(), p);
+  EXPECT_EQ(plan.distance, DistanceAlgorithm::Fused) << plan.distance_reason;
+  EXPECT_NE(plan.distance_reason.find("fused kernel"), std::string::npos) << plan.distance_reason;
   const HostMatrix<float> floats = random_matrix(500, 32, 9), float_queries = random_matrix(100, 32, 10);
   plan = explain_search(floats.view(), float_queries.view(), p);
   EXPECT_EQ(plan.distance, DistanceAlgorithm::Cublas);

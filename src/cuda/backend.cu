@@ -51,7 +51,7 @@ void explain(const SearchParams& key_params, int64_t nq, int64_t nb, int64_t dim
   const SearchParams& kp = choice.params;
   const int64_t k = std::min(kp.k, nb);
   plan.select = resolve_select(kp.select, std::min(nq, kMaxQueryTile), nb, k, &plan.select_reason).algorithm;
-  plan.distance = resolve_distance(kp.distance, kp.metric, nq, nb, data, &plan.distance_reason).algorithm;
+  plan.distance = resolve_distance(kp.distance, kp.metric, nq, nb, k, data, &plan.distance_reason).algorithm;
   if (!choice.select_reason.empty()) plan.select_reason = choice.select_reason;  // not "requested": the table's
   if (!choice.distance_reason.empty()) plan.distance_reason = choice.distance_reason;
 }

@@ -111,12 +111,12 @@ const DistanceEntry* distance_entries_begin();
 const DistanceEntry* distance_entries_end();
 /// Auto's choice for a shape, key metric and data.
 /// Auto's choice for a shape, key metric and data; `why`, when given, gets the reason (explain_search).
-DistanceAlgorithm choose_distance(Metric key_metric, int64_t nq, int64_t nb, const DataFacts& facts,
+DistanceAlgorithm choose_distance(Metric key_metric, int64_t nq, int64_t nb, int64_t k, const DataFacts& facts,
                                   std::string* why = nullptr);
 /// Resolves Auto, checks support (metric, and data for lower-precision kernels); throws Unsupported naming the
 /// algorithm and the reason otherwise.
 const DistanceEntry& resolve_distance(DistanceAlgorithm requested, Metric key_metric, int64_t nq, int64_t nb,
-                                      const DataFacts& facts, std::string* why = nullptr);
+                                      int64_t k, const DataFacts& facts, std::string* why = nullptr);
 
 /// Squared L2 norm of each row (one pass; used by GEMM-based kernels).
 void row_squared_norms(const float* rows, int64_t count, int64_t stride, int64_t dim, float* out, cudaStream_t s);

@@ -27,6 +27,12 @@ const DistanceEntry kDistanceEntries[] = {
 constexpr int64_t kGemmMinDim = 16;
 /// Below this many queries Auto prefers SGEMM to the fp16 GEMM (H100, 1M x 128 base: q = 1/16 faster in fp32).
 constexpr int64_t kFp16MinQueries = 64;
+/// Auto prefers the fused kernel where it serves from this many queries and query x base pairs. H100, 1M x 128
+/// uint8 base, k = 100, per call: q = 1 0.42 ms fused vs 0.30 SGEMM (the fused walk converts the whole base each
+/// call), q = 16 0.48 vs 0.50, q = 128 0.89 vs 1.42; 10k x 128 base, q = 100: 0.26 vs 0.11 fp16_mma (the first
+/// tiles' sorts dominate a short walk); Garcia's 16k x 4096: 0.61 vs 0.75; SIFT1M shape: 15.5 vs 33.6 ms.
+constexpr int64_t kFusedMinQueries = 16;
+constexpr int64_t kFusedMinPairs = int64_t(1) << 23;
 
 }  // namespace
 
@@ -39,10 +45,11 @@ const DistanceEntry* find_distance(DistanceAlgorithm algorithm) {
 const DistanceEntry* distance_entries_begin() { return std::begin(kDistanceEntries); }
 const DistanceEntry* distance_entries_end() { return std::end(kDistanceEntries); }
 
-// Auto: for the dot-product metrics once dim is large enough for a GEMM to pay off, the fp16 tensor-core GEMM
+// Auto: for the dot-product metrics once dim is large enough for a GEMM to pay off, the fused distance + selection
+// kernel where it serves (integer data, k <= 128: no key matrix at all), else the fp16 tensor-core GEMM
 // where it is proven exact on the data (integers in its range; 4-7x the fp32 SGEMM's rate), else cuBLAS SGEMM;
 // otherwise the tiled shared-memory kernel, which reuses every loaded component 16 times.
-DistanceAlgorithm choose_distance(Metric key_metric, int64_t nq, int64_t /*nb*/, const DataFacts& facts,
+DistanceAlgorithm choose_distance(Metric key_metric, int64_t nq, int64_t nb, int64_t k, const DataFacts& facts,
                                   std::string* why) {
   const auto because = [why](DistanceAlgorithm a, const char* reason) {
     if (why) *why = std::string("auto: ") + reason;
@@ -55,15 +62,19 @@ DistanceAlgorithm choose_distance(Metric key_metric, int64_t nq, int64_t /*nb*/,
   // The fp16 path converts the base tile every call: with few queries that copy costs more than the SGEMM reads.
   if (!fp16_mma_exact_on(facts))
     return because(DistanceAlgorithm::Cublas, "the data are not integers in fp16_mma's exact range: fp32 SGEMM");
+  const DistanceEntry* fused = find_distance(DistanceAlgorithm::Fused);
+  if (fused && nq >= kFusedMinQueries && nq * nb >= kFusedMinPairs && fused->fused_serves(k, facts.dim, facts))
+    return because(DistanceAlgorithm::Fused, "integer data, k <= 128, rows <= 256 bytes: the fused kernel (tensor "
+                                             "cores, exact; the key matrix is never written)");
   if (nq < kFp16MinQueries)
     return because(DistanceAlgorithm::Cublas, "fewer than 64 queries: fp32 SGEMM (the fp16 base conversion costs more)");
   return because(DistanceAlgorithm::Fp16Mma, "integer data in fp16_mma's exact range: fp16 tensor cores, exact");
 }
 
 const DistanceEntry& resolve_distance(DistanceAlgorithm requested, Metric key_metric, int64_t nq, int64_t nb,
-                                      const DataFacts& facts, std::string* why) {
+                                      int64_t k, const DataFacts& facts, std::string* why) {
   const DistanceAlgorithm a =
-      requested == DistanceAlgorithm::Auto ? choose_distance(key_metric, nq, nb, facts, why) : requested;
+      requested == DistanceAlgorithm::Auto ? choose_distance(key_metric, nq, nb, k, facts, why) : requested;
   if (requested != DistanceAlgorithm::Auto && why) *why = "requested";
   const DistanceEntry* e = find_distance(a);
   GKNN_EXPECT(e != nullptr, ErrorCode::Unsupported, "distance algorithm ", to_string(a),

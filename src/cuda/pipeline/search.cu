@@ -384,7 +384,7 @@ void run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchPa
   GKNN_EXPECT(out.k >= k, ErrorCode::Internal, "run_search: output k ", out.k, " below the key k ", k);
   // Resolve on the whole shape first, so an unsupported request fails before any work or allocation.
   const SelectEntry& select = resolve_select(kp.select, std::min(nq, kMaxQueryTile), nb, k);
-  const DistanceEntry& distance = resolve_distance(kp.distance, kp.metric, nq, nb, facts);
+  const DistanceEntry& distance = resolve_distance(kp.distance, kp.metric, nq, nb, k, facts);
   const bool host_out = out.memory == Memory::Host;
   const PlanInput plan_input{nq, nb, dim, k, budget, base.streamed(), select.workspace_bytes,
                              distance.workspace_bytes, host_out ? out.k : 0};

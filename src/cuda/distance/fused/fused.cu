@@ -305,29 +305,47 @@ __global__ void __launch_bounds__(kThreads, 1) fused_kernel(const KernelArgs a) 
   }
   if (tid == 0) *sh.flag = 0;
 
-  // A tile's 16-byte chunks, kPerThread per thread (row c / kChunks, chunk c % kChunks of c = tid + i kThreads).
-  // Rows past the split's end are zeros with the norm +infinity, so that their keys are never kept.
-  constexpr int kChunks = kRowBytes / 16, kPerThread = (kBN * kChunks + kThreads - 1) / kThreads;
-  const unsigned char* base_split = a.base + b_begin * kRowBytes;
+  // A tile's 16-byte chunks, kPerThread per thread (row c / kChunks, chunk c % kChunks of c = tid + i kThreads);
+  // their offsets are fixed, so a full tile costs one address per chunk. Rows past the split's end are zeros with
+  // the norm +infinity, so that their keys are never kept.
+  constexpr int kChunks = kRowBytes / 16, kTotal = kBN * kChunks, kPerThread = (kTotal + kThreads - 1) / kThreads;
+  int smem_off[kPerThread], global_off[kPerThread];
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i) {
+    const int c = tid + i * kThreads;
+    smem_off[i] = (c / kChunks) * kPitch + (c % kChunks) * 16;
+    global_off[i] = (c / kChunks) * kRowBytes + (c % kChunks) * 16;
+  }
+  // Tiles are loaded in order: running source pointers, and the bounds checks only for the split's last tile.
+  const unsigned char* load_src = a.base + b_begin * kRowBytes;
+  const float* load_norms = a.norms ? a.norms + b_begin : nullptr;
+  const int last_rows = static_cast<int>(b_end - b_begin - int64_t(tiles_n - 1) * kBN);
   auto load_tile = [&](int t, int stage) {
     unsigned char* dst = tiles + stage * kBN * kPitch;
-    const int64_t first = int64_t(t) * kBN;  // within the split
-    const int rows = static_cast<int>(min(int64_t(kBN), b_end - b_begin - first));
-    const unsigned char* src = base_split + first * kRowBytes;
+    float* norm = tile_norms + stage * kBN + tid;
+    if (t + 1 < tiles_n || last_rows == kBN) {
 #pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = tid + i * kThreads, r = c / kChunks, cc = c % kChunks;
-      if (c < kBN * kChunks) {
-        const bool ok = rows == kBN || r < rows;
-        cp_async16(dst + r * kPitch + cc * 16, ok ? src + r * kRowBytes + cc * 16 : a.base, ok ? 16 : 0);
+      for (int i = 0; i < kPerThread; ++i)
+        if (kTotal % kThreads == 0 || tid + i * kThreads < kTotal) cp_async16(dst + smem_off[i], load_src + global_off[i], 16);
+      if (tid < kBN) {
+        if (load_norms) cp_async4(norm, load_norms + tid, 4);
+        else *norm = 0.f;
+      }
+    } else {  // the last tile, partial: rows past the end are zeros with the norm +infinity
+#pragma unroll
+      for (int i = 0; i < kPerThread; ++i)
+        if (kTotal % kThreads == 0 || tid + i * kThreads < kTotal) {
+          const bool ok = (tid + i * kThreads) / kChunks < last_rows;
+          cp_async16(dst + smem_off[i], ok ? load_src + global_off[i] : a.base, ok ? 16 : 0);
+        }
+      if (tid < kBN) {
+        if (tid >= last_rows) *norm = INFINITY;
+        else if (load_norms) cp_async4(norm, load_norms + tid, 4);
+        else *norm = 0.f;
       }
     }
-    if (tid < kBN) {
-      float* norm = tile_norms + stage * kBN + tid;
-      if (tid >= rows) *norm = INFINITY;
-      else if (a.norms) cp_async4(norm, a.norms + b_begin + first + tid, 4);
-      else *norm = 0.f;
-    }
+    load_src += kBN * kRowBytes;
+    if (load_norms) load_norms += kBN;
   };
   for (int s = 0; s < kStages - 1; ++s) {
     if (s < tiles_n) load_tile(s, s);
@@ -362,22 +380,21 @@ __global__ void __launch_bounds__(kThreads, 1) fused_kernel(const KernelArgs a) 
   static_assert(kNb == 2, "one ldmatrix.x4 per reduction step covers two mma columns");
 
   Acc key[2][kNb][4];
-  // Appends the keys below their rows' thresholds. A full buffer drops the key and raises the flag: the tile is
-  // then taken back and appended again after the buffers were cut to k (which leaves room for a whole tile).
-  auto append = [&](uint32_t col0) {
+  // Appends the keys of one row group (a thread's row mt * 16 + g + 8 h) below the row's threshold. A full buffer
+  // drops the key and raises the flag: the tile is then taken back and appended again after the buffers were cut
+  // to k (which leaves room for a whole tile).
+  auto append_row = [&](int mt, int h, uint32_t col0) {
+    const int row = wm * 32 + mt * 16 + g + 8 * h;
 #pragma unroll
-    for (int mt = 0; mt < 2; ++mt)
+    for (int nb = 0; nb < kNb; ++nb)
 #pragma unroll
-      for (int nb = 0; nb < kNb; ++nb)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          if (key[mt][nb][e] < tau[mt][e >> 1]) {
-            const int row = wm * 32 + mt * 16 + g + 8 * (e >> 1);
-            const uint32_t col = col0 + nb * 8 + 2 * t4 + (e & 1);
-            const int pos = atomicAdd(sh.count + row, 1);
-            if (pos < kBuf) sh.buf[row * kBuf + pos] = (uint64_t(ordered_bits(K::to_float(key[mt][nb][e]))) << 32) | col;
-            else *sh.flag = 1;
-          }
+      for (int j = 0; j < 2; ++j)
+        if (key[mt][nb][2 * h + j] < tau[mt][h]) {
+          const uint32_t col = col0 + nb * 8 + 2 * t4 + j;
+          const int pos = atomicAdd(sh.count + row, 1);
+          if (pos < kBuf) sh.buf[row * kBuf + pos] = (uint64_t(ordered_bits(K::to_float(key[mt][nb][2 * h + j]))) << 32) | col;
+          else *sh.flag = 1;
+        }
   };
   static_assert(kBuf >= kMaxFusedK + kBN, "after a cut to k a buffer must hold a whole tile's appends");
 
@@ -417,7 +434,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_kernel(const KernelArgs a) 
     stage = stage + 1 == kStages ? 0 : stage + 1;
     // Most keys are above their row's threshold once it has settled: the smallest of each row's keys is tested
     // first, the appends run only where one is below.
-    bool any = false;
+    const uint32_t col0 = static_cast<uint32_t>(t) * kBN + wn * kWarpCols;
 #pragma unroll
     for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
@@ -430,17 +447,18 @@ __global__ void __launch_bounds__(kThreads, 1) fused_kernel(const KernelArgs a) 
             key[mt][nb][2 * h + j] = K::key(norm[nb][j], scale, acc[mt][nb][2 * h + j]);
             least = min(least, key[mt][nb][2 * h + j]);
           }
-        any |= least < tau[mt][h];
+        if (least < tau[mt][h]) append_row(mt, h, col0);
       }
-    const uint32_t col0 = static_cast<uint32_t>(t) * kBN + wn * kWarpCols;
-    if (any) append(col0);
     __syncthreads();
     if (*sh.flag) {  // a buffer overflowed: take the tile's appends back, cut every list to k, append again
       if (tid < kBM) sh.count[tid] = sh.at_tile[tid];
       __syncthreads();
       keep_best(sh, a.k, rows_valid);
       read_thresholds();
-      append(col0);
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) append_row(mt, h, col0);
       __syncthreads();
     }
     if (tid < kBM) sh.at_tile[tid] = sh.count[tid];  // ordered before the next appends by the loop's barrier
