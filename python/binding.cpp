@@ -235,6 +235,7 @@ py::dict info() {
   build["openmp"] = b.openmp;
   build["blas"] = b.blas;
   build["hdf5"] = b.hdf5;
+  build["join_kdtree"] = b.join_kdtree;
   build["compiler"] = b.compiler;
   build["build_type"] = b.build_type;
   build["dlpack"] = has_dlpack();

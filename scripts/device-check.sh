@@ -2,6 +2,8 @@
 # device-check.sh: build, test and benchmark gknn on a GPU machine, in one command; the summary is printed last.
 #
 # Runs in the repository root (e.g. the copy the device tool sends). Steps, each skippable:
+#   0. when nanoflann.hpp is not installed, unpack .device-deps/*.deb (scripts/fetch-device-deps.sh; the device
+#      tool's carry must name .device-deps) with dpkg -x into build-device-deps/ and pass it in CMAKE_PREFIX_PATH;
 #   1. configure Release with CUDA for sm_90 into build-device (Ninja when available) and build (-j16);
 #   2. ctest -L gpu (serially: GPU tests size their tiles from free device memory), then ctest -L cpu;
 #   3. every GPU benchmark: build-device/bench/gknn_gpu_bench (the seeds' pairs, with --configs/--filter), every
@@ -89,6 +91,58 @@ summary=()
 note() { summary+=("$1"); }
 status=0
 
+# ---- 0. packages the image lacks, carried in .device-deps/ ----------------------------------------------------
+# The device image has no libnanoflann-dev (header-only: the join's CPU kd-tree) and no network. A session downloads
+# the .deb elsewhere (scripts/fetch-device-deps.sh) and the device tool carries .device-deps/ (carry
+# [".device-deps"]). When the header is not installed, every .deb there is unpacked with `dpkg -x` into
+# build-device-deps/ (inside the build area, never into /) and CMake searches its usr/ through CMAKE_PREFIX_PATH.
+deps_prefix=$root/build-device-deps
+deps_args=()
+unpack_deb() {  # deb dir: dpkg -x, else ar + tar (the data member's compression is tar's to detect)
+  if command -v dpkg-deb >/dev/null; then
+    dpkg-deb -x "$1" "$2"
+  else
+    local tmp member
+    tmp=$(mktemp -d) || return 1
+    member=$(cd "$tmp" && ar t "$1" | grep -m1 '^data\.tar') && (cd "$tmp" && ar x "$1" "$member") &&
+      tar -xf "$tmp/$member" -C "$2"
+    local rc=$?
+    rm -rf "$tmp"
+    return $rc
+  fi
+}
+device_deps() {
+  if [[ -f /usr/include/nanoflann.hpp || -f /usr/local/include/nanoflann.hpp ]]; then
+    note "nanoflann    installed on this machine (the join's CPU kd-tree)"
+    return
+  fi
+  local debs=() deb
+  for deb in "$root"/.device-deps/*.deb; do [[ -f $deb ]] && debs+=("$deb"); done
+  if ((${#debs[@]} == 0)) && [[ -f $deps_prefix/usr/include/nanoflann.hpp ]]; then
+    deps_args=(-DCMAKE_PREFIX_PATH="$deps_prefix/usr")
+    note "nanoflann    from build-device-deps/ (unpacked by an earlier call on this machine)"
+    return
+  fi
+  if ((${#debs[@]} == 0)); then
+    note "nanoflann    MISSING: not installed and no .device-deps/*.deb (scripts/fetch-device-deps.sh, then carry"
+    note "             [\".device-deps\"]): the join's cpu/hybrid/round_robin modes will be Unsupported in this build"
+    return
+  fi
+  mkdir -p "$deps_prefix"
+  for deb in "${debs[@]}"; do
+    if ! unpack_deb "$deb" "$deps_prefix"; then
+      note "nanoflann    could not unpack $(basename "$deb") (dpkg -x / ar)"
+      return
+    fi
+  done
+  if [[ -f $deps_prefix/usr/include/nanoflann.hpp ]]; then
+    deps_args=(-DCMAKE_PREFIX_PATH="$deps_prefix/usr")
+    note "nanoflann    from .device-deps/ ($(cd "$root/.device-deps" && echo *.deb)), unpacked into build-device-deps/"
+  else
+    note "nanoflann    MISSING: the .debs of .device-deps/ hold no usr/include/nanoflann.hpp"
+  fi
+}
+
 # ---- --readme: the README's two commands in a clean copy ---------------------------------------------------
 clean_copy() {  # into $readme_dir, replacing it
   rm -rf "$readme_dir"
@@ -101,7 +155,7 @@ clean_copy() {  # into $readme_dir, replacing it
 
 readme_step() {  # run|test: `make <step>` in the copy, as the README says
   local step=$1 log="$out/readme-$step.log" t0=$SECONDS rc
-  (cd "$readme_dir" && env -u GKNN_SKIP_DEPS make "$step" JOBS="$jobs") >"$log" 2>&1
+  (cd "$readme_dir" && env -u GKNN_SKIP_DEPS make "$step" JOBS="$jobs" "${readme_make_args[@]}") >"$log" 2>&1
   rc=$?
   note "make $(printf "%-9s" "$step")exit $rc ($((SECONDS - t0)) s; log: readme-$step.log); its last lines:"
   [[ $rc != 0 ]] && status=1
@@ -115,6 +169,12 @@ readme_step() {  # run|test: `make <step>` in the copy, as the README says
 }
 
 if [[ -n $readme_steps ]]; then
+  # A package carried in .device-deps/ is handed over the way the README tells a user with libraries from
+  # elsewhere: CMAKE_ARGS=-DCMAKE_PREFIX_PATH=... (install-deps.sh probes with the same arguments).
+  readme_make_args=()
+  device_deps
+  ((${#deps_args[@]} > 0)) && readme_make_args=(CMAKE_ARGS="${deps_args[*]}") &&
+    note "readme       make ... ${readme_make_args[*]}"
   [[ $readme_steps == test && -d $readme_dir ]] || clean_copy
   for step in $readme_steps; do readme_step "$step"; done
   do_build=0 do_tests=0 do_bench=0
@@ -122,13 +182,16 @@ fi
 
 # ---- 1. build ---------------------------------------------------------------------------------------------
 if [[ $do_build == 1 ]]; then
+  device_deps
   generator=()
   command -v ninja >/dev/null && [[ ! -f $build/Makefile ]] && generator=(-G Ninja)
   t0=$SECONDS
   if cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DGKNN_CUDA=ON -DGKNN_BUILD_TESTS=ON -DGKNN_BUILD_BENCH=ON \
-       -DCMAKE_CUDA_ARCHITECTURES=90 >"$out/configure.log" 2>&1 &&
+       -DCMAKE_CUDA_ARCHITECTURES=90 "${deps_args[@]}" >"$out/configure.log" 2>&1 &&
      cmake --build "$build" -j "$jobs" >"$out/build.log" 2>&1; then
     note "build        OK ($((SECONDS - t0)) s; logs: configure.log, build.log)"
+    grep -q '^GKNN_NANOFLANN_INCLUDE:PATH=.*NOTFOUND' "$build/CMakeCache.txt" 2>/dev/null &&
+      note "build        WITHOUT the join's CPU kd-tree: nanoflann.hpp not found (configure.log)"
   else
     note "build        FAILED ($((SECONDS - t0)) s) — see build.log; last lines:"
     tail -n 25 "$out/build.log" "$out/configure.log" 2>/dev/null

@@ -28,6 +28,8 @@ fi
 #                               <P>_FOUND is true for the package P of CODE's first find_package
 #   cmake-or-pip CODE           as cmake, else found when one of the pymodule interpreters runs `-m <P> --cmakedir`
 #                               (a pip-installed package, the fallback python/CMakeLists.txt takes for pybind11)
+#   cmake-header FILE           a header that CMake's find_path finds in the scratch project (the default include
+#                               directories or CMAKE_PREFIX_PATH/include, e.g. a package unpacked by `dpkg -x`)
 requirements=(
   "cmake              required command cmake 3.25"
   "g++                required cxx20"
@@ -37,7 +39,7 @@ requirements=(
   "libgtest-dev       required cmake find_package(GTest)"
   "libhdf5-dev        optional cmake find_package(HDF5 COMPONENTS C)"
   "nlohmann-json3-dev optional cmake find_package(nlohmann_json 3)"
-  "libnanoflann-dev   optional file /usr/include/nanoflann.hpp /usr/local/include/nanoflann.hpp"
+  "libnanoflann-dev   optional cmake-header nanoflann.hpp"
   "libopenmpi-dev     optional cmake find_package(MPI COMPONENTS CXX)"
   "openmpi-bin        optional command mpiexec"
   "python3-dev        optional cmake find_package(Python 3.8 COMPONENTS Interpreter Development.Module)"
@@ -102,6 +104,11 @@ run_cmake_probes() {
     local line package code name
     for line in "${requirements[@]}"; do
       read -r package _ kind code <<<"$line"
+      if [[ $kind == cmake-header ]]; then  # the build's find_path (src/CMakeLists.txt), without its cache entry
+        printf 'block()\n  find_path(probe_dir %s NO_CACHE)\n  if(probe_dir)\n    %s\n  endif()\nendblock()\n' "$code" \
+          "file(APPEND \"\${CMAKE_BINARY_DIR}/found.txt\" \"$package\\n\")"
+        continue
+      fi
       [[ $kind == cmake || $kind == cmake-or-pip ]] || continue
       name=$(grep -oE 'find_package\( *[A-Za-z0-9_]+' <<<"$code" | head -n1 | sed 's/.*( *//')
       printf 'block()\n  %s\n  if(%s_FOUND)\n    file(APPEND "${CMAKE_BINARY_DIR}/found.txt" "%s\\n")\n  endif()\nendblock()\n' \
@@ -132,7 +139,7 @@ probe_all() {
       cxx20) probe_cxx20 && found=1 ;;
       pymodule) probe_python -c "import $rest" && found=1 ;;
       file) for pattern in $rest; do compgen -G "$pattern" >/dev/null && found=1; done ;;
-      cmake) [[ $cmake_ran == 1 ]] && grep -qxF "$package" "$scratch/found.txt" && found=1 ;;
+      cmake|cmake-header) [[ $cmake_ran == 1 ]] && grep -qxF "$package" "$scratch/found.txt" && found=1 ;;
       cmake-or-pip)
         [[ $cmake_ran == 1 ]] && grep -qxF "$package" "$scratch/found.txt" && found=1
         [[ $found == 0 ]] && probe_python -m "$(grep -oE 'find_package\( *[A-Za-z0-9_]+' <<<"$rest" | sed 's/.*( *//')" \

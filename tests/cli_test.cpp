@@ -542,6 +542,7 @@ TEST_F(Cli, BenchSweepWritesPlanTableRows) {
 }
 
 TEST_F(Cli, JoinWritesTheSelfJoinAndReports) {
+  if (!gknn::build_info().join_kdtree) GTEST_SKIP() << "this build has no CPU kd-tree (libnanoflann-dev)";
   ASSERT_EQ(gknn("gen --rows 600 --dim 3 --distribution expo --lambda 40 -o pts.npy").code, 0);
   const CliRun r = gknn("join --input pts.npy -k 7 --mode cpu -o ids.npy --distances-out d.npy");
   ASSERT_EQ(r.code, 0) << r.err;

@@ -5,10 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include "gknn/info.hpp"
 #include "gknn/search.hpp"
 #include "join/driver.hpp"
 #include "join/epsilon.hpp"
 #include "join/grid_geometry.hpp"
+#include "join/kdtree.hpp"
 #include "join/work_queue.hpp"
 #include "join_common.hpp"
 #include "testing/expect_error.hpp"
@@ -26,13 +28,29 @@ Result emulated_join(FloatView base, FloatView queries, int64_t k, bool self, Jo
   Result result;
   result.rows = queries.rows;
   result.k = k;
-  result.distances.resize(size_t(result.rows * k));
-  result.indices.resize(size_t(result.rows * k));
+  // knn_join leaves its result uninitialised (allocated for overwrite): a NaN / -7 left anywhere means an entry
+  // that no writer reached.
+  result.distances.assign(size_t(result.rows * k), std::numeric_limits<float>::quiet_NaN());
+  result.indices.assign(size_t(result.rows * k), -7);
   const Problem problem{base, queries, k, self, params.metric};
   const Output output{&result};
   detail::join::run_join(problem, output, mode, params, [&] { return make_host_searcher(problem, output, detail::join::max_rings(params.rings, int(base.cols))); }, report);
   return result;
 }
+
+using detail::join::KdTree;
+
+/// The modes with a CPU side go through knn_join only in a build with the kd-tree (nanoflann); without it they
+/// are refused (WithoutTheKdTreeTheCpuModesAreRefused), and the tests skip those calls.
+bool have_kdtree() { return KdTree::available(); }
+
+/// Pretends, for its lifetime, that this build has no kd-tree.
+struct HiddenKdTree {
+  HiddenKdTree() { KdTree::set_unavailable_for_testing(true); }
+  ~HiddenKdTree() { KdTree::set_unavailable_for_testing(false); }
+  HiddenKdTree(const HiddenKdTree&) = delete;
+  HiddenKdTree& operator=(const HiddenKdTree&) = delete;
+};
 
 JoinParams small_batches() {
   JoinParams p;
@@ -50,6 +68,7 @@ TEST(JoinCpu, EveryModeMatchesTheOracle) {
     const Result want = join_oracle(v, v, c.k, true);
     JoinParams params = small_batches();
     for (JoinMode mode : {JoinMode::Cpu, JoinMode::RoundRobin}) {
+      if (!have_kdtree()) break;
       params.mode = mode;
       JoinReport report;
       params.report = &report;
@@ -128,7 +147,9 @@ TEST(JoinCpu, MetricL2) {
   JoinParams params;
   params.metric = Metric::L2;
   params.mode = JoinMode::Cpu;
-  EXPECT_EQ(compare_join(knn_join(v, 9, params), join_oracle(v, v, 9, true, Metric::L2)), "");
+  if (have_kdtree()) {
+    EXPECT_EQ(compare_join(knn_join(v, 9, params), join_oracle(v, v, 9, true, Metric::L2)), "");
+  }
   JoinReport report;
   EXPECT_EQ(compare_join(emulated_join(v, v, 9, true, JoinMode::Hybrid, params, report),
                          join_oracle(v, v, 9, true, Metric::L2)),
@@ -142,7 +163,9 @@ TEST(JoinCpu, QueriesAgainstABase) {
   const Result want = join_oracle(base.view(), queries.view(), 12, false);
   JoinParams params = small_batches();
   params.mode = JoinMode::Cpu;
-  EXPECT_EQ(compare_join(knn_join(queries.view(), base.view(), 12, params), want), "");
+  if (have_kdtree()) {
+    EXPECT_EQ(compare_join(knn_join(queries.view(), base.view(), 12, params), want), "");
+  }
   for (JoinMode mode : {JoinMode::Hybrid, JoinMode::Gpu}) {
     JoinReport report;
     EXPECT_EQ(compare_join(emulated_join(base.view(), queries.view(), 12, false, mode, params, report), want), "")
@@ -150,12 +173,15 @@ TEST(JoinCpu, QueriesAgainstABase) {
   }
   // No queries: an empty result in every mode.
   const FloatView none{queries.data.data(), 0, 2, 0};
-  EXPECT_EQ(knn_join(none, base.view(), 4, params).rows, 0);
+  if (have_kdtree()) {
+    EXPECT_EQ(knn_join(none, base.view(), 4, params).rows, 0);
+  }
   for (JoinMode mode : {JoinMode::Hybrid, JoinMode::Gpu}) {
     JoinReport report;
     EXPECT_EQ(emulated_join(base.view(), none, 4, false, mode, params, report).rows, 0) << to_string(mode);
   }
   // The query equal to a base row finds it at distance 0 (nothing is excluded in R ⋈ S).
+  if (!have_kdtree()) return;
   const Result self_as_rs = knn_join(base.view(), base.view(), 1, params);
   for (int64_t i = 0; i < 50; ++i) EXPECT_EQ(self_as_rs.distance(i, 0), 0.f);
 }
@@ -169,6 +195,72 @@ TEST(JoinCpu, KBeyondTheBasePads) {
   EXPECT_EQ(compare_join(got, join_oracle(base.view(), queries.view(), 8, false)), "");
   EXPECT_EQ(got.index(0, 7), -1);
   EXPECT_EQ(got.distance(0, 7), std::numeric_limits<float>::infinity());
+}
+
+// A build without nanoflann (libnanoflann-dev) has no kd-tree: the modes with a CPU side are refused, naming the
+// package, instead of scanning the whole base per query; Auto takes the GPU alone where there is one; what needs
+// no tree (d > 8, a base smaller than k) still runs.
+TEST(JoinCpu, WithoutTheKdTreeTheCpuModesAreRefused) {
+  EXPECT_EQ(have_kdtree(), build_info().join_kdtree);
+  const HostMatrix<float> points = random_matrix(300, 2, 41);
+  const FloatView v = points.view();
+  const Result want = join_oracle(v, v, 5, true);
+  const bool gpu = backend_available(Backend::Cuda);
+  const HiddenKdTree hidden;
+  EXPECT_FALSE(have_kdtree());
+  JoinParams params;
+  for (JoinMode mode : {JoinMode::Cpu, JoinMode::RoundRobin}) {
+    params.mode = mode;
+    expect_error([&] { knn_join(v, 5, params); }, ErrorCode::Unsupported,
+                 {"mode " + to_string(mode), "kd-tree", "libnanoflann-dev", "CMAKE_PREFIX_PATH"});
+  }
+  params.mode = JoinMode::Auto;
+  if (gpu) {
+    JoinReport report;
+    params.report = &report;
+    EXPECT_EQ(compare_join(knn_join(v, 5, params), want), "");
+    EXPECT_EQ(report.mode, JoinMode::Gpu);
+    EXPECT_NE(report.note.find("no CPU kd-tree"), std::string::npos) << report.note;
+    params.report = nullptr;
+    params.mode = JoinMode::Hybrid;
+    expect_error([&] { knn_join(v, 5, params); }, ErrorCode::Unsupported,
+                 {"mode hybrid", "libnanoflann-dev", "mode gpu runs without it"});
+  } else {
+    expect_error([&] { knn_join(v, 5, params); }, ErrorCode::Unsupported, {"mode auto without a CUDA device",
+                                                                           "libnanoflann-dev"});
+    params.mode = JoinMode::Hybrid;  // the missing device is named first
+    expect_error([&] { knn_join(v, 5, params); }, ErrorCode::Unsupported, {"CUDA"});
+  }
+  // No tree needed: R ⋈ S with k > base rows (every base row in every answer) and d > 8 (brute force).
+  params.mode = JoinMode::Cpu;
+  const HostMatrix<float> small = random_matrix(5, 2, 42);
+  EXPECT_EQ(compare_join(knn_join(v, small.view(), 8, params), join_oracle(small.view(), v, 8, false)), "");
+  const HostMatrix<float> wide = integer_matrix(200, 12, 0, 4, 43);
+  EXPECT_EQ(compare_join(knn_join(wide.view(), 6, params), join_oracle(wide.view(), wide.view(), 6, true)), "");
+}
+
+// knn_join's result is allocated for overwrite (not zero-filled): every entry must be written by the join itself.
+// Different k in a row, so that no allocation reuses the previous answer's memory unnoticed.
+TEST(JoinCpu, EveryEntryOfTheResultIsWritten) {
+  if (!have_kdtree()) GTEST_SKIP() << "this build has no CPU kd-tree (libnanoflann-dev)";
+  const HostMatrix<float> base = random_matrix(400, 3, 44);
+  const HostMatrix<float> queries = random_matrix(90, 3, 45);
+  for (int64_t k : {1, 7, 399}) {
+    JoinParams params;
+    params.mode = JoinMode::Cpu;
+    JoinReport report;
+    params.report = &report;
+    const Result got = k < 399 ? knn_join(queries.view(), base.view(), k, params) : knn_join(base.view(), k, params);
+    const Result want = k < 399 ? join_oracle(base.view(), queries.view(), k, false)
+                                : join_oracle(base.view(), base.view(), k, true);
+    EXPECT_EQ(compare_join(got, want), "") << "k " << k;
+    for (size_t e = 0; e < got.indices.size(); ++e) {
+      ASSERT_FALSE(std::isnan(got.distances[e])) << "k " << k << " entry " << e;
+      ASSERT_TRUE(got.indices[e] >= 0 && got.indices[e] < 400) << "k " << k << " entry " << e;
+    }
+    EXPECT_GE(report.result_ms, 0);
+    EXPECT_GE(report.total_ms, report.result_ms);
+  }
 }
 
 TEST(JoinCpu, HighDimensionFallsBackToBruteForce) {

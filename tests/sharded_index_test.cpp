@@ -248,14 +248,21 @@ TEST(ShardedIndex, DeviceListsAreParsed) {
 
 // ---- the self-join over shards: knn_join's rows (and so the float64 oracle's), bit for bit ----
 
+/// Without nanoflann a build has no CPU kd-tree: hybrid and cpu joins are refused (join_test covers that).
+bool join_cpu_side() { return build_info().join_kdtree; }
+#define SKIP_WITHOUT_THE_CPU_SIDE()                                                                        \
+  if (kBackend == Backend::Cpu && !join_cpu_side())                                                        \
+  GTEST_SKIP() << "this build has no CPU kd-tree (libnanoflann-dev): mode cpu is refused"
+
 JoinParams join_params() {
   JoinParams p;
-  p.mode = kBackend == Backend::Cuda ? JoinMode::Hybrid : JoinMode::Cpu;
+  p.mode = kBackend == Backend::Cuda ? (join_cpu_side() ? JoinMode::Hybrid : JoinMode::Gpu) : JoinMode::Cpu;
   p.cpu_threads = 2;
   return p;
 }
 
 TEST(ShardedJoin, EveryCaseEveryLayoutEqualsTheOracle) {
+  SKIP_WITHOUT_THE_CPU_SIDE();
   const std::vector<int> shard_counts = kBackend == Backend::Cuda ? std::vector<int>{2, 3} : std::vector<int>{2, 3, 4};
   for (const JoinCase& c : join_cases()) {
     const FloatView v = c.points.view();
@@ -273,6 +280,7 @@ TEST(ShardedJoin, EveryCaseEveryLayoutEqualsTheOracle) {
 }
 
 TEST(ShardedJoin, MetricL2AndOneShard) {
+  SKIP_WITHOUT_THE_CPU_SIDE();
   const HostMatrix<float> points = integer_matrix(700, 3, 0, 12, 71);  // ties at every rank
   const Result want = join_oracle(points.view(), points.view(), 9, true, Metric::L2);
   JoinParams params = join_params();
@@ -295,6 +303,7 @@ TEST(ShardedJoin, HighDimensionEqualsTheSingleJoin) {
 }
 
 TEST(ShardedJoin, ProgressReachesOne) {
+  SKIP_WITHOUT_THE_CPU_SIDE();
   const HostMatrix<float> points = random_matrix(3000, 2, 73);
   double last = 0;
   std::mutex seen;

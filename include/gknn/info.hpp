@@ -24,6 +24,7 @@ struct BuildInfo {
   bool openmp = false;
   bool blas = false;
   bool hdf5 = false;
+  bool join_kdtree = false;   ///< the join's CPU kd-tree (nanoflann found at configure time): cpu/hybrid joins
   std::string compiler;
   std::string build_type;
 };

@@ -18,23 +18,27 @@
 namespace gknn {
 
 enum class JoinMode {
-  Auto,        ///< Hybrid when a CUDA device is visible, else Cpu
+  Auto,        ///< Hybrid when a CUDA device is visible (Gpu in a build without the kd-tree), else Cpu
   Hybrid,      ///< GPU driver thread (grid range queries) + CPU worker threads (kd-tree), sharing one work queue
   Cpu,         ///< CPU worker threads (kd-tree) drawing batches from the work queue (the seed's CPU-ONLY)
   Gpu,         ///< GPU only: monolithic batches of every unfinished point until all have their k (GPU-ONLY)
   RoundRobin,  ///< CPU threads, point i to thread i mod P without a queue (the seed's CPU-ONLY-RR)
 };
+// The CPU kd-tree is nanoflann's (header-only; Debian/Ubuntu libnanoflann-dev), optional when gknn is built.
+// Without it (BuildInfo::join_kdtree false) Cpu, Hybrid and RoundRobin throw gknn::Error(Unsupported) naming the
+// package, and Auto takes Gpu when there is a device (saying so in JoinReport::note).
 
 /// Where the time and the work of one join went (filled when JoinParams::report is set). Times in milliseconds.
 struct JoinReport {
   JoinMode mode = JoinMode::Auto;  ///< the mode that ran (Auto resolved)
+  double result_ms = 0;            ///< allocating the q x k result (pages populated in parallel, no zero fill)
   double epsilon_ms = 0;           ///< choosing epsilon by sampling
   double ordering_ms = 0;          ///< host grid + ordering the work queue by cell population
   double index_ms = 0;             ///< the first GPU grid (built on the device)
   double cpu_index_ms = 0;         ///< the CPU kd-tree (built while the GPU already works)
   double gpu_ms = 0;               ///< GPU side: work start to its last batch (grids and re-indexing included)
   double cpu_ms = 0;               ///< CPU workers: start (kd-tree build included) to the last worker's end
-  double total_ms = 0;             ///< wall time of the call
+  double total_ms = 0;             ///< wall time of the call (the result's allocation included)
   double load_imbalance = 0;       ///< |T_cpu - T_gpu| / T (hybrid only; 0 otherwise)
   double epsilon_min = 0;          ///< epsilon chosen by sampling (or the override)
   double epsilon_final = 0;        ///< cell side of the last GPU grid

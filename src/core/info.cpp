@@ -74,6 +74,7 @@ BuildInfo build_info() {
 #ifdef GKNN_HAS_HDF5
   b.hdf5 = true;
 #endif
+  b.join_kdtree = GKNN_HAS_NANOFLANN != 0;
   b.blas = true;  // OpenBLAS is a required dependency (CPU Gemm distances)
   return b;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <limits>
 #include <vector>
 
@@ -14,6 +15,13 @@
 #include "join/problem.hpp"
 
 namespace gknn::detail::join {
+namespace {
+std::atomic<bool> hidden_for_testing{false};
+}  // namespace
+
+bool KdTree::available() { return GKNN_HAS_NANOFLANN && !hidden_for_testing.load(); }
+void KdTree::set_unavailable_for_testing(bool unavailable) { hidden_for_testing.store(unavailable); }
+
 #if GKNN_HAS_NANOFLANN
 namespace {
 
@@ -112,8 +120,10 @@ void KdTree::search(const float* query, int64_t exclude, BoundedNeighbours& best
 }
 
 #else
-// Without nanoflann (libnanoflann-dev) the CPU side scans the whole base per query: the same exact result in the
-// same total order, at O(n) per query. CMake says so at configure time; install the package for the kd-tree.
+// Without nanoflann (libnanoflann-dev) there is no tree: a scan of the whole base per query, the same exact result
+// in the same total order at O(n) per query. knn_join reaches it only when the base has fewer rows than k (every
+// base row is then in every answer, so the scan is the right algorithm); the modes that would need the tree for
+// anything larger are refused with Unsupported (join.cpp, KdTree::available()).
 struct KdTree::Impl {
   FloatView base;
 };

@@ -1,4 +1,10 @@
 // kdtree.hpp: exact k-nearest search over the base with nanoflann's kd-tree (the CPU side of the join).
+//
+// nanoflann is header-only (Debian libnanoflann-dev) and optional at build time, so that a GPU host without the
+// package still builds the GPU join. A build without it has no kd-tree: knn_join refuses the modes that need one
+// (cpu, hybrid, round_robin) with Unsupported naming the package, rather than answering them by an O(n) scan per
+// query (the scan below is kept for the one case where it is the right algorithm: a base smaller than k, where
+// every base row is in every answer, and for the tests' direct run_join calls).
 #pragma once
 
 #include <cstdint>
@@ -21,7 +27,15 @@ class KdTree {
   /// kept. `best` must have capacity k and be empty.
   void search(const float* query, int64_t exclude, BoundedNeighbours& best) const;
 
-  struct Impl;  ///< one nanoflann tree per dimension 1..8 (kdtree.cpp)
+  /// Whether this build has the kd-tree (nanoflann was found at configure time), and a test may not pretend
+  /// otherwise (set_unavailable_for_testing).
+  static bool available();
+  /// Test hook: makes available() false (true) or restores the build's answer (false), to cover the refusal.
+  static void set_unavailable_for_testing(bool unavailable);
+  /// The package that provides the kd-tree, for error messages.
+  static constexpr const char* kPackage = "nanoflann (nanoflann.hpp; Debian/Ubuntu: libnanoflann-dev)";
+
+  struct Impl;  ///< one nanoflann tree per dimension 1..8 (kdtree.cpp); without nanoflann an exhaustive scan
 
  private:
   std::unique_ptr<Impl> impl_;

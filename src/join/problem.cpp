@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/finalize.hpp"
 #include "cpu/distance/exact.hpp"
 
 namespace gknn::detail::join {
@@ -13,11 +14,8 @@ double squared_distance(const float* a, const float* b, int64_t dim) {
 }
 
 Result without_self(const Result& all, int64_t k) {
-  Result out;
-  out.rows = all.rows;
-  out.k = k;
-  out.distances.resize(size_t(out.rows * k));
-  out.indices.resize(size_t(out.rows * k));
+  // Not zero-filled: each row's k entries are all written below.
+  Result out = allocate_result(all.rows, k);
 #pragma omp parallel for schedule(static) if (all.rows >= 4096)
   for (int64_t i = 0; i < all.rows; ++i) {
     int64_t written = 0;
@@ -26,6 +24,10 @@ Result without_self(const Result& all, int64_t k) {
       out.indices[size_t(i * k + written)] = all.index(i, j);
       out.distances[size_t(i * k + written)] = all.distance(i, j);
       ++written;
+    }
+    for (; written < k; ++written) {  // only if `all` held fewer than k + 1 entries: padded as a search pads
+      out.indices[size_t(i * k + written)] = -1;
+      out.distances[size_t(i * k + written)] = std::numeric_limits<float>::infinity();
     }
   }
   return out;

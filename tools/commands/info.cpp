@@ -20,6 +20,9 @@ void print_build() {
   std::printf("gknn %s (%s build, %s)\n", b.version.c_str(), b.build_type.c_str(), b.compiler.c_str());
   std::printf("build        cuda %s%s%s, openmp %s, blas %s, hdf5 %s\n", yes_no(b.cuda), b.cuda ? " (archs " : "",
               b.cuda ? (b.cuda_archs + ")").c_str() : "", yes_no(b.openmp), yes_no(b.blas), yes_no(b.hdf5));
+  std::printf("join         CPU kd-tree %s\n",
+              b.join_kdtree ? "nanoflann" : "MISSING (nanoflann.hpp, libnanoflann-dev, not found at configure time): "
+                                            "join modes cpu, hybrid and round_robin are unsupported");
   std::printf("cpu          %s\n", cpu_description().c_str());
 }
 
