@@ -1,5 +1,6 @@
 // shared_bitonic.cuh: bitonic sort of a power-of-two array in shared memory by one block of kThreads threads,
-// 32-bit ordered keys alone or (key, label) pairs in the library's total order (core/order.hpp). The register
+// 32-bit ordered keys alone or (key, label) pairs in the library's total order (core/order.hpp); and by one warp,
+// 64-bit composite keys of any length, with the merge-path step that combines two sorted lists. The register
 // networks of the same family are in bitonic.cuh. Used by large-k selection for the random sample of sample
 // select and for the final candidates of every search (thesis 4.3: "sorted using Bitonic sort").
 #pragma once
@@ -44,6 +45,55 @@ __device__ void shared_sort(uint32_t* keys, int64_t* labels, uint32_t n) {
       __syncthreads();
     }
   }
+}
+
+// ---- one warp, 64-bit composite keys (ordered.cuh: composite_key), any length -----------------------------------
+// The fused distance kernel cuts each query's candidate buffer to k with these: the appends are sorted, then
+// merged with the list kept so far.
+
+__device__ __forceinline__ void compare_swap(uint64_t* v, int lo, int hi) {
+  const uint64_t x = v[lo], y = v[hi];
+  if (y < x) {
+    v[lo] = y;
+    v[hi] = x;
+  }
+}
+
+/// Ascending sort of v[0, n) in shared memory by the calling warp (every lane calls it). The network of
+/// bitonic.cuh's all-ascending form (each merge first compares mirrored pairs): every comparator puts the smaller
+/// value at the lower index, so the virtual padding up to a power of two (+infinity at [n, m)) never moves and is
+/// never stored; n need not be a power of two.
+__device__ inline void warp_sort_padded(uint64_t* v, int n, int lane) {
+  int m = 2;
+  while (m < n) m <<= 1;
+  for (int size = 2; size <= m; size <<= 1) {
+    const int half = size >> 1;
+    for (int i = lane; i < m / 2; i += 32) {
+      const int off = i & (half - 1), first = (i & ~(half - 1)) << 1;
+      if (first + size - 1 - off < n) compare_swap(v, first + off, first + size - 1 - off);
+    }
+    __syncwarp();
+    for (int stride = half >> 1; stride > 0; stride >>= 1) {
+      for (int i = lane; i < m / 2; i += 32) {
+        const int lo = ((i & ~(stride - 1)) << 1) | (i & (stride - 1));
+        if (lo + stride < n) compare_swap(v, lo, lo + stride);
+      }
+      __syncwarp();
+    }
+  }
+}
+
+/// The j-th smallest entry (from 0) of two ascending lists of distinct values (merge path: a binary search for how
+/// many of the first j come from a).
+__device__ inline uint64_t merged_at(const uint64_t* a, int na, const uint64_t* b, int nb, int j) {
+  int lo = max(0, j - nb), hi = min(j, na);
+  while (lo < hi) {
+    const int i = (lo + hi) >> 1;
+    if (a[i] < b[j - i - 1]) lo = i + 1;
+    else hi = i;
+  }
+  const uint64_t x = lo < na ? a[lo] : ~uint64_t(0), y = j - lo < nb ? b[j - lo] : ~uint64_t(0);
+  return x < y ? x : y;
 }
 
 /// Smallest power of two >= n (n >= 1).

@@ -30,6 +30,8 @@
 #include "cuda/common/error.cuh"
 #include "cuda/distance/cublas/gemm_keys.cuh"
 #include "cuda/distance/kernels.cuh"
+#include "cuda/primitives/ordered.cuh"
+#include "cuda/primitives/shared_bitonic.cuh"
 
 namespace gknn::detail::cuda {
 namespace {
@@ -42,7 +44,8 @@ constexpr int kWarpsN = 8;     // warps across a tile's base rows
 constexpr int kWarpCols = kBN / kWarpsN;  // 16 base rows (two mma columns of 8) per warp
 constexpr int kNb = kWarpCols / 8;
 constexpr int kThreads = 2 * kWarpsN * 32;  // 16 warps: 2 (32 queries each) x 8 (16 base rows each)
-constexpr int kBuf = 256;      // buffer entries per query row: the kept list + room for two tiles' appends
+constexpr int kBuf = 256;      // buffer entries per query row: the kept list (k <= 128) + a whole tile's appends
+constexpr int kColumnBits = 32;  // composite keys: the ordered key above a 32-bit row within the split
 constexpr int kMaxFusedK = 128;
 constexpr int kMaxRowBytes = 256;
 constexpr int kWavesPerSplitPlan = 4;  // blocks per SM the split count aims at (1 block resident per SM)
@@ -112,12 +115,11 @@ __global__ void convert_kernel(const float* __restrict__ src, int64_t stride, in
 }
 
 // ---- small device helpers ------------------------------------------------------------------------------------
-__device__ __forceinline__ uint32_t ordered_bits(float f) {
-  const uint32_t b = __float_as_uint(f);
-  return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
-}
-__device__ __forceinline__ float from_ordered(uint32_t u) {
-  return __uint_as_float((u & 0x80000000u) ? (u & 0x7FFFFFFFu) : ~u);
+/// ordered.cuh's ordered_key for a key whose -0 was already made +0 (KeyMath::to_float; integer keys never have one):
+/// the same map without its -0 test, which in the append path pushes the 256-byte f16 kernel past 128 registers.
+__device__ __forceinline__ uint32_t ordered_key_of_normal(float key) {
+  const uint32_t bits = __float_as_uint(key);
+  return (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
 }
 __device__ __forceinline__ uint32_t ld32(const unsigned char* p) { return *reinterpret_cast<const uint32_t*>(p); }
 
@@ -145,54 +147,10 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* smem_r
                : "r"(addr));
 }
 
-__device__ __forceinline__ void compare_swap(uint64_t* v, int lo, int hi) {
-  const uint64_t x = v[lo], y = v[hi];
-  if (y < x) {
-    v[lo] = y;
-    v[hi] = x;
-  }
-}
-
-/// Ascending sort of v[0, n), n <= kBuf, by one warp. The bitonic network in its all-ascending form (each merge
-/// first compares mirrored pairs): every comparator puts the smaller value at the lower index, so the virtual
-/// padding up to a power of two (+infinity at [n, m)) never moves and is never stored.
-__device__ void warp_sort(uint64_t* v, int n, int lane) {
-  int m = 2;
-  while (m < n) m <<= 1;
-  for (int size = 2; size <= m; size <<= 1) {
-    const int half = size >> 1;
-    for (int i = lane; i < m / 2; i += 32) {
-      const int off = i & (half - 1), first = (i & ~(half - 1)) << 1;
-      if (first + size - 1 - off < n) compare_swap(v, first + off, first + size - 1 - off);
-    }
-    __syncwarp();
-    for (int stride = half >> 1; stride > 0; stride >>= 1) {
-      for (int i = lane; i < m / 2; i += 32) {
-        const int lo = ((i & ~(stride - 1)) << 1) | (i & (stride - 1));
-        if (lo + stride < n) compare_swap(v, lo, lo + stride);
-      }
-      __syncwarp();
-    }
-  }
-}
-
-/// The j-th smallest entry (from 0) of two sorted lists of distinct values (merge path: binary search for how many
-/// of the first j come from a).
-__device__ uint64_t merged_at(const uint64_t* a, int na, const uint64_t* b, int nb, int j) {
-  int lo = max(0, j - nb), hi = min(j, na);
-  while (lo < hi) {
-    const int i = (lo + hi) >> 1;
-    if (a[i] < b[j - i - 1]) lo = i + 1;
-    else hi = i;
-  }
-  const uint64_t x = lo < na ? a[lo] : ~uint64_t(0), y = j - lo < nb ? b[j - lo] : ~uint64_t(0);
-  return x < y ? x : y;
-}
-
 constexpr int kKeepPerLane = kMaxFusedK / 32;
 
 struct Shared {
-  uint64_t* buf;  // kBM x kBuf composite (ordered key << 32 | base row): a sorted list, then unsorted appends
+  uint64_t* buf;  // kBM x kBuf composite keys (ordered key, row within the split): a sorted list, then appends
   int* count;     // entries in a row's buffer
   int* kept;      // of which the first `kept` are sorted (the list)
   float* tau;     // a row's threshold: keys must be below it to enter
@@ -209,13 +167,13 @@ __device__ void keep_best(const Shared& sh, int k, int rows_valid) {
     const int c = sh.count[r], kp = sh.kept[r];
     if (c == kp) continue;
     uint64_t* v = sh.buf + r * kBuf;
-    warp_sort(v + kp, c - kp, lane);
+    bitonic::warp_sort_padded(v + kp, c - kp, lane);
     const int keep = min(c, k);
     uint64_t out[kKeepPerLane];
 #pragma unroll
     for (int u = 0; u < kKeepPerLane; ++u) {
       const int j = lane + 32 * u;
-      if (j < keep) out[u] = merged_at(v, kp, v + kp, c - kp, j);
+      if (j < keep) out[u] = bitonic::merged_at(v, kp, v + kp, c - kp, j);
     }
     __syncwarp();
 #pragma unroll
@@ -225,7 +183,7 @@ __device__ void keep_best(const Shared& sh, int k, int rows_valid) {
     if (lane == 0) {
       sh.count[r] = keep;
       sh.kept[r] = keep;
-      sh.tau[r] = keep == k ? from_ordered(static_cast<uint32_t>(v[k - 1] >> 32)) : INFINITY;
+      sh.tau[r] = keep == k ? key_from_ordered(composite_ordered(v[k - 1], kColumnBits)) : INFINITY;
     }
   }
   __syncthreads();
@@ -392,7 +350,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_kernel(const KernelArgs a) 
         if (key[mt][nb][2 * h + j] < tau[mt][h]) {
           const uint32_t col = col0 + nb * 8 + 2 * t4 + j;
           const int pos = atomicAdd(sh.count + row, 1);
-          if (pos < kBuf) sh.buf[row * kBuf + pos] = (uint64_t(ordered_bits(K::to_float(key[mt][nb][2 * h + j]))) << 32) | col;
+          if (pos < kBuf) sh.buf[row * kBuf + pos] = composite_key(ordered_key_of_normal(K::to_float(key[mt][nb][2 * h + j])), col, kColumnBits);
           else *sh.flag = 1;
         }
   };
@@ -475,8 +433,8 @@ __global__ void __launch_bounds__(kThreads, 1) fused_kernel(const KernelArgs a) 
     float* keys = a.out_keys + int64_t(m0 + r) * a.out_stride + int64_t(blockIdx.y) * a.k;
     int64_t* labels = a.out_labels + int64_t(m0 + r) * a.out_stride + int64_t(blockIdx.y) * a.k;
     for (int j = lane; j < a.k; j += 32) {
-      keys[j] = j < kept ? from_ordered(static_cast<uint32_t>(v[j] >> 32)) : INFINITY;
-      labels[j] = j < kept ? a.label_offset + b_begin + static_cast<int64_t>(v[j] & 0xFFFFFFFFu) : -1;
+      keys[j] = j < kept ? key_from_ordered(composite_ordered(v[j], kColumnBits)) : INFINITY;
+      labels[j] = j < kept ? a.label_offset + b_begin + composite_column(v[j], kColumnBits) : -1;
     }
   }
 }
