@@ -16,7 +16,7 @@ if(GKNN_HAS_MPI)
                          ENVIRONMENT "${GKNN_MPI_TEST_ENV}" WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
   endforeach()
   if(GKNN_HAS_CUDA)  # ranks sharing CUDA device 0; exits 77 (skipped) without a device
-    foreach(ranks 1 2 3)
+    foreach(ranks 1 2 3 4)
       add_test(NAME gpu_mpi_search_np${ranks}
                COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${ranks} ${MPIEXEC_PREFLAGS}
                        $<TARGET_FILE:mpi_search_test> --cuda ${MPIEXEC_POSTFLAGS})

@@ -8,10 +8,13 @@
 //   mpirun -n P gknn_scale_bench ... : P ranks, one device each (host rank % visible devices)
 //
 // Model (sharded, P parts of N/P rows each): T_P = T_shard(N/P) + T_merge(P) + T_comm(P), where T_shard is
-// measured (one shard's search of all Q queries, its uploads and result download included), T_merge is the
-// measured host k-way merge of P lists of Q x k, and T_comm the MPI traffic over a link of --link-gbps
-// (queries broadcast, (P-1) Q k (4+8) bytes gathered); T_comm = 0 for P devices of one process, whose
-// downloads are part of T_shard. Replicated: T_P = T(Q/P queries on N rows). Efficiency = T_1 / (P T_P).
+// measured as a ShardedIndex's device runs it (one shard's search of all Q queries in key form, query upload and
+// result download included), T_merge is the measured host side after the shards (the k-way merge of P lists of
+// Q x k into the first one, then the in-place finalisation), and T_comm the MPI traffic over a link of
+// --link-gbps (queries broadcast, (P-1) Q k (4+8) bytes gathered); T_comm = 0 for P devices of one process,
+// whose downloads are part of T_shard. Replicated: T_P = T(Q/P queries on N rows). Efficiency = T_1 / (P T_P),
+// T_1 = Index::search on the whole base. Each search has the device to itself (as on P devices); the stage costs
+// (SearchStats) of every search go to a second table.
 // Data: uniform uint8 values (float32 with --float), a hash of (row, column): a rank makes only its rows.
 #include <algorithm>
 #include <chrono>
@@ -20,6 +23,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -28,7 +33,9 @@
 #include "gknn/info.hpp"
 #include "gknn/search.hpp"
 #include "gknn/sharded_index.hpp"
+#include "core/finalize.hpp"
 #include "shard/merge.hpp"
+#include "shard/sharded_keys.hpp"
 #ifdef GKNN_HAS_MPI
 #include "gknn/mpi.hpp"
 #endif
@@ -137,15 +144,27 @@ bool identical(const Result& a, const Result& b) {
          std::memcmp(a.distances.data(), b.distances.data(), a.distances.size() * sizeof(float)) == 0;
 }
 
-/// Host k-way merge of P lists of Q x k (the shard result with shifted indices), median ms.
-double merge_ms(const Result& shard, int64_t parts, int reps) {
-  std::vector<std::vector<int64_t>> indices(size_t(parts), shard.indices);
+/// The host side after the shards, as ShardedIndex::search runs it: the k-way merge of P lists of Q x k (the shard's
+/// lists with shifted indices) into the first list's storage, then the in-place finalisation. Median ms.
+double merge_ms(const Result& shard, int64_t parts, int64_t k, int reps) {
+  std::vector<std::vector<int64_t>> indices(size_t(parts), std::vector<int64_t>(shard.indices.begin(), shard.indices.end()));
   std::vector<detail::KeyListsView> views;
   for (int64_t p = 0; p < parts; ++p) {
     for (int64_t& i : indices[size_t(p)]) i += p * (1 << 30);
     views.push_back({shard.distances.data(), indices[size_t(p)].data(), shard.rows, shard.k});
   }
-  return median_ms(reps, [&] { return detail::merge_key_lists(views, shard.rows, shard.k); });
+  std::vector<double> t;
+  for (int r = 0; r <= reps; ++r) {  // the first one warms up
+    Result out = shard;                // the first part's lists, which the merge overwrites
+    views[0] = detail::lists_of(out);
+    const double start = now_ms();
+    detail::merge_key_lists_into(views, shard.rows, shard.k, 0, out.distances.data(), out.indices.data());
+    const Result done = detail::finalize(std::move(out), Metric::SquaredL2, 2.0, k);
+    (void)done;
+    if (r > 0) t.push_back(now_ms() - start);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
 }
 
 struct Row {
@@ -155,7 +174,40 @@ struct Row {
   std::string note;
 };
 
-void write(const Args& a, const std::vector<Row>& rows, const std::string& device) {
+/// The phases of one search (SearchStats of a call after the timed ones): where a shard's time goes.
+struct StageRow {
+  std::string search;  // whole base, shard N/P, Q/P queries
+  int64_t rows, queries, k;
+  double wall_ms;
+  SearchStats s;
+};
+
+void write_stages(std::ostream& md, const std::vector<StageRow>& stages) {
+  if (stages.empty()) return;
+  md << "\n## Stage costs of one search (device 0; the phases of one call after the timed ones)\n\n"
+     << "wall: the median of the timed calls. check, setup: host work before the device span; device: first upload "
+        "to last download (events); after: wall - check - setup - device (the host after the device span). tiles: "
+        "query x base tiles.\n\n"
+     << "| search | rows | queries | k | wall ms | check | setup | upload | distance | select | tile merge | "
+        "finalize | download | device | after | tiles |\n"
+     << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n";
+  char line[512];
+  for (const StageRow& r : stages) {
+    const SearchStats& s = r.s;
+    std::snprintf(line, sizeof line,
+                  "| %s | %lld | %lld | %lld | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | "
+                  "%.2f | %lld x %lld |\n",
+                  r.search.c_str(), (long long)r.rows, (long long)r.queries, (long long)r.k, r.wall_ms, s.check_ms,
+                  s.setup_ms, s.upload_ms, s.distance_ms, s.select_ms, s.merge_ms, s.finalize_ms, s.download_ms,
+                  s.device_ms, s.total_ms - s.check_ms - s.setup_ms - s.device_ms, (long long)s.query_tiles,
+                  (long long)s.base_tiles);
+    md << line;
+    std::fputs(line, stdout);
+  }
+}
+
+void write(const Args& a, const std::vector<Row>& rows, const std::vector<StageRow>& stages,
+           const std::string& device) {
   std::ofstream csv(a.csv);
   csv << "mode,k,parts,t1_ms,part_ms,merge_ms,comm_ms,total_ms,efficiency,note\n";
   for (const Row& r : rows)
@@ -176,6 +228,7 @@ void write(const Args& a, const std::vector<Row>& rows, const std::string& devic
     md << line;
     std::fputs(line, stdout);
   }
+  write_stages(md, stages);
 }
 
 /// An Index (CUDA device 0 or the CPU: pick the device with CUDA_VISIBLE_DEVICES) of rows [first, first+count).
@@ -186,30 +239,76 @@ Index make_index(const Args& a, int64_t first, int64_t count) {
   return index;
 }
 
-/// The stage costs on one device and the model for every P (issue 17).
-void model(const Args& a, const std::vector<float>& queries, std::vector<Row>& out) {
+/// Median wall time of a search of `index` (stats off), then one more call whose phases go into `stages`.
+double timed_search(const Args& a, const Index& index, FloatView q, int64_t k, const std::string& what,
+                    std::vector<StageRow>& stages, Result* last = nullptr) {
+  SearchParams p = params_of(a, k, 0);
+  const double ms = median_ms(a.reps, [&] { return index.search(q, p); }, last);
+  SearchStats stats;
+  p.stats = &stats;
+  index.search(q, p);
+  stages.push_back({what, index.size(), q.rows, k, ms, stats});
+  return ms;
+}
+
+/// One shard's part of a sharded search, as each device of a ShardedIndex runs it: the search in key form with
+/// global indices (ShardedAccess::search_keys of a one-shard index; the host merge and finalisation are merge_ms).
+double timed_shard(const Args& a, const ShardedIndex& shard, FloatView q, int64_t k, const std::string& what,
+                   std::vector<StageRow>& stages, Result* last) {
+  const SearchParams checked = detail::ShardedAccess::checked_params(shard, params_of(a, k, 0));
+  const double ms = median_ms(a.reps, [&] { return detail::ShardedAccess::search_keys(shard, q, checked); }, last);
+  SearchStats stats;
+  SearchParams with_stats = checked;
+  with_stats.stats = &stats;
+  const double start = now_ms();
+  detail::ShardedAccess::search_keys(shard, q, with_stats);
+  stats.total_ms = now_ms() - start;
+  stages.push_back({what, shard.size(), q.rows, k, ms, stats});
+  return ms;
+}
+
+/// The stage costs on one device and the model for every P (issue 17). Every search has the device to itself,
+/// as each of P devices would: an Index keeps its tile buffers (sized from the free memory) between searches, so
+/// the whole base's index is dropped before the shards are made, and each shard's before the next one.
+void model(const Args& a, const std::vector<float>& queries, std::vector<Row>& out, std::vector<StageRow>& stages) {
   const FloatView q{queries.data(), a.queries, a.dim, 0};
-  const Index full = make_index(a, 0, a.rows);
-  for (int64_t k : a.ks) {
-    Result single;
-    const double t1 = median_ms(a.reps, [&] { return full.search(q, params_of(a, k, 0)); }, &single);
-    std::printf("k=%lld: one device %.1f ms\n", (long long)k, t1);
-    for (int64_t parts : a.parts) {
-      const Index shard = make_index(a, 0, a.rows / parts);
-      Result part;
-      const double ts = median_ms(a.reps, [&] { return shard.search(q, params_of(a, k, 0)); }, &part);
-      const double tm = merge_ms(part, parts, a.reps);
-      const double gb = 1e-9 * double(a.queries) * double(std::min(k, a.rows / parts)) * 12.0 * double(parts - 1) +
-                        1e-9 * double(a.queries * a.dim) * 4.0 * std::ceil(std::log2(double(parts)));
-      const double tc = 1e3 * gb / a.link_gbps;
-      out.push_back({"sharded model, one process", k, parts, t1, ts, tm, 0, ts + tm, t1 / (parts * (ts + tm)), ""});
-      out.push_back({"sharded model, MPI hosts", k, parts, t1, ts, tm, tc, ts + tm + tc,
-                     t1 / (parts * (ts + tm + tc)), ""});
-      const FloatView qp{queries.data(), a.queries / parts, a.dim, 0};
-      const double tr = median_ms(a.reps, [&] { return full.search(qp, params_of(a, k, 0)); });
-      out.push_back({"replicated model", k, parts, t1, tr, 0, 0, tr, t1 / (parts * tr), ""});
+  std::map<int64_t, double> t1;                              // k -> whole base, all queries
+  std::map<std::pair<int64_t, int64_t>, double> tr, ts, tm;  // (k, P) -> replicated part, shard, merge + finalise
+  {
+    const Index full = make_index(a, 0, a.rows);
+    for (int64_t k : a.ks) {
+      t1[k] = timed_search(a, full, q, k, "whole base (Index)", stages);
+      std::printf("k=%lld: one device %.1f ms\n", (long long)k, t1[k]);
+      for (int64_t parts : a.parts) {
+        const FloatView qp{queries.data(), a.queries / parts, a.dim, 0};
+        tr[{k, parts}] = timed_search(a, full, qp, k, "Q/" + std::to_string(parts) + " queries (Index)", stages);
+      }
     }
   }
+  for (int64_t parts : a.parts) {
+    ShardedIndex shard(a.dim, {ShardDevice{a.backend, 0}});
+    {
+      const std::vector<float> rows = make_rows(0, a.rows / parts, a.dim, 1, a.float_data);
+      shard.add(FloatView{rows.data(), a.rows / parts, a.dim, 0});
+    }
+    for (int64_t k : a.ks) {
+      Result part;
+      ts[{k, parts}] = timed_shard(a, shard, q, k, "shard N/" + std::to_string(parts) + " (keys)", stages, &part);
+      tm[{k, parts}] = merge_ms(part, parts, k, a.reps);
+    }
+  }
+  for (int64_t k : a.ks)
+    for (int64_t parts : a.parts) {
+      const double s = ts[{k, parts}], m = tm[{k, parts}], r = tr[{k, parts}];
+      const double gb = 1e-9 * double(a.queries) * double(std::min(k, a.rows / parts)) * 12.0 * double(parts - 1) +
+                        1e-9 * double(a.queries * a.dim) * 4.0 * std::ceil(std::log2(double(parts)));
+      const double c = 1e3 * gb / a.link_gbps;
+      out.push_back({"sharded model, one process", k, parts, t1[k], s, m, 0, s + m, t1[k] / (parts * (s + m)), ""});
+      out.push_back({"sharded model, MPI hosts", k, parts, t1[k], s, m, c, s + m + c,
+                     t1[k] / (parts * (s + m + c)), ""});
+      out.push_back({"replicated model", k, parts, t1[k], r, 0, 0, r, t1[k] / (parts * r), ""});
+    }
+  std::stable_sort(stages.begin(), stages.end(), [](const StageRow& x, const StageRow& y) { return x.k < y.k; });
 }
 
 /// The real run on --devices in one process: sharded or replicated ShardedIndex against device list[0].
@@ -302,6 +401,7 @@ int main(int argc, char** argv) {
     const Args a = parse(argc, argv);
     const std::vector<float> queries = make_rows(0, a.queries, a.dim, 2, a.float_data);
     std::vector<Row> rows;
+    std::vector<StageRow> stages;
     bool output = true;
 #ifdef GKNN_HAS_MPI
     if (under_mpi) {
@@ -312,8 +412,8 @@ int main(int argc, char** argv) {
     }
 #endif
     if (!under_mpi && !a.devices.empty()) devices_run(a, queries, rows);
-    else if (!under_mpi) model(a, queries, rows);
-    if (output) write(a, rows, device_name(a));
+    else if (!under_mpi) model(a, queries, rows, stages);
+    if (output) write(a, rows, stages, device_name(a));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gknn_scale_bench: %s\n", e.what());
     status = 1;

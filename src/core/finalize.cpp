@@ -173,8 +173,10 @@ KeyResult search_keys(const ResidentStore& store, FloatView queries, const Searc
   OutputSpec spec;
   spec.metric = Metric::SquaredL2;
   spec.k = key_params.k;
+  // Populated as Index::search's results are: a shard's lists (q x k, 12 MB at 10k x 100) are made on the CUDA
+  // writer's helper thread while the device computes, so their page faults stay off the copy-out (issue 17).
   spec.destination = [&keys, &queries, &key_params] {
-    keys = allocate_result(queries.rows, key_params.k);
+    keys = allocate_result_populated(queries.rows, key_params.k);
     return view_of(keys);
   };
   if (queries.rows > 0) store.search_into(queries, key_params, query_stats, spec);

@@ -88,6 +88,12 @@ void merge_key_lists_into(const std::vector<KeyListsView>& parts, int64_t rows, 
   }
   GKNN_EXPECT(k >= 0 && k <= available, ErrorCode::Internal, "merge_key_lists: k = ", k, " but the parts hold ",
               available, " entries per row");
+  // One part with entries (one shard, one MPI rank, the others empty) already is the merge: its first k entries.
+  // Into its own storage (the callers' merge into the first part) that is nothing to do: no pass over q x k.
+  const auto filled = std::find_if(parts.begin(), parts.end(), [](const KeyListsView& part) { return part.k > 0; });
+  if (k == 0 || (filled != parts.end() && filled->k == available && filled->k == k && filled->keys == out_keys &&
+                 filled->indices == out_indices))
+    return;
   constexpr int64_t kRowsPerItem = 64;          // amortises the scheduling of one OpenMP item
   constexpr int64_t kEntriesPerThread = 1 << 16;  // below this a thread costs more to wake than it saves
   const int64_t items = (rows + kRowsPerItem - 1) / kRowsPerItem;
