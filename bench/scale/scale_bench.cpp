@@ -4,7 +4,7 @@
 //
 //   gknn_scale_bench [--rows N] [--dim D] [--queries Q] [--k 10,100,1000] [--float] [--backend B]
 //                    [--distance NAME] [--parts 2,4,8] [--link-gbps G] [--reps R]
-//                    [--devices 0,1 [--replicate]] [--csv FILE] [--md FILE]
+//                    [--devices 0,1 [--replicate]] [--crowded] [--csv FILE] [--md FILE]
 //   mpirun -n P gknn_scale_bench ... : P ranks, one device each (host rank % visible devices)
 //
 // Model (sharded, P parts of N/P rows each): T_P = T_shard(N/P) + T_merge(P) + T_comm(P), where T_shard is
@@ -55,6 +55,7 @@ struct Args {
   int reps = 3;
   std::string devices;  // real one-process run
   bool replicate = false;
+  bool crowded = false;  // also a shard searched beside the whole base's index (how the model measured until 2026-11-24)
   std::string csv = "bench/results/scale.csv", md = "bench/results/scale.md";
 };
 
@@ -89,6 +90,7 @@ Args parse(int argc, char** argv) {
     else if (opt == "--reps") a.reps = int(parse_list(value())[0]);
     else if (opt == "--devices") a.devices = value();
     else if (opt == "--replicate") a.replicate = true;
+    else if (opt == "--crowded") a.crowded = true;
     else if (opt == "--csv") a.csv = value();
     else if (opt == "--md") a.md = value();
     else throw Error(ErrorCode::InvalidArgument, "unknown option " + opt + " (see the comment at the top of "
@@ -145,8 +147,15 @@ bool identical(const Result& a, const Result& b) {
 }
 
 /// The host side after the shards, as ShardedIndex::search runs it: the k-way merge of P lists of Q x k (the shard's
-/// lists with shifted indices) into the first list's storage, then the in-place finalisation. Median ms.
-double merge_ms(const Result& shard, int64_t parts, int64_t k, int reps) {
+/// lists with shifted indices) into the first list's storage, then the in-place finalisation. Median, min and max
+/// ms of `reps` calls after one warm-up (the spread says how much the host's noise weighs in the model).
+struct HostSide {
+  int64_t k, parts;
+  int reps;
+  double median_ms, min_ms, max_ms;
+};
+
+HostSide host_side(const Result& shard, int64_t parts, int64_t k, int reps) {
   std::vector<std::vector<int64_t>> indices(size_t(parts), std::vector<int64_t>(shard.indices.begin(), shard.indices.end()));
   std::vector<detail::KeyListsView> views;
   for (int64_t p = 0; p < parts; ++p) {
@@ -164,7 +173,20 @@ double merge_ms(const Result& shard, int64_t parts, int64_t k, int reps) {
     if (r > 0) t.push_back(now_ms() - start);
   }
   std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return {k, parts, reps, t[t.size() / 2], t.front(), t.back()};
+}
+
+void write_host_side(std::ostream& md, const std::vector<HostSide>& rows) {
+  if (rows.empty()) return;
+  md << "\n## Host merge + finalisation after the shards (ms)\n\n| k | P | calls | median | min | max |\n"
+     << "|---:|---:|---:|---:|---:|---:|\n";
+  char line[256];
+  for (const HostSide& h : rows) {
+    std::snprintf(line, sizeof line, "| %lld | %lld | %d | %.2f | %.2f | %.2f |\n", (long long)h.k,
+                  (long long)h.parts, h.reps, h.median_ms, h.min_ms, h.max_ms);
+    md << line;
+    std::fputs(line, stdout);
+  }
 }
 
 struct Row {
@@ -207,7 +229,7 @@ void write_stages(std::ostream& md, const std::vector<StageRow>& stages) {
 }
 
 void write(const Args& a, const std::vector<Row>& rows, const std::vector<StageRow>& stages,
-           const std::string& device) {
+           const std::vector<HostSide>& host, const std::string& device) {
   std::ofstream csv(a.csv);
   csv << "mode,k,parts,t1_ms,part_ms,merge_ms,comm_ms,total_ms,efficiency,note\n";
   for (const Row& r : rows)
@@ -229,6 +251,7 @@ void write(const Args& a, const std::vector<Row>& rows, const std::vector<StageR
     std::fputs(line, stdout);
   }
   write_stages(md, stages);
+  write_host_side(md, host);
 }
 
 /// An Index (CUDA device 0 or the CPU: pick the device with CUDA_VISIBLE_DEVICES) of rows [first, first+count).
@@ -252,7 +275,7 @@ double timed_search(const Args& a, const Index& index, FloatView q, int64_t k, c
 }
 
 /// One shard's part of a sharded search, as each device of a ShardedIndex runs it: the search in key form with
-/// global indices (ShardedAccess::search_keys of a one-shard index; the host merge and finalisation are merge_ms).
+/// global indices (ShardedAccess::search_keys of a one-shard index; the host merge and finalisation are host_side).
 double timed_shard(const Args& a, const ShardedIndex& shard, FloatView q, int64_t k, const std::string& what,
                    std::vector<StageRow>& stages, Result* last) {
   const SearchParams checked = detail::ShardedAccess::checked_params(shard, params_of(a, k, 0));
@@ -270,7 +293,8 @@ double timed_shard(const Args& a, const ShardedIndex& shard, FloatView q, int64_
 /// The stage costs on one device and the model for every P (issue 17). Every search has the device to itself,
 /// as each of P devices would: an Index keeps its tile buffers (sized from the free memory) between searches, so
 /// the whole base's index is dropped before the shards are made, and each shard's before the next one.
-void model(const Args& a, const std::vector<float>& queries, std::vector<Row>& out, std::vector<StageRow>& stages) {
+void model(const Args& a, const std::vector<float>& queries, std::vector<Row>& out, std::vector<StageRow>& stages,
+           std::vector<HostSide>& host) {
   const FloatView q{queries.data(), a.queries, a.dim, 0};
   std::map<int64_t, double> t1;                              // k -> whole base, all queries
   std::map<std::pair<int64_t, int64_t>, double> tr, ts, tm;  // (k, P) -> replicated part, shard, merge + finalise
@@ -284,6 +308,15 @@ void model(const Args& a, const std::vector<float>& queries, std::vector<Row>& o
         tr[{k, parts}] = timed_search(a, full, qp, k, "Q/" + std::to_string(parts) + " queries (Index)", stages);
       }
     }
+    if (a.crowded && !a.parts.empty()) {  // stage rows only: the device's memory is not this shard's alone
+      const int64_t parts = a.parts[0];
+      ShardedIndex shard(a.dim, {ShardDevice{a.backend, 0}});
+      const std::vector<float> rows = make_rows(0, a.rows / parts, a.dim, 1, a.float_data);
+      shard.add(FloatView{rows.data(), a.rows / parts, a.dim, 0});
+      for (int64_t k : a.ks)
+        timed_shard(a, shard, q, k, "shard N/" + std::to_string(parts) + " beside the whole base's index", stages,
+                    nullptr);
+    }
   }
   for (int64_t parts : a.parts) {
     ShardedIndex shard(a.dim, {ShardDevice{a.backend, 0}});
@@ -294,7 +327,8 @@ void model(const Args& a, const std::vector<float>& queries, std::vector<Row>& o
     for (int64_t k : a.ks) {
       Result part;
       ts[{k, parts}] = timed_shard(a, shard, q, k, "shard N/" + std::to_string(parts) + " (keys)", stages, &part);
-      tm[{k, parts}] = merge_ms(part, parts, k, a.reps);
+      host.push_back(host_side(part, parts, k, std::max(a.reps, 9)));
+      tm[{k, parts}] = host.back().median_ms;
     }
   }
   for (int64_t k : a.ks)
@@ -309,6 +343,7 @@ void model(const Args& a, const std::vector<float>& queries, std::vector<Row>& o
       out.push_back({"replicated model", k, parts, t1[k], r, 0, 0, r, t1[k] / (parts * r), ""});
     }
   std::stable_sort(stages.begin(), stages.end(), [](const StageRow& x, const StageRow& y) { return x.k < y.k; });
+  std::stable_sort(host.begin(), host.end(), [](const HostSide& x, const HostSide& y) { return x.k < y.k; });
 }
 
 /// The real run on --devices in one process: sharded or replicated ShardedIndex against device list[0].
@@ -402,6 +437,7 @@ int main(int argc, char** argv) {
     const std::vector<float> queries = make_rows(0, a.queries, a.dim, 2, a.float_data);
     std::vector<Row> rows;
     std::vector<StageRow> stages;
+    std::vector<HostSide> host;
     bool output = true;
 #ifdef GKNN_HAS_MPI
     if (under_mpi) {
@@ -412,8 +448,8 @@ int main(int argc, char** argv) {
     }
 #endif
     if (!under_mpi && !a.devices.empty()) devices_run(a, queries, rows);
-    else if (!under_mpi) model(a, queries, rows, stages);
-    if (output) write(a, rows, stages, device_name(a));
+    else if (!under_mpi) model(a, queries, rows, stages, host);
+    if (output) write(a, rows, stages, host, device_name(a));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gknn_scale_bench: %s\n", e.what());
     status = 1;
