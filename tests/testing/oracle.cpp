@@ -14,15 +14,26 @@ namespace {
 
 double worst(Metric m) { return is_similarity(m) ? -INFINITY : INFINITY; }
 
-/// Magnitude of the values a query can produce: float rounding errors scale with it (GEMM cancellation).
-double query_scale(FloatView base, const float* q, Metric metric, double p) {
+/// The metric whose magnitude bounds a metric's values: similarities are scaled by the norms (the value against
+/// the zero row would be 0): |q.x| <= |q| |x|.
+Metric norm_metric(Metric metric) { return is_similarity(metric) ? Metric::SquaredL2 : metric; }
+
+/// Magnitude of a row: its value against the zero row in norm_metric.
+double magnitude(FloatView base, const float* row, Metric metric, double p) {
   const std::vector<float> zero(static_cast<size_t>(base.cols), 0.f);
-  // Similarities are scaled by the norms (the value against the zero row would be 0): |q.x| <= |q| |x|.
-  const Metric norm_metric = is_similarity(metric) ? Metric::SquaredL2 : metric;
-  double qn = std::fabs(exact_value(norm_metric, p, q, zero.data(), base.cols));
+  return std::fabs(exact_value(norm_metric(metric), p, row, zero.data(), base.cols));
+}
+
+/// The largest magnitude of a base row: the same for every query, so computed once per oracle.
+double base_magnitude(FloatView base, Metric metric, double p) {
   double xn = 0;
-  for (int64_t i = 0; i < base.rows; ++i)
-    xn = std::max(xn, std::fabs(exact_value(norm_metric, p, base.row(i), zero.data(), base.cols)));
+  for (int64_t i = 0; i < base.rows; ++i) xn = std::max(xn, magnitude(base, base.row(i), metric, p));
+  return xn;
+}
+
+/// Magnitude of the values a query can produce: float rounding errors scale with it (GEMM cancellation).
+double query_scale(FloatView base, double base_mag, const float* q, Metric metric, double p) {
+  const double qn = magnitude(base, q, metric, p), xn = base_mag;
   if (metric == Metric::InnerProduct) return 1.0 + std::sqrt(qn * xn) * 4;  // |-x.x| = |x|^2 for the zero row
   if (metric == Metric::Cosine) return 1.0;
   return 1.0 + 2 * (qn + xn);
@@ -79,8 +90,9 @@ std::string check_search(const Result& got, FloatView base, FloatView queries, c
   const std::vector<OracleRow> computed = precomputed ? std::vector<OracleRow>{} : oracle(base, queries, params.metric, params.p);
   const std::vector<OracleRow>& truth = precomputed ? *precomputed : computed;
   const bool sim = is_similarity(params.metric);
+  const double base_mag = base_magnitude(base, params.metric, params.p);
   for (int64_t qi = 0; qi < queries.rows; ++qi) {
-    const double tol = options.tolerance * query_scale(base, queries.row(qi), params.metric, params.p);
+    const double tol = options.tolerance * query_scale(base, base_mag, queries.row(qi), params.metric, params.p);
     std::set<int64_t> seen;
     for (int64_t j = 0; j < k; ++j) {
       const int64_t idx = got.index(qi, j);
