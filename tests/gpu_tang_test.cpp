@@ -3,7 +3,10 @@
 // search suites cover every combination on their adversarial rows; this adds what is specific to the queues:
 // m and G variations, k at the compile-time bucket edges, rows that are a multiple of no G^levels, row counts
 // that leave idle lanes in the last warp, strided rows, label offsets, explicit labels, and the workspace.
+#include <algorithm>
 #include <cmath>
+#include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -14,6 +17,7 @@
 #include "cuda/select/select.cuh"
 #include "cuda/select/tang/layout.hpp"
 #include "testing/oracle.hpp"
+#include "testing/sanitize.hpp"
 
 namespace gknn::testing {
 namespace {
@@ -27,10 +31,11 @@ struct HostRows {
   int64_t rows, cols, stride;
   std::vector<float> values;     ///< rows x stride (columns past cols are poison: must never be read)
   std::vector<int64_t> labels;   ///< empty or rows x stride
+  SelectExpectation expected;    ///< every row sorted (ascending): computed once, checked against every k and queue
 };
 
 HostRows make_rows(int64_t rows, int64_t cols, int64_t stride, uint64_t seed, bool ties, bool labels) {
-  HostRows h{rows, cols, stride, std::vector<float>(size_t(rows * stride), -1e30f), {}};
+  HostRows h{rows, cols, stride, std::vector<float>(size_t(rows * stride), -1e30f), {}, {}};
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> u(0.f, 1.f);
   std::uniform_int_distribution<int> small(0, 9);
@@ -40,6 +45,8 @@ HostRows make_rows(int64_t rows, int64_t cols, int64_t stride, uint64_t seed, bo
     h.labels.resize(h.values.size());
     for (size_t i = 0; i < h.labels.size(); ++i) h.labels[i] = (int64_t(1) << 40) - int64_t(i) * 3;  // reversed: ties flip
   }
+  h.expected = expected_select(FloatView{h.values.data(), rows, cols, stride}, h.labels.empty() ? nullptr : h.labels.data(),
+                               Order::Ascending);
   return h;
 }
 
@@ -73,12 +80,6 @@ Result run_device(SelectAlgorithm algorithm, const TangOptions& tang, const Host
   return got;
 }
 
-std::string check(SelectAlgorithm algorithm, const TangOptions& tang, const HostRows& h, int64_t k) {
-  const Result got = run_device(algorithm, tang, h, k);
-  const FloatView view{h.values.data(), h.rows, h.cols, h.stride};
-  return check_select(got, view, h.labels.empty() ? nullptr : h.labels.data(), k, Order::Ascending);
-}
-
 std::string describe(SelectAlgorithm a, const TangOptions& t) {
   return select_name(a, t) + " m=" + std::to_string(t.m) + " G=" + std::to_string(t.group);
 }
@@ -93,9 +94,102 @@ TangOptions flags(int bits, int m = 8, int group = 4) {
   return t;
 }
 
+/// One selection of a batch, checked against its rows' expectation.
+struct Job {
+  SelectAlgorithm algorithm;
+  TangOptions tang;
+  const HostRows* rows;
+  int64_t k;
+  int64_t label_offset = 0;
+};
+
+std::string describe(const Job& j) {
+  return describe(j.algorithm, j.tang) + " k=" + std::to_string(j.k) + " rows=" + std::to_string(j.rows->rows) + "x" +
+         std::to_string(j.rows->cols) + (j.rows->labels.empty() ? "" : " labels") +
+         (j.label_offset ? " label_offset=" + std::to_string(j.label_offset) : "");
+}
+
+/// Runs the jobs on the device side by side and checks each; returns the first failure (named by its job), "" when
+/// all match. A Tang queue keeps one thread per row (or per hierarchy group) busy for up to k x cols dependent steps
+/// while the rest of the device idles, so one launch after the other made gpu_tang the longest GPU test (154 s);
+/// here up to kChunk launches run at once on 16 streams, each input uploaded once per chunk.
+std::string run_batch(const std::vector<Job>& jobs) {
+  constexpr size_t kChunk = 96;  // bounds the outputs and workspaces held at once
+  std::vector<detail::cuda::Stream> streams(16);
+  for (size_t first = 0; first < jobs.size(); first += kChunk) {
+    const size_t last = std::min(jobs.size(), first + kChunk);
+    struct Input {
+      DeviceBuffer<float> keys;
+      DeviceBuffer<int64_t> labels;
+    };
+    std::map<const HostRows*, Input> inputs;
+    struct Slot {
+      DeviceBuffer<float> keys;
+      DeviceBuffer<int64_t> labels;
+      detail::cuda::Workspace workspace;
+      std::string error;  ///< the launch's own error (e.g. refused options)
+    };
+    for (size_t i = first; i < last; ++i) {
+      const HostRows& h = *jobs[i].rows;
+      auto [it, fresh] = inputs.try_emplace(&h);
+      if (!fresh) continue;
+      it->second.keys.resize(h.values.size());
+      GKNN_CUDA_TRY(cudaMemcpy(it->second.keys.data(), h.values.data(), it->second.keys.bytes(),
+                               cudaMemcpyHostToDevice));
+      if (!h.labels.empty()) {
+        it->second.labels.resize(h.labels.size());
+        GKNN_CUDA_TRY(cudaMemcpy(it->second.labels.data(), h.labels.data(), it->second.labels.bytes(),
+                                 cudaMemcpyHostToDevice));
+      }
+    }
+    // A pageable cudaMemcpy may return before its DMA lands, and the non-blocking streams below do not wait for the
+    // legacy stream: the uploads complete before the first launch.
+    GKNN_CUDA_TRY(cudaDeviceSynchronize());
+    std::vector<std::unique_ptr<Slot>> slots;
+    for (size_t i = first; i < last; ++i) {
+      const Job& j = jobs[i];
+      const HostRows& h = *j.rows;
+      const auto it = inputs.find(&h);
+      auto slot = std::make_unique<Slot>();
+      slot->keys.resize(size_t(h.rows * j.k));
+      slot->labels.resize(size_t(h.rows * j.k));
+      const detail::cuda::SelectEntry* entry = detail::cuda::find_select(j.algorithm);
+      SelectOptions options;
+      options.tang = j.tang;
+      const detail::cuda::SelectContext ctx{options, slot->workspace, streams[i % streams.size()].get(), 0};
+      const detail::cuda::SelectInput in{it->second.keys.data(), h.labels.empty() ? nullptr : it->second.labels.data(),
+                                         h.stride, h.rows, h.cols, j.label_offset};
+      const detail::cuda::SelectOutput out{slot->keys.data(), slot->labels.data(), j.k};
+      try {
+        if (!entry) throw Error(ErrorCode::Unsupported, "no GPU entry for " + to_string(j.algorithm));
+        entry->run(in, j.k, out, ctx);
+      } catch (const std::exception& e) {
+        slot->error = e.what();
+      }
+      slots.push_back(std::move(slot));
+    }
+    GKNN_CUDA_TRY(cudaDeviceSynchronize());  // every launch of the chunk, before any buffer is read or freed
+    for (size_t i = first; i < last; ++i) {
+      const Job& j = jobs[i];
+      const Slot& slot = *slots[i - first];
+      if (!slot.error.empty()) return describe(j) + ": " + slot.error;
+      Result got{j.rows->rows, j.k, std::vector<float>(slot.keys.size()), std::vector<int64_t>(slot.labels.size())};
+      GKNN_CUDA_TRY(cudaMemcpy(got.distances.data(), slot.keys.data(), slot.keys.bytes(), cudaMemcpyDeviceToHost));
+      GKNN_CUDA_TRY(cudaMemcpy(got.indices.data(), slot.labels.data(), slot.labels.bytes(), cudaMemcpyDeviceToHost));
+      for (int64_t& l : got.indices) l -= j.label_offset;
+      const std::string failure = check_select(got, j.rows->expected, j.k);
+      if (!failure.empty()) return describe(j) + ": " + failure;
+    }
+  }
+  return "";
+}
+
 TEST(GpuTang, MergeLevelSizeAndGroupSize) {
-  const HostRows uniform = make_rows(37, 5003, 5003, 11, false, false);
-  const HostRows ties = make_rows(37, 5003, 5003, 12, true, true);
+  // Idle lanes in the last warp; several hierarchy levels for k = 100.
+  const int64_t rows = sized(37, 33), cols = sized(5003, 1501);
+  const HostRows uniform = make_rows(rows, cols, cols, 11, false, false);
+  const HostRows ties = make_rows(rows, cols, cols, 12, true, true);
+  std::vector<Job> jobs;
   for (SelectAlgorithm a : kQueues)
     for (int m : {1, 4, 8, 16, 64})
       for (int group : {2, 3, 4, 8})
@@ -103,51 +197,50 @@ TEST(GpuTang, MergeLevelSizeAndGroupSize) {
           for (int64_t k : {32, 100})
             for (const HostRows* h : {&uniform, &ties}) {
               if (a != SelectAlgorithm::MergeQueue && m != 8) continue;  // m is the merge queue's
-              const TangOptions t = flags(bits, m, group);
-              SCOPED_TRACE(describe(a, t) + " k=" + std::to_string(k) + (h == &ties ? " ties+labels" : " uniform"));
-              ASSERT_EQ("", check(a, t, *h, k));
+              jobs.push_back({a, flags(bits, m, group), h, k});
             }
+  EXPECT_EQ("", run_batch(jobs));
 }
 
 TEST(GpuTang, KAtBucketEdges) {
-  const HostRows h = make_rows(65, 3001, 3001, 21, false, false);
-  const HostRows ties = make_rows(33, 2047, 2047, 22, true, false);
+  // Sanitizer-sized: rows still longer than the largest k (1024) and a last warp with idle lanes.
+  const HostRows h = make_rows(sized(65, 33), sized(3001, 1101), sized(3001, 1101), 21, false, false);
+  const HostRows ties = make_rows(33, sized(2047, 1031), sized(2047, 1031), 22, true, false);
+  std::vector<Job> jobs;
   for (SelectAlgorithm a : kQueues)
     for (int bits = 0; bits < 8; ++bits)
       for (int64_t k : {1, 31, 32, 33, 127, 128, 129, 511, 512, 513, 1023, 1024})
-        for (const HostRows* rows : {&h, &ties}) {
-          const TangOptions t = flags(bits);
-          SCOPED_TRACE(describe(a, t) + " k=" + std::to_string(k) + " cols=" + std::to_string(rows->cols));
-          ASSERT_EQ("", check(a, t, *rows, k));
-        }
+        for (const HostRows* rows : {&h, &ties}) jobs.push_back({a, flags(bits), rows, k});
+  EXPECT_EQ("", run_batch(jobs));
 }
 
 TEST(GpuTang, RowsNotMultipleOfGroupPowers) {
-  for (int64_t cols : {1, 2, 33, 1023, 1025, 4097, 65537})
-    for (int group : {2, 3, 4, 8})
-      for (SelectAlgorithm a : kQueues) {
-        const HostRows h = make_rows(40, cols, cols, uint64_t(cols + group), cols % 3 == 0, cols % 2 == 0);
+  std::vector<std::unique_ptr<HostRows>> rows;
+  std::vector<Job> jobs;
+  const int64_t longest = sized(65537, 16385);  // 2^16 + 1 / 2^14 + 1: a multiple of no G^levels either way
+  for (int64_t cols : {int64_t(1), int64_t(2), int64_t(33), int64_t(1023), int64_t(1025), int64_t(4097), longest})
+    for (int group : {2, 3, 4, 8}) {
+      rows.push_back(std::make_unique<HostRows>(
+          make_rows(40, cols, cols, uint64_t(cols + group), cols % 3 == 0, cols % 2 == 0)));
+      for (SelectAlgorithm a : kQueues)
         for (int64_t k : {int64_t(1), std::min<int64_t>(cols, 32), std::min<int64_t>(cols, 1024)}) {
-          const TangOptions t = flags(7, 8, group);  // aligned + buffered + hp
-          SCOPED_TRACE(describe(a, t) + " k=" + std::to_string(k) + " cols=" + std::to_string(cols));
-          ASSERT_EQ("", check(a, t, h, k));
-          ASSERT_EQ("", check(a, flags(4, 8, group), h, k));
+          jobs.push_back({a, flags(7, 8, group), rows.back().get(), k});  // aligned + buffered + hp
+          jobs.push_back({a, flags(4, 8, group), rows.back().get(), k});  // hp
         }
-      }
+    }
+  EXPECT_EQ("", run_batch(jobs));
 }
 
 // Padded rows (stride > cols, poison past cols), many warps, and a label offset.
 TEST(GpuTang, StridedRowsAndLabelOffset) {
-  const HostRows h = make_rows(1000, 300, 317, 31, false, false);
+  const HostRows h = make_rows(sized(1000, 100), 300, 317, 31, false, false);
+  std::vector<Job> jobs;
   for (SelectAlgorithm a : kQueues)
     for (int bits = 0; bits < 8; ++bits) {
-      const TangOptions t = flags(bits);
-      SCOPED_TRACE(describe(a, t));
-      ASSERT_EQ("", check(a, t, h, 50));
-      const Result shifted = run_device(a, t, h, 50, int64_t(1) << 35);
-      const FloatView view{h.values.data(), h.rows, h.cols, h.stride};
-      ASSERT_EQ("", check_select(shifted, view, nullptr, 50, Order::Ascending));
+      jobs.push_back({a, flags(bits), &h, 50});
+      jobs.push_back({a, flags(bits), &h, 50, int64_t(1) << 35});
     }
+  EXPECT_EQ("", run_batch(jobs));
 }
 
 TEST(GpuTang, RejectsBadOptionsAndReportsWorkspace) {
