@@ -1,0 +1,58 @@
+"""The CUDA memory copies a piece of code makes, with their directions and byte counts.
+
+torch's profiler records GPU activity through CUPTI, which sees every copy of the process (gknn's own cudaMemcpy*
+calls from its threads included, not only torch's). Shared by tests/python/test_gpu.py and
+bench/gpu/python_search.py to show that a search of CUDA tensors moves nothing between host and device.
+"""
+import json
+import os
+import tempfile
+
+HOST_DEVICE = ("HtoD", "DtoH")
+
+
+class Trace:
+    """copies: [(direction, bytes)] with direction "HtoD", "DtoH", "DtoD", ... as CUPTI names it; kernels: the
+    number of kernel launches seen (a trace without them did not see the work, and proves nothing)."""
+
+    def __init__(self, copies, kernels):
+        self.copies, self.kernels = copies, kernels
+
+    def host_device_bytes(self):
+        return sum(b for direction, b in self.copies if direction in HOST_DEVICE)
+
+    def largest_host_device(self):
+        return max((b for direction, b in self.copies if direction in HOST_DEVICE), default=0)
+
+    def summary(self):
+        by_direction = {}
+        for direction, b in self.copies:
+            count, total = by_direction.get(direction, (0, 0))
+            by_direction[direction] = (count + 1, total + b)
+        parts = [f"{d}: {c} copies, {t} bytes" for d, (c, t) in sorted(by_direction.items())]
+        return f"{self.kernels} kernels; " + ("; ".join(parts) if parts else "no memcpy")
+
+
+def traced(torch, run):
+    """(run()'s result, Trace of what the CUDA devices did while it ran)."""
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        result = run()
+        torch.cuda.synchronize()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "trace.json")
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            trace = json.load(f)
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    copies, kernels = [], 0
+    for event in events:
+        category = event.get("cat", "")
+        if category == "gpu_memcpy":  # name e.g. "Memcpy HtoD (Pageable -> Device)"
+            size = event.get("args", {}).get("bytes")
+            if size is None:
+                raise RuntimeError(f"profiler memcpy event without a byte count: {event}")
+            copies.append((event["name"].split()[1], int(size)))
+        elif category == "kernel":
+            kernels += 1
+    return result, Trace(copies, kernels)
