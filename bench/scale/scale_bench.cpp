@@ -284,8 +284,8 @@ double timed_shard(const Args& a, const ShardedIndex& shard, FloatView q, int64_
   SearchParams with_stats = checked;
   with_stats.stats = &stats;
   const double start = now_ms();
-  detail::ShardedAccess::search_keys(shard, q, with_stats);
-  stats.total_ms = now_ms() - start;
+  const Result keys = detail::ShardedAccess::search_keys(shard, q, with_stats);
+  stats.total_ms = now_ms() - start;  // before `keys` is freed, as Index::search's own total_ms
   stages.push_back({what, shard.size(), q.rows, k, ms, stats});
   return ms;
 }
