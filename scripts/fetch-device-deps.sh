@@ -5,13 +5,14 @@
 # into build-device-deps/ (never into /) and hands that prefix to CMake. See docs/device-check.md.
 #
 # Only header-only packages belong here: nothing is installed, so a package with a shared library would build but
-# not load. Today: libnanoflann-dev (nanoflann.hpp, the join's CPU kd-tree; 184 kB).
+# not load. Today: libnanoflann-dev (nanoflann.hpp, the join's CPU kd-tree; 184 kB) and libdlpack-dev (dlpack.h:
+# the Python module's __dlpack__ route for CUDA tensors, which python_gpu_test's DLPack test needs).
 #
 #   scripts/fetch-device-deps.sh            # download what is missing from .device-deps/
 #   scripts/fetch-device-deps.sh --force    # download again
 set -euo pipefail
 
-packages=(libnanoflann-dev)
+packages=(libnanoflann-dev libdlpack-dev)
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=$root/.device-deps
