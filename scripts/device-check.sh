@@ -23,7 +23,8 @@
 # set-up step (scripts/install-deps.sh) as it comes, `make run JOBS=N`, then `make test JOBS=N`; the summary gives
 # both exit codes and the tails of their output. --readme-run and --readme-test do one command each (the second
 # reuses the copy and build of the first, so a session can split them into two calls).
-# --sanitize runs every GPU test binary under compute-sanitizer's four tools with sanitizer-sized inputs.
+# --sanitize runs every GPU test under compute-sanitizer's four tools with sanitizer-sized inputs
+# (scripts/sanitize-gpu-tests.sh).
 set -uo pipefail
 
 usage() {
@@ -45,11 +46,15 @@ usage: scripts/device-check.sh [options]
   --readme-run        only `make run` in a fresh clean copy
   --readme-test       only `make test`, in the copy of --readme-run when there is one
   --readme-dir DIR    where the clean copy goes (default /tmp/gknn-readme; replaced by --readme, --readme-run)
-  --sanitize          build (incremental) + every gpu-labelled test binary under compute-sanitizer memcheck
+  --sanitize          build (incremental) + every gpu-labelled test under compute-sanitizer memcheck
                       (--leak-check full), racecheck, synccheck and initcheck with GKNN_TEST_SANITIZE=1
-                      (sanitizer-sized inputs), the four tools side by side; one summary line per tool
+                      (sanitizer-sized inputs), the four tools side by side (scripts/sanitize-gpu-tests.sh);
+                      one summary line per tool; --filter applies
   --sanitize-tools L  tools of --sanitize (default memcheck,racecheck,synccheck,initcheck)
-  --sanitize-timeout S  limit per binary and tool in seconds (default 400)
+  --sanitize-timeout S  limit per job (one shard of a test under one tool) in seconds (default 400)
+  --sanitize-jobs N   jobs at a time (default 16)
+  --sanitize-deadline S  seconds for the whole sanitizer run (default 0: none); jobs that would start later than
+                      20 s before it are reported as not run
 EOF
 }
 
@@ -57,7 +62,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/device-out}
 build=$root/build-device
 do_build=1 do_tests=1 do_bench=1 do_cpu=1 do_torch=1 do_sanitize=0
-sanitize_tools="memcheck,racecheck,synccheck,initcheck" sanitize_timeout=400
+sanitize_tools="memcheck,racecheck,synccheck,initcheck" sanitize_timeout=400 sanitize_jobs=16 sanitize_deadline=0
 filter="" bench_filter="" configs="garcia,sift10k,sift1m" repeats=5 jobs=16 gpu_jobs=1
 readme_steps="" readme_dir=/tmp/gknn-readme
 while [[ $# -gt 0 ]]; do
@@ -81,6 +86,8 @@ while [[ $# -gt 0 ]]; do
     --sanitize) do_sanitize=1 do_tests=0 do_bench=0 ;;
     --sanitize-tools) sanitize_tools=$2; shift ;;
     --sanitize-timeout) sanitize_timeout=$2; shift ;;
+    --sanitize-jobs) sanitize_jobs=$2; shift ;;
+    --sanitize-deadline) sanitize_deadline=$2; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "device-check: unknown option $1" >&2; usage >&2; exit 2 ;;
   esac
@@ -226,48 +233,15 @@ if [[ $do_tests == 1 ]]; then
 fi
 
 # ---- 2b. compute-sanitizer over the GPU tests (--sanitize) ----------------------------------------------
-gpu_test_commands() {  # one line per gpu-labelled test: "name<TAB>command args..."
-  (cd "$build" && ctest -L '^gpu$' --show-only=json-v1) | python3 -c '
-import json, sys
-for t in json.load(sys.stdin).get("tests", []):
-    print(t["name"] + "\t" + " ".join(t["command"]))'
-}
-sanitize_one_tool() {  # tool -> runs every gpu test binary under it, writes $out/sanitize-<tool>.txt
-  local tool=$1 sanitizer=$2
-  local extra=()
-  [[ $tool == memcheck ]] && extra=(--leak-check full)
-  : >"$out/sanitize-$tool.txt"
-  while IFS=$'\t' read -r name cmd; do
-    local log="$out/sanitize-$tool-$name.log" t0=$SECONDS
-    # shellcheck disable=SC2086  # the ctest command line is split on purpose
-    (cd "$build/tests" && GKNN_TEST_SANITIZE=1 timeout "$sanitize_timeout" "$sanitizer" --tool "$tool" "${extra[@]}" \
-       --print-limit 50 $cmd) >"$log" 2>&1
-    local rc=$?
-    local errors
-    errors=$(grep -E 'ERROR SUMMARY: [0-9]+' "$log" | tail -n1 | sed -E 's/.*ERROR SUMMARY: ([0-9]+).*/\1/')
-    echo "$name rc=$rc errors=${errors:-?} seconds=$((SECONDS - t0))" >>"$out/sanitize-$tool.txt"
-  done < <(gpu_test_commands)
-}
+# scripts/sanitize-gpu-tests.sh: every gpu-labelled entry, GoogleTest binaries cut into shards, the (tool, shard)
+# jobs run --sanitize-jobs at a time; its one line per tool joins the summary.
 if [[ $do_sanitize == 1 ]]; then
-  sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  if [[ ! -x $sanitizer ]]; then
-    note "sanitize     FAILED: compute-sanitizer not found (PATH, /usr/local/cuda/bin)"
-    status=1
-  else
-    t0=$SECONDS
-    IFS=, read -r -a tools <<<"$sanitize_tools"
-    for tool in "${tools[@]}"; do sanitize_one_tool "$tool" "$sanitizer" & done
-    wait
-    for tool in "${tools[@]}"; do
-      f="$out/sanitize-$tool.txt"
-      binaries=$(wc -l <"$f")
-      errors=$(awk '{ split($3, e, "="); if (e[2] ~ /^[0-9]+$/) n += e[2] } END { print n + 0 }' "$f")
-      bad=$(awk '{ split($2, r, "="); split($3, e, "="); if (r[2] != 0 || e[2] !~ /^[0-9]+$/ || e[2] != 0) printf "%s(%s %s) ", $1, $2, $3 }' "$f")
-      note "sanitize     $tool: $errors errors over $binaries binaries${bad:+; not clean: $bad}(details: sanitize-$tool.txt)"
-      [[ -n $bad || $binaries == 0 ]] && status=1
-    done
-    note "sanitize     all tools side by side: $((SECONDS - t0)) s (GKNN_TEST_SANITIZE=1)"
-  fi
+  sanitize_args=(--build "$build" --out "$out" --tools "$sanitize_tools" --timeout "$sanitize_timeout"
+                 --jobs "$sanitize_jobs" --deadline "$sanitize_deadline")
+  [[ -n $filter ]] && sanitize_args+=(--filter "$filter")
+  "$root/scripts/sanitize-gpu-tests.sh" "${sanitize_args[@]}" >"$out/sanitize.log" 2>&1 || status=1
+  [[ -f $out/sanitize-summary.txt ]] && while IFS= read -r l; do summary+=("$l"); done <"$out/sanitize-summary.txt"
+  note "sanitize     details: sanitize-<tool>.txt (per test), sanitize-jobs.txt (per shard), sanitize-cases.txt"
 fi
 
 # ---- 3. benchmarks ----------------------------------------------------------------------------------------

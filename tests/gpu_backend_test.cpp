@@ -1,6 +1,8 @@
 // gpu_backend_test.cpp: the CUDA backend beyond the parameterised suites — tiling and exact tile merges at
 // every tile edge, the device-resident Index, garcia_texture's fallback, cuBLAS exactness (no TF32), stage
 // timing, and errors that must be gknn::Error rather than crashes. Label gpu: skipped without a device.
+// Sanitizer-sized run (GKNN_TEST_SANITIZE=1, testing/sanitize.hpp): the tile-edge test on a smaller base with
+// the same edges; the other tests are small already.
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -19,6 +21,7 @@
 #include "gknn/search.hpp"
 #include "testing/data.hpp"
 #include "testing/oracle.hpp"
+#include "testing/sanitize.hpp"
 
 namespace gknn::testing {
 namespace {
@@ -51,15 +54,20 @@ struct TileCase {
 
 // Query and base counts are multiples of no tile size; 301 = 3*100 + 1 and 301 = 300 + 1 leave a 1-row last
 // base tile; tiles of 1 row make every merge a merge with a 1-element list; k > base tile forces short lists.
+// Sanitized: 101 base rows and 11 queries with the same kinds of edges (101 = 100 + 1 = 2 * 50 + 1, a base tile
+// longer than the base, the whole base; 11 = 2 * 5 + 1 = 2 * 4 + 3 = 10 + 1 query rows): the 1 x 1 tiling alone
+// is 37 x 301 tile searches otherwise, several kernel launches each.
 const std::vector<TileCase> kTiles{{1, 1}, {5, 7}, {16, 100}, {37, 300}, {4, 1}, {36, 128}, {37, 301}};
+const std::vector<TileCase> kSanitizedTiles{{1, 1}, {5, 7}, {4, 100}, {11, 50}, {4, 1}, {10, 128}, {11, 101}};
 
 TEST(GpuTiling, StreamedBaseMatchesOracleAtEveryTileEdge) {
   HookGuard guard;
-  const HostMatrix<float> base = integer_matrix(301, 9, -3, 3, 1), queries = integer_matrix(37, 9, -3, 3, 2);
+  const int64_t nb = sized<int64_t>(301, 101), nq = sized<int64_t>(37, 11);
+  const HostMatrix<float> base = integer_matrix(nb, 9, -3, 3, 1), queries = integer_matrix(nq, 9, -3, 3, 2);
   for (Metric m : {Metric::SquaredL2, Metric::InnerProduct, Metric::L1}) {
     const auto truth = oracle(base.view(), queries.view(), m, 2.0);
-    for (const TileCase& t : kTiles)
-      for (int64_t k : {int64_t(1), int64_t(10), int64_t(50), int64_t(301)}) {
+    for (const TileCase& t : sanitize_mode() ? kSanitizedTiles : kTiles)
+      for (int64_t k : {int64_t(1), int64_t(10), int64_t(50), nb}) {
         SCOPED_TRACE(to_string(m) + " tiles " + std::to_string(t.query_rows) + "x" + std::to_string(t.base_rows) +
                      " k=" + std::to_string(k));
         detail::cuda::set_tile_override({t.query_rows, t.base_rows});  // forced base tile => streamed base

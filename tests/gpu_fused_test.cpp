@@ -2,7 +2,8 @@
 // to the float64 oracle on every operand type it picks (u8, s8, f16 for integers up to 2048), every row length
 // (32..256 bytes), query and base sizes off its 64 x 128 tiles, one split and many (the splits' lists combined
 // by a selection), ties (duplicates, all-equal rows), k = 1 .. 128, k beyond 128 (its two-stage path), and equal
-// to fp16_mma's two-stage result bit for bit. Label gpu.
+// to fp16_mma's two-stage result bit for bit. Label gpu. Sanitizer-sized run (GKNN_TEST_SANITIZE=1,
+// testing/sanitize.hpp): fewer base rows and queries, still off the tiles, with one split and many.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "gknn/search.hpp"
 #include "testing/data.hpp"
 #include "testing/oracle.hpp"
+#include "testing/sanitize.hpp"
 
 namespace gknn::testing {
 namespace {
@@ -41,24 +43,33 @@ HostMatrix<float> repeated_rows(int64_t rows, int64_t cols, int64_t distinct, in
 std::vector<FusedCase> cases() {
   std::vector<FusedCase> c;
   // u8 operands, 128-byte rows (SIFT-like), sizes off the tiles, a few splits.
-  c.push_back({"u8_d128", integer_matrix(5037, 128, 0, 255, 1), integer_matrix(131, 128, 0, 255, 2), {1, 16, 100, 128}});
-  // One query against a long base: hundreds of splits, then the selection over their lists.
-  c.push_back({"u8_single_query_many_splits", integer_matrix(200003, 32, 0, 255, 3), integer_matrix(1, 32, 0, 255, 4),
-               {1, 100}});
+  // (Sanitized: 1037 = 8 x 128 + 13 base rows, 67 = 64 + 3 queries.)
+  c.push_back({"u8_d128", integer_matrix(sized(5037, 1037), 128, 0, 255, 1),
+               integer_matrix(sized(131, 67), 128, 0, 255, 2), {1, 16, 100, 128}});
+  // One query against a long base: hundreds of splits (sanitized: about 20 of >= 1024 rows), then the selection
+  // over their lists.
+  c.push_back({"u8_single_query_many_splits", integer_matrix(sized(200003, 20011), 32, 0, 255, 3),
+               integer_matrix(1, 32, 0, 255, 4), {1, 100}});
   // s8 operands (signed values), 64-byte rows; 32-byte rows (d = 3, padded).
-  c.push_back({"s8_d40", integer_matrix(3001, 40, -100, 100, 5), integer_matrix(77, 40, -100, 100, 6), {7, 64}});
-  c.push_back({"s8_d3", integer_matrix(2500, 3, -5, 5, 7), integer_matrix(65, 3, -5, 5, 8), {1, 33, 128}});
+  c.push_back({"s8_d40", integer_matrix(sized(3001, 1001), 40, -100, 100, 5),
+               integer_matrix(77, 40, -100, 100, 6), {7, 64}});
+  c.push_back({"s8_d3", integer_matrix(sized(2500, 700), 3, -5, 5, 7), integer_matrix(65, 3, -5, 5, 8), {1, 33, 128}});
   // f16 operands (integers beyond 8 bits, inside fp16_mma's exact range): 2 d M^2 < 2^24.
-  c.push_back({"f16_d4", integer_matrix(4100, 4, 0, 1400, 9), integer_matrix(70, 4, 0, 1400, 10), {5, 128}});
-  c.push_back({"f16_signed_d2", integer_matrix(2000, 2, -1000, 1000, 11), integer_matrix(64, 2, -1000, 1000, 12), {9}});
+  c.push_back({"f16_d4", integer_matrix(sized(4100, 1100), 4, 0, 1400, 9),
+               integer_matrix(70, 4, 0, 1400, 10), {5, 128}});
+  c.push_back({"f16_signed_d2", integer_matrix(sized(2000, 600), 2, -1000, 1000, 11),
+               integer_matrix(64, 2, -1000, 1000, 12), {9}});
   // 256-byte rows (the largest fused kernel): u8 d = 200.
-  c.push_back({"u8_d200", integer_matrix(2100, 200, 0, 100, 13), integer_matrix(66, 200, 0, 100, 14), {1, 50, 128}});
+  c.push_back({"u8_d200", integer_matrix(sized(2100, 700), 200, 0, 100, 13),
+               integer_matrix(66, 200, 0, 100, 14), {1, 50, 128}});
   // Ties: many duplicates (every metric ties exactly), all-equal rows, k = n.
-  c.push_back({"duplicates", repeated_rows(6000, 16, 13, 0, 9, 15), integer_matrix(129, 16, 0, 9, 16), {1, 20, 128}});
-  c.push_back({"all_equal", integer_matrix(3000, 8, 4, 4, 17), integer_matrix(5, 8, 0, 9, 18), {1, 128}});
+  c.push_back({"duplicates", repeated_rows(sized(6000, 1500), 16, 13, 0, 9, 15),
+               integer_matrix(129, 16, 0, 9, 16), {1, 20, 128}});
+  c.push_back({"all_equal", integer_matrix(sized(3000, 600), 8, 4, 4, 17), integer_matrix(5, 8, 0, 9, 18), {1, 128}});
   c.push_back({"k_equals_n", integer_matrix(100, 8, 0, 3, 19), integer_matrix(9, 8, 0, 3, 20), {100}});
   // k beyond the fused range: the entry's two-stage path.
-  c.push_back({"beyond_fused_k", integer_matrix(3000, 24, 0, 50, 21), integer_matrix(40, 24, 0, 50, 22), {129, 700}});
+  c.push_back({"beyond_fused_k", integer_matrix(sized(3000, 1000), 24, 0, 50, 21),
+               integer_matrix(40, 24, 0, 50, 22), {129, 700}});
   return c;
 }
 
@@ -81,7 +92,8 @@ TEST(GpuFused, EqualsTheOracleExactly) {
 }
 
 TEST(GpuFused, IdenticalToTheTwoStageFp16Path) {
-  const HostMatrix<float> base = integer_matrix(20011, 128, 0, 255, 30), queries = integer_matrix(700, 128, 0, 255, 31);
+  const HostMatrix<float> base = integer_matrix(sized(20011, 2011), 128, 0, 255, 30),
+                          queries = integer_matrix(sized(700, 130), 128, 0, 255, 31);
   for (Metric m : {Metric::SquaredL2, Metric::InnerProduct}) {
     for (int64_t k : {int64_t(10), int64_t(100)}) {
       SearchParams p = fused_params(k, m);

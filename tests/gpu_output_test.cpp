@@ -2,6 +2,7 @@
 // (issue 12): results written once into caller storage (host and device), finalised on the device (values,
 // tie order, padding, ids), device-memory inputs, buffers reused across shapes, the overlapped copy-out of
 // large results, SearchStats, and fp16_mma equal to the float64 oracle on SIFT-like uint8 data. Label gpu.
+// Sanitizer-sized run (GKNN_TEST_SANITIZE=1, testing/sanitize.hpp): fewer rows, the same shapes' edges.
 #include <cstdint>
 #include <numeric>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "gknn/search.hpp"
 #include "testing/data.hpp"
 #include "testing/oracle.hpp"
+#include "testing/sanitize.hpp"
 
 namespace gknn::testing {
 namespace {
@@ -49,7 +51,8 @@ void expect_same(const Result& a, const Result& b) {
 }
 
 TEST(GpuOutput, HostStorageEqualsResultForEveryMetricAndPadding) {
-  const HostMatrix<float> base = integer_matrix(900, 24, -5, 5, 1), queries = integer_matrix(41, 24, -5, 5, 2);
+  const HostMatrix<float> base = integer_matrix(sized(900, 300), 24, -5, 5, 1),
+                          queries = integer_matrix(sized(41, 21), 24, -5, 5, 2);
   for (Metric m : {Metric::SquaredL2, Metric::L2, Metric::InnerProduct, Metric::Cosine, Metric::L1, Metric::Lp}) {
     for (int64_t k : {int64_t(1), int64_t(37), int64_t(1000)}) {  // 1000 > n: padded
       SCOPED_TRACE(to_string(m) + " k=" + std::to_string(k));
@@ -69,7 +72,8 @@ TEST(GpuOutput, HostStorageEqualsResultForEveryMetricAndPadding) {
 }
 
 TEST(GpuOutput, DeviceStorageAndDeviceInputsEqualHostSearch) {
-  const HostMatrix<float> base = integer_matrix(3000, 40, 0, 9, 3), queries = integer_matrix(77, 40, 0, 9, 4);
+  const HostMatrix<float> base = integer_matrix(sized(3000, 700), 40, 0, 9, 3),
+                          queries = integer_matrix(sized(77, 37), 40, 0, 9, 4);
   const int64_t k = 50;
   const SearchParams p = cuda_params(k);
   const Result want = search(base.view(), queries.view(), p);
@@ -99,7 +103,8 @@ TEST(GpuOutput, DeviceStorageAndDeviceInputsEqualHostSearch) {
 }
 
 TEST(GpuOutput, IndexWritesIdsIntoHostAndDeviceStorage) {
-  const HostMatrix<float> base = integer_matrix(2000, 16, 0, 6, 5), queries = integer_matrix(33, 16, 0, 6, 6);
+  const HostMatrix<float> base = integer_matrix(sized(2000, 500), 16, 0, 6, 5),
+                          queries = integer_matrix(33, 16, 0, 6, 6);
   std::vector<int64_t> ids(size_t(base.rows));
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = 1000000 + 7 * int64_t(i);
   Index index(16, Metric::L2, Backend::Cuda);
@@ -117,11 +122,11 @@ TEST(GpuOutput, IndexWritesIdsIntoHostAndDeviceStorage) {
 }
 
 TEST(GpuOutput, RepeatedSearchesOfChangingShapesReuseBuffersExactly) {
-  const HostMatrix<float> base = integer_matrix(5000, 32, 0, 15, 7);
+  const HostMatrix<float> base = integer_matrix(sized(5000, 1500), 32, 0, 15, 7);
   Index index(32, Metric::SquaredL2, Backend::Cuda);
   index.add(base.view());
   for (int round = 0; round < 2; ++round)
-    for (int64_t q : {int64_t(1), int64_t(300), int64_t(16), int64_t(1200)})
+    for (int64_t q : {int64_t(1), sized<int64_t>(300, 70), int64_t(16), sized<int64_t>(1200, 200)})  // grow, shrink
       for (int64_t k : {int64_t(10), int64_t(700)}) {
         const HostMatrix<float> queries = integer_matrix(q, 32, 0, 15, uint64_t(100 + q));
         SearchParams p = cuda_params(k);
@@ -133,8 +138,10 @@ TEST(GpuOutput, RepeatedSearchesOfChangingShapesReuseBuffersExactly) {
 }
 
 TEST(GpuOutput, LargeResultIsCopiedOutInOverlappedTilesExactly) {
-  // 3000 x 1500 x 12 bytes = 54 MB > 32 MB: the planner cuts the queries into >= 8 tiles.
-  const HostMatrix<float> base = integer_matrix(4000, 8, 0, 20, 8), queries = integer_matrix(3000, 8, 0, 20, 9);
+  // 3000 x 1500 x 12 bytes = 54 MB > 32 MiB: the planner cuts the queries into >= 8 tiles. Sanitized: 1900 queries
+  // (34.2 MB, still above) against 1600 base rows instead of 4000.
+  const HostMatrix<float> base = integer_matrix(sized(4000, 1600), 8, 0, 20, 8),
+                          queries = integer_matrix(sized(3000, 1900), 8, 0, 20, 9);
   SearchParams p = cuda_params(1500);
   SearchStats stats;
   p.stats = &stats;
@@ -170,7 +177,8 @@ TEST(GpuOutput, BadStorageIsAClearError) {
 
 /// SIFT-like data: uint8 values 0..255 at dimension 128 (the bound of the fp16 path: 2 d 255^2 < 2^24).
 TEST(GpuFp16, EqualsTheFloat64OracleBitForBitOnUint8Data) {
-  HostMatrix<float> base = integer_matrix(6000, 128, 0, 255, 12), queries = integer_matrix(64, 128, 0, 255, 13);
+  HostMatrix<float> base = integer_matrix(sized(6000, 1500), 128, 0, 255, 12),
+                    queries = integer_matrix(64, 128, 0, 255, 13);
   // Extremes: an all-0 and an all-255 row on both sides (the largest distance and norm), and duplicates.
   for (int64_t j = 0; j < 128; ++j) {
     base.row(0)[j] = 0.f, base.row(1)[j] = 255.f, base.row(2)[j] = 255.f;

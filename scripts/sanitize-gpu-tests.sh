@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# sanitize-gpu-tests.sh: every gpu-labelled CTest entry of a build under compute-sanitizer's tools, side by side,
+# with sanitizer-sized inputs (GKNN_TEST_SANITIZE=1, tests/testing/sanitize.hpp). Called by
+# `scripts/device-check.sh --sanitize`; usable alone on a built tree:
+#   scripts/sanitize-gpu-tests.sh --build build-device --out device-out [--tools memcheck,racecheck] [--jobs 16]
+#
+# Why a pool of shards: compute-sanitizer serialises a process's kernels and slows each down 10-100x, so one
+# process per test binary and tool, one after the other, takes far longer than the machine needs. Each GoogleTest
+# binary is cut into GTEST_TOTAL_SHARDS shards (more for the binaries that cost more in the normal run, the COST
+# of tests/CMakeLists.txt), and the (tool, shard) jobs run --jobs at a time, the most expensive first, with the
+# tools interleaved. Entries that are not GoogleTest binaries (mpiexec, pytest) run as one job each, with
+# --target-processes all so that their children are checked too.
+#
+# Verdict per job: the test's exit code (0; 77 = skipped counts as not clean: a GPU test must run here) and the
+# tool's count: the sum of every "ERROR SUMMARY: N errors" line (one per checked process), and for racecheck the
+# sum of "RACECHECK SUMMARY: N hazards" (errors and warnings alike). No summary line at all => "?" (not clean).
+# Output in --out: sanitize-<tool>.txt (one line per test: rc, errors, seconds summed over shards, slowest shard),
+# sanitize-cases.txt (the slowest GoogleTest cases of every job, and the case a timed-out job was in),
+# sanitize-summary.txt (one line per tool and the wall time), logs in sanitize-logs/.
+set -uo pipefail
+
+build="" out="" tools="memcheck,racecheck,synccheck,initcheck" timeout_s=400 jobs=16 max_shards=12 filter="" deadline=0
+sanitizer=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --build) build=$2; shift ;;
+    --out) out=$2; shift ;;
+    --tools) tools=$2; shift ;;
+    --timeout) timeout_s=$2; shift ;;  # per job (one shard under one tool)
+    --jobs) jobs=$2; shift ;;
+    --max-shards) max_shards=$2; shift ;;
+    --filter) filter=$2; shift ;;      # only CTest entries whose name matches (Python re.search)
+    --deadline) deadline=$2; shift ;;  # seconds for the whole run (0: none): later jobs get less time or none
+    *) echo "sanitize-gpu-tests: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+[[ -n $build && -n $out ]] || { echo "sanitize-gpu-tests: --build DIR --out DIR are required" >&2; exit 2; }
+if [[ ! -x $sanitizer ]]; then
+  echo "sanitize     FAILED: compute-sanitizer not found (PATH, /usr/local/cuda/bin)" | tee "$out/sanitize-summary.txt"
+  exit 1
+fi
+logs=$out/sanitize-logs
+rm -rf "$logs"
+mkdir -p "$logs"
+
+# One job per line: cost<TAB>tool<TAB>name<TAB>shard<TAB>shards<TAB>leak check (1/0)<TAB>workdir<TAB>shell-quoted
+# env and command. Shards: 1 + COST / 8, at most --max-shards and the binary's number of test cases (an empty
+# shard only pays the tool's start-up). Leak check: not for pytest, whose torch keeps its cached device blocks
+# until exit by design; the C++ binaries free gknn's cached pipelines before they return.
+job_list() {
+  (cd "$build" && ctest -L '^gpu$' --show-only=json-v1) | python3 -c '
+import json, os, re, shlex, subprocess, sys
+from concurrent.futures import ThreadPoolExecutor
+tools, max_shards, pattern, default_wd = sys.argv[1].split(","), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+tests = []
+for t in json.load(sys.stdin).get("tests", []):
+    if pattern and not re.search(pattern, t["name"]):
+        continue
+    props = {p["name"]: p["value"] for p in t.get("properties", [])}
+    tests.append((t, props))
+
+def case_count(entry):  # test cases of a GoogleTest entry (its filter applied); None when not GoogleTest
+    t, props = entry
+    if "--require-gpu" not in t["command"]:  # gknn_test/gknn_test_part entries; mpiexec and pytest are not
+        return None
+    env = dict(os.environ, **dict(e.split("=", 1) for e in props.get("ENVIRONMENT", [])), GKNN_TEST_SANITIZE="1")
+    try:
+        out = subprocess.run(t["command"] + ["--gtest_list_tests"], cwd=props.get("WORKING_DIRECTORY", default_wd),
+                             env=env, capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return 1
+    return max(1, sum(1 for line in out.splitlines() if line.startswith("  ")))
+
+with ThreadPoolExecutor(16) as pool:
+    counts = list(pool.map(case_count, tests))
+jobs = []
+for (t, props), count in zip(tests, counts):
+    cost = float(props.get("COST", 1) or 1)
+    gtest = count is not None
+    shards = max(1, min(max_shards, count, 1 + int(cost // 8))) if gtest else 1
+    leak = 0 if os.path.basename(t["command"][0]).startswith("python") else 1
+    env = list(props.get("ENVIRONMENT", []))
+    for i in range(shards):
+        shard_env = env + (["GTEST_TOTAL_SHARDS=%d" % shards, "GTEST_SHARD_INDEX=%d" % i] if gtest else [])
+        cmd = shlex.join(shard_env + ["--"] + t["command"])
+        jobs.append((cost / shards, t["name"], i, shards, leak, props.get("WORKING_DIRECTORY", "-"), cmd))
+jobs.sort(key=lambda j: -j[0])
+for j in jobs:
+    for tool in tools:
+        print("%.1f\t%s\t%s\t%d\t%d\t%d\t%s\t%s" % (j[0], tool, j[1], j[2], j[3], j[4], j[5], j[6]))
+' "$tools" "$max_shards" "$filter" "$build/tests"
+}
+
+count_errors() {  # tool log -> the tool's count, or "?" without a summary line
+  local tool=$1 log=$2 pattern='ERROR SUMMARY: [0-9]+'
+  [[ $tool == racecheck ]] && grep -qE 'RACECHECK SUMMARY: [0-9]+' "$log" && pattern='RACECHECK SUMMARY: [0-9]+'
+  grep -oE "$pattern" "$log" | awk '{ n += $NF; seen = 1 } END { print seen ? n : "?" }'
+}
+
+run_job() {  # tool name shard shards leak-check workdir quoted-command seconds
+  local tool=$1 name=$2 shard=$3 shards=$4 leak=$5 wd=$6 quoted=$7 limit=$8
+  local log="$logs/$tool-$name-$shard.log" t0=$SECONDS extra=() rc
+  [[ $wd != - ]] || wd=$build/tests  # CTest's default: the test's binary directory
+  [[ $tool == memcheck && $leak == 1 ]] && extra=(--leak-check full)
+  local words
+  eval "words=($quoted)"  # env assignments, --, the CTest command
+  local envs=() i
+  for ((i = 0; i < ${#words[@]}; ++i)); do [[ ${words[i]} == -- ]] && break; envs+=("${words[i]}"); done
+  local cmd=("${words[@]:i+1}")
+  (cd "$wd" && env GKNN_TEST_SANITIZE=1 "${envs[@]}" timeout -k 10 "$limit" "$sanitizer" --tool "$tool" "${extra[@]}" \
+     --target-processes all --print-limit 50 "${cmd[@]}") </dev/null >"$log" 2>&1
+  rc=$?
+  echo "$tool $name $shard/$shards rc=$rc errors=$(count_errors "$tool" "$log") seconds=$((SECONDS - t0))" \
+    >>"$out/sanitize-jobs.txt"
+}
+
+: >"$out/sanitize-jobs.txt"
+t_start=$SECONDS
+mapfile -t lines < <(job_list)
+running=0
+for line in "${lines[@]}"; do
+  IFS=$'\t' read -r _ tool name shard shards leak wd quoted <<<"$line"
+  if ((running >= jobs)); then wait -n; ((--running)); fi
+  limit=$timeout_s
+  if ((deadline > 0)); then  # a job that cannot get 20 s is not started, and is reported as such (rc=notrun)
+    left=$((deadline - (SECONDS - t_start)))
+    ((left < limit)) && limit=$left
+    if ((limit < 20)); then
+      echo "$tool $name $shard/$shards rc=notrun errors=? seconds=0" >>"$out/sanitize-jobs.txt"
+      continue
+    fi
+  fi
+  run_job "$tool" "$name" "$shard" "$shards" "$leak" "$wd" "$quoted" "$limit" &
+  ((++running))
+done
+wait
+wall=$((SECONDS - t_start))
+
+# Per tool and test: the distinct non-zero exit codes of its shards (details in sanitize-jobs.txt), summed errors, seconds summed over shards and the slowest shard.
+IFS=, read -r -a tool_list <<<"$tools"
+summary=()
+for tool in "${tool_list[@]}"; do
+  f="$out/sanitize-$tool.txt"
+  awk -v tool="$tool" '$1 == tool {
+      split($4, r, "="); split($5, e, "="); split($6, s, "=")
+      name = $2; seen[name] = 1
+      if (r[2] != 0 && !((name, r[2]) in rcs)) { rcs[name, r[2]] = 1; bad_rc[name] = bad_rc[name] sep[name] r[2]; sep[name] = "," }
+      if (e[2] ~ /^[0-9]+$/) err[name] += e[2]; else unknown[name] = 1
+      sec[name] += s[2]; if (s[2] > slowest[name]) slowest[name] = s[2]
+    } END {
+      for (n in seen) printf "%s rc=%s errors=%s seconds=%d slowest_shard=%d\n", n, (n in bad_rc) ? bad_rc[n] : "0",
+        (n in unknown) ? "?" : err[n] + 0, sec[n], slowest[n]
+    }' "$out/sanitize-jobs.txt" | sort >"$f"
+  binaries=$(wc -l <"$f")
+  errors=$(awk '{ split($3, e, "="); if (e[2] ~ /^[0-9]+$/) n += e[2] } END { print n + 0 }' "$f")
+  bad=$(awk '{ split($2, r, "="); split($3, e, "="); if (r[2] != "0" || e[2] != "0") printf "%s(%s %s) ", $1, $2, $3 }' "$f")
+  seconds=$(awk '{ split($4, s, "="); n += s[2] } END { print n + 0 }' "$f")
+  summary+=("sanitize     $tool: $errors errors over $binaries tests ($seconds s of jobs)${bad:+; NOT CLEAN: $bad}")
+done
+summary+=("sanitize     all tools side by side: $wall s wall, ${#lines[@]} jobs, $jobs at a time (GKNN_TEST_SANITIZE=1)")
+printf '%s\n' "${summary[@]}" >"$out/sanitize-summary.txt"
+
+# The slowest GoogleTest cases (what to shrink next) and where each timed-out job was.
+{
+  for log in "$logs"/*.log; do
+    job=$(basename "$log" .log)
+    sed -nE "s/^\[ +(OK|FAILED) +\] ([^ ]+) \(([0-9]+) ms\).*/\3 $job \2 \1/p" "$log"
+    grep -q '^\[ RUN' "$log" && ! grep -q '^\[==========\] .* ran' "$log" &&
+      echo "999999999 $job $(grep -E '^\[ RUN +\]' "$log" | tail -n1 | sed -E 's/^\[ RUN +\] //') UNFINISHED"
+  done
+} | sort -rn | head -n 120 >"$out/sanitize-cases.txt"
+
+cat "$out/sanitize-summary.txt"
+grep -q 'NOT CLEAN' "$out/sanitize-summary.txt" && exit 1
+[[ ${#lines[@]} -gt 0 ]] || exit 1
+exit 0
