@@ -33,7 +33,7 @@ Result emulated_join(FloatView base, FloatView queries, int64_t k, bool self, Jo
   result.distances.assign(size_t(result.rows * k), std::numeric_limits<float>::quiet_NaN());
   result.indices.assign(size_t(result.rows * k), -7);
   const Problem problem{base, queries, k, self, params.metric};
-  const Output output{&result};
+  const Output output{&result, {}};  // allocated above: nothing to wait for
   detail::join::run_join(problem, output, mode, params, [&] { return make_host_searcher(problem, output, detail::join::max_rings(params.rings, int(base.cols))); }, report);
   return result;
 }
@@ -284,6 +284,27 @@ TEST(JoinCpu, EpsilonBySamplingFindsKOnAverage) {
   EXPECT_LT(eps, 1.3 * expected);
 }
 
+TEST(JoinCpu, TruncatedEpsilonHistogramGivesTheSeedsEpsilon) {
+  // The first bins counted alone (a probe on a tenth of the sample bounds them) must give exactly the whole
+  // histogram's choice: uniform, exponential, clustered and tied sets, k from 1 to beyond what the probe reaches.
+  using detail::join::EpsilonHistogram;
+  std::vector<HostMatrix<float>> sets;
+  sets.push_back(random_matrix(30000, 2, 70));
+  sets.push_back(random_matrix(20000, 3, 71));
+  sets.push_back(random_matrix(8000, 6, 72));
+  sets.push_back(exponential_points(30000, 2, 73));
+  sets.push_back(exponential_points(20000, 4, 74));
+  HostMatrix<float> ties = random_matrix(5000, 2, 75);
+  for (float& v : ties.data) v = std::round(v * 20);  // a 21 x 21 lattice: many equal distances
+  sets.push_back(std::move(ties));
+  for (size_t s = 0; s < sets.size(); ++s)
+    for (int64_t k : {1, 8, 32, 200, 3000}) {
+      const double fast = detail::join::select_epsilon(sets[s].view(), k).eps_min;
+      const double whole = detail::join::select_epsilon(sets[s].view(), k, 10000, EpsilonHistogram::Whole).eps_min;
+      EXPECT_EQ(fast, whole) << "set " << s << " k " << k;
+    }
+}
+
 TEST(JoinCpu, WorkQueueFollowsTheSeedsSchedule) {
   std::vector<int64_t> order(1000);
   std::iota(order.begin(), order.end(), 0);
@@ -324,6 +345,15 @@ TEST(JoinCpu, Errors) {
   p = {};
   p.rings = -1;
   expect_error([&] { knn_join(points.view(), 3, p); }, ErrorCode::InvalidArgument, {"rings"});
+  if (have_kdtree()) {  // the mode is resolved (and refused without the tree) before the rings are checked
+    p.rings = 64;        // (2 * 64 + 1)^8 cells per query: the enumeration's 32-bit offsets would wrap
+    p.mode = JoinMode::Cpu;
+    const HostMatrix<float> eight = random_matrix(50, 8, 77);
+    expect_error([&] { knn_join(eight.view(), 3, p); }, ErrorCode::InvalidArgument, {"rings = 64", "2^31"});
+    p.rings = 9;  // 19^7: allowed
+    const HostMatrix<float> seven = random_matrix(50, 7, 78);
+    EXPECT_EQ(knn_join(seven.view(), 3, p).rows, 50);
+  }
   p = {};
   p.n_large = 1.5;
   expect_error([&] { knn_join(points.view(), 3, p); }, ErrorCode::InvalidArgument, {"n_large"});

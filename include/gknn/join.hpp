@@ -31,7 +31,8 @@ enum class JoinMode {
 /// Where the time and the work of one join went (filled when JoinParams::report is set). Times in milliseconds.
 struct JoinReport {
   JoinMode mode = JoinMode::Auto;  ///< the mode that ran (Auto resolved)
-  double result_ms = 0;            ///< allocating the q x k result (pages populated in parallel, no zero fill)
+  double result_ms = 0;            ///< allocating the q x k result (pages populated in parallel, no zero fill), on a
+                                   ///< thread of its own beside epsilon, ordering and the first grid (overlapped)
   double epsilon_ms = 0;           ///< choosing epsilon by sampling
   double ordering_ms = 0;          ///< host grid + ordering the work queue by cell population
   double index_ms = 0;             ///< the first GPU grid (built on the device)
@@ -40,7 +41,8 @@ struct JoinReport {
   double cpu_ms = 0;               ///< CPU workers: start (kd-tree build included) to the last worker's end
   double total_ms = 0;             ///< wall time of the call (the result's allocation included)
   double load_imbalance = 0;       ///< |T_cpu - T_gpu| / T (hybrid only; 0 otherwise)
-  double epsilon_min = 0;          ///< epsilon chosen by sampling (or the override)
+  double epsilon_min = 0;          ///< epsilon chosen by sampling (or the override); Gpu mode with rings != 1
+                                   ///< takes 2^(1/d) times the seed's value (twice the mean count within a side)
   double epsilon_final = 0;        ///< cell side of the last GPU grid
   int64_t reindexings = 0;         ///< GPU grid rebuilds after epsilon grew
   int64_t gpu_batches = 0;

@@ -4,7 +4,12 @@
 // thread of the group merges them. A query is answered only when it is certain (grid_geometry.hpp); otherwise it
 // fails and goes back to the work queue. With rings > 1 (beyond the seed) a query that is not yet certain grows
 // outward ring by ring inside the kernel before it fails.
+// Beyond the seed's kernel, which kept every lane's list in global memory: the lists live in shared memory when
+// they fit (k up to a few hundred), and a batch runs as a pipeline of chunks, the host scattering one chunk's rows
+// into the result while the device computes the next.
 #include <algorithm>
+#include <array>
+#include <cstring>
 #include <limits>
 
 #include <cub/device/device_radix_sort.cuh>
@@ -24,8 +29,13 @@ using detail::cuda::DeviceBuffer;
 using detail::cuda::PinnedBuffer;
 using detail::cuda::Stream;
 
+using detail::cuda::Event;
+
 constexpr int kBlock = 256;
-constexpr size_t kScratchBudget = size_t(1) << 30;  // bytes of per-thread top-k lists per launch
+// A chunk of range queries: small enough that the host's scatter of one overlaps the next one's kernel and that
+// the two chunks' pinned buffers stay cheap to allocate, large enough to fill the device.
+constexpr int64_t kChunkQueries = int64_t(1) << 18;
+constexpr size_t kChunkBytes = size_t(64) << 20;
 
 /// Key of point i's cell (every base point lies inside the grid).
 __global__ void cell_keys_kernel(const float* points, int64_t n, GridGeometry g, uint64_t* keys, uint32_t* ids) {
@@ -76,7 +86,35 @@ struct GridView {
   const uint32_t* ids;    ///< base id of each cell-ordered point
   const float* points;    ///< base coordinates in cell order
   int64_t cells;
+  const int64_t* dense;   ///< when the grid has few cells in all: key -> ids[dense[key], dense[key+1]); else null
+
+  /// The points of the cell with this key: [start, end), empty for an empty cell.
+  __device__ void range(uint64_t key, int64_t& start, int64_t& end) const {
+    if (dense) {
+      start = dense[key];
+      end = dense[key + 1];
+      return;
+    }
+    const int64_t cell = find_cell(keys, cells, key);
+    start = cell >= 0 ? starts[cell] : 0;
+    end = cell >= 0 ? starts[cell + 1] : 0;
+  }
 };
+
+/// dense[key] = the start of the first non-empty cell whose key is >= key (n past the last), for every key of the
+/// grid and one more: the cell of key k then holds ids[dense[k], dense[k + 1]), one load instead of a search.
+__global__ void dense_starts_kernel(const uint64_t* keys, int64_t cells, const int64_t* starts, uint64_t total,
+                                    int64_t* dense) {
+  const uint64_t key = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x;
+  if (key > total) return;
+  int64_t lo = 0, hi = cells;
+  while (lo < hi) {
+    const int64_t mid = (lo + hi) / 2;
+    if (keys[mid] < key) lo = mid + 1;
+    else hi = mid;
+  }
+  dense[key] = starts[lo];
+}
 
 struct QueryBatch {
   const float* queries;
@@ -87,50 +125,68 @@ struct QueryBatch {
   int rings;
   bool self;
   bool l2;
-  double* list_d;   ///< count * t lists of k
-  int64_t* list_i;
-  int* list_n;      ///< count * t
-  float* out_d;     ///< count * k
+  bool shared_lists;  ///< the lanes' lists in dynamic shared memory; else in list_d / list_i / list_n
+  double* list_d;     ///< count * t lists of k (global lists only)
+  uint32_t* list_i;
+  int* list_n;        ///< count * t
+  float* out_d;       ///< count * k
   int64_t* out_i;
   unsigned char* ok;
 };
 
+/// One lane's sorted candidate list (squared float64 distances, base ids below 2^32) and its length. In shared memory
+/// entry e of the lane on block thread x lies at e * B + x for a block of B threads, so that the lanes of a warp hit
+/// different banks, and the next lane's list starts one element further; in global memory a lane's k entries are
+/// contiguous and the next lane's list starts k elements further.
+struct LaneList {
+  double* d;
+  uint32_t* i;
+  int* n;
+  int stride;  ///< between the entries of one list
+  int step;    ///< to the same entry of the next lane's list
+  __device__ double& dist(int e) const { return d[int64_t(e) * stride]; }
+  __device__ uint32_t& id(int e) const { return i[int64_t(e) * stride]; }
+  __device__ LaneList lane(int delta) const {
+    return {d + int64_t(delta) * step, i + int64_t(delta) * step, n + delta, stride, step};
+  }
+};
+
 /// Inserts (d, id) into a sorted list of at most k entries (held n), keeping the k first in the total order.
-__device__ void insert_sorted(double* ld, int64_t* li, int& n, int k, double d, int64_t id) {
-  if (n == k && !before(d, id, ld[k - 1], li[k - 1])) return;
+__device__ void insert_sorted(const LaneList& l, int& n, int k, double d, uint32_t id) {
+  if (n == k && !before(d, id, l.dist(k - 1), l.id(k - 1))) return;
   int pos = n < k ? n++ : k - 1;
-  while (pos > 0 && before(d, id, ld[pos - 1], li[pos - 1])) {
-    ld[pos] = ld[pos - 1];
-    li[pos] = li[pos - 1];
+  while (pos > 0 && before(d, id, l.dist(pos - 1), l.id(pos - 1))) {
+    l.dist(pos) = l.dist(pos - 1);
+    l.id(pos) = l.id(pos - 1);
     --pos;
   }
-  ld[pos] = d;
-  li[pos] = id;
+  l.dist(pos) = d;
+  l.id(pos) = id;
 }
 
-/// Lane 0 of a certain query's group: the k first of the t sorted lists.
-__device__ void merge_lists(const QueryBatch& b, int64_t slot) {
+/// Lane 0 of a certain query's group (`first` is its list): the k first of the group's t sorted lists.
+__device__ void merge_lists(const QueryBatch& b, int64_t slot, const LaneList& first) {
   const int t = b.t, k = b.k;
-  const double* ld = b.list_d + slot * t * k;
-  const int64_t* li = b.list_i + slot * t * k;
-  const int* ln = b.list_n + slot * t;
   int head[32];
   for (int l = 0; l < t; ++l) head[l] = 0;
   for (int r = 0; r < k; ++r) {
     int best = -1;
+    double best_d = 0;
+    uint32_t best_i = 0;
     for (int l = 0; l < t; ++l) {
-      if (head[l] == ln[l]) continue;
-      const int64_t a = int64_t(l) * k + head[l];
-      if (best < 0) {
+      const LaneList list = first.lane(l);
+      if (head[l] == *list.n) continue;
+      const double d = list.dist(head[l]);
+      const uint32_t i = list.id(head[l]);
+      if (best < 0 || before(d, i, best_d, best_i)) {
         best = l;
-        continue;
+        best_d = d;
+        best_i = i;
       }
-      const int64_t c = int64_t(best) * k + head[best];
-      if (before(ld[a], li[a], ld[c], li[c])) best = l;
     }
-    const int64_t e = int64_t(best) * k + head[best]++;
-    b.out_d[slot * k + r] = static_cast<float>(b.l2 ? sqrt(ld[e]) : ld[e]);
-    b.out_i[slot * k + r] = li[e];
+    ++head[best];
+    b.out_d[slot * k + r] = static_cast<float>(b.l2 ? sqrt(best_d) : best_d);
+    b.out_i[slot * k + r] = best_i;
   }
 }
 
@@ -140,7 +196,21 @@ __device__ int group_sum(int v, int t, unsigned mask) {
   return v;
 }
 
+/// This thread's list: in the block's dynamic shared memory (all distances, then all ids, then the lengths) or in
+/// the batch's global lists.
+__device__ LaneList lane_list(const QueryBatch& b, int64_t slot, int lane, unsigned char* shared) {
+  if (b.shared_lists) {
+    double* d = reinterpret_cast<double*>(shared);
+    uint32_t* i = reinterpret_cast<uint32_t*>(d + int64_t(blockDim.x) * b.k);
+    int* n = reinterpret_cast<int*>(i + int64_t(blockDim.x) * b.k);
+    return {d + threadIdx.x, i + threadIdx.x, n + threadIdx.x, int(blockDim.x), 1};
+  }
+  const int64_t list = slot * b.t + lane;
+  return {b.list_d + list * b.k, b.list_i + list * b.k, b.list_n + list, 1, b.k};
+}
+
 __global__ void range_query_kernel(GridView grid, QueryBatch b) {
+  extern __shared__ __align__(16) unsigned char shared_lists[];
   const int64_t thread = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   const int64_t slot = thread / b.t;
   const int lane = static_cast<int>(thread % b.t);
@@ -156,39 +226,68 @@ __global__ void range_query_kernel(GridView grid, QueryBatch b) {
     centre[j] = g.coord(j, b.queries[q * g.dim + j]);
   }
   const double keep = g.trusted_sq(b.rings);  // farther candidates can never be part of a certain answer
-  double* ld = b.list_d + (slot * b.t + lane) * b.k;
-  int64_t* li = b.list_i + (slot * b.t + lane) * b.k;
+  const LaneList mine = lane_list(b, slot, lane, shared_lists);
   int n = 0;
   bool certain = false;
   for (int ring = 1; ring <= b.rings && !certain; ++ring) {
     const int64_t offsets = g.ring_offsets(ring);
-    for (int64_t offset = 0; offset < offsets; ++offset) {
+    // The t lanes look up t cells at once (each a binary search over the non-empty cells), then take each of
+    // them in turn, its points split over the lanes: one lookup per cell and group instead of one per lane.
+    for (int64_t first = 0; first < offsets; first += b.t) {
+      int64_t my_start = 0, my_end = 0;
       uint64_t key = 0;
-      const int64_t cell = g.ring_cell(centre, ring, offset, key) ? find_cell(grid.keys, grid.cells, key) : -1;
-      if (cell < 0) continue;
-      for (int64_t p = grid.starts[cell] + lane; p < grid.starts[cell + 1]; p += b.t) {
-        const int64_t id = grid.ids[p];
-        if (b.self && id == q) continue;
-        const double d = exact_squared(qv, grid.points + p * g.dim, g.dim);
-        if (d <= keep) insert_sorted(ld, li, n, b.k, d, id);
+      if (first + lane < offsets && g.ring_cell(centre, ring, first + lane, key)) grid.range(key, my_start, my_end);
+      for (int from = 0; from < b.t; ++from) {
+        const int64_t start = __shfl_sync(mask, my_start, from, b.t), end = __shfl_sync(mask, my_end, from, b.t);
+        for (int64_t p = start + lane; p < end; p += b.t) {
+          const uint32_t id = grid.ids[p];
+          if (b.self && id == q) continue;
+          const double d = exact_squared(qv, grid.points + p * g.dim, g.dim);
+          if (d <= keep) insert_sorted(mine, n, b.k, d, id);
+        }
       }
     }
     // Certain when the group holds k candidates within this ring's trusted radius (every lane sees the same sum).
     const double bound = g.trusted_sq(ring);
     int within = 0;
-    while (within < n && ld[within] <= bound) ++within;
+    while (within < n && mine.dist(within) <= bound) ++within;
     certain = group_sum(within, b.t, mask) >= b.k;
   }
-  b.list_n[slot * b.t + lane] = n;
+  *mine.n = n;
   __syncwarp(mask);  // the group's lists are visible to its lane 0
   if (lane != 0) return;
   b.ok[slot] = certain ? 1 : 0;
-  if (certain) merge_lists(b, slot);
+  if (certain) merge_lists(b, slot, mine);
+}
+
+/// Threads per block and dynamic shared memory of a launch: the largest block (256 down to 32 threads) whose lists
+/// fit about 100 KB (two blocks per SM), else 32 threads up to the device's opt-in limit; 0 bytes: global lists.
+struct LaunchShape {
+  int threads = 256;
+  size_t shared_bytes = 0;
+};
+
+LaunchShape launch_shape(int64_t k, int device) {
+  const size_t per_thread = size_t(k) * (sizeof(double) + sizeof(uint32_t)) + sizeof(int);
+  int optin = 0;
+  GKNN_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  const size_t limit = std::min<size_t>(size_t(optin), size_t(200) << 10);
+  LaunchShape shape;
+  while (shape.threads > 32 && shape.threads * per_thread > (size_t(100) << 10)) shape.threads /= 2;
+  if (shape.threads * per_thread > limit) return LaunchShape{};  // global lists, 256 threads
+  shape.shared_bytes = shape.threads * per_thread;
+  return shape;
+}
+
+/// Cells of the whole grid, empty ones included (below 2^62: make_geometry bounds every dimension).
+uint64_t total_cells(const GridGeometry& g) {
+  uint64_t cells = 1;
+  for (int j = 0; j < g.dim; ++j) cells *= static_cast<uint64_t>(g.cells[j]);
+  return cells;
 }
 
 int key_bits(const GridGeometry& g) {
-  uint64_t cells = 1;
-  for (int j = 0; j < g.dim; ++j) cells *= static_cast<uint64_t>(g.cells[j]);
+  const uint64_t cells = total_cells(g);
   int bits = 1;
   while (bits < 64 && (uint64_t(1) << bits) < cells) ++bits;
   return bits;
@@ -210,6 +309,7 @@ class CudaSearcher final : public GridSearcher {
   void build(const GridGeometry& geometry) override {
     GKNN_CUDA_TRY(cudaSetDevice(device_));
     geometry_ = geometry;
+    cell_order_.clear();
     const int64_t n = problem_.base.rows;
     cudaStream_t s = stream_.get();
     // Every buffer is sized before the first launch: a resize that frees memory an enqueued launch still uses
@@ -249,24 +349,67 @@ class CudaSearcher final : public GridSearcher {
     temp_.resize(scan_bytes);
     GKNN_CUDA_TRY(cudaMemsetAsync(starts_.data(), 0, sizeof(int64_t), s));
     GKNN_CUDA_TRY(cub::DeviceScan::InclusiveSum(temp_.data(), scan_bytes, counts.data(), starts_.data() + 1, cells, s));
+    // A dense key -> start table when the grid has at most max(4n, 2^20) cells in all, and at most 2^28 (2 GiB of
+    // table; uniform sets have about n / k cells), so that the kernel's cell lookups are one load; sparse grids
+    // (an exponential set's bounding box) keep the binary search over the non-empty cells.
+    const uint64_t total = total_cells(geometry);
+    if (total <= std::min<uint64_t>(std::max<uint64_t>(4 * uint64_t(n), uint64_t(1) << 20), uint64_t(1) << 28)) {
+      dense_.resize(size_t(total + 1));
+      dense_starts_kernel<<<unsigned((total + kBlock) / kBlock), kBlock, 0, s>>>(cell_keys_.data(), cells,
+                                                                                starts_.data(), total, dense_.data());
+      GKNN_CUDA_CHECK_LAUNCH();
+    } else {
+      dense_.resize(0);
+    }
     stream_.sync();  // the temporaries above are freed on return
   }
 
+  /// The ids in chunks of at most kChunkQueries (and kChunkBytes of results), two in flight: while the device
+  /// computes chunk c, the host scatters chunk c - 1 from its pinned copy into the result.
   std::vector<int64_t> search(const std::vector<int64_t>& ids) override {
     GKNN_CUDA_TRY(cudaSetDevice(device_));
-    const int64_t k = problem_.k;
-    const size_t per_query = size_t(t_) * size_t(k) * (sizeof(double) + sizeof(int64_t)) + size_t(t_) * sizeof(int) +
-                             size_t(k) * (sizeof(float) + sizeof(int64_t)) + sizeof(int64_t) + 1;
-    const int64_t chunk = std::max<int64_t>(1, int64_t(kScratchBudget / per_query));
-    std::vector<int64_t> failed;
-    for (int64_t first = 0; first < int64_t(ids.size()); first += chunk) {
-      const int64_t count = std::min<int64_t>(chunk, int64_t(ids.size()) - first);
-      run_chunk(ids.data() + first, count, failed);
-    }
-    return failed;
+    // A batch of every point of a self-join (GPU-only mode's first round) runs in the grid's cell order: the
+    // queries of a block then share their cells, so their lookups and candidates come from the caches rather
+    // than from all over the base (the queue's identity order is random in space).
+    if (problem_.self && ids.size() == size_t(problem_.base.rows)) return search_in_order(cell_order());
+    return search_in_order(ids);
   }
 
  private:
+  /// The base ids in the order of the grid's cells (downloaded once per grid).
+  const std::vector<int64_t>& cell_order() {
+    if (cell_order_.empty() && problem_.base.rows > 0) {
+      std::vector<uint32_t> sorted(size_t(problem_.base.rows));
+      GKNN_CUDA_TRY(cudaMemcpyAsync(sorted.data(), ids_.data(), sorted.size() * sizeof(uint32_t),
+                                    cudaMemcpyDeviceToHost, stream_.get()));
+      stream_.sync();
+      cell_order_.assign(sorted.begin(), sorted.end());
+    }
+    return cell_order_;
+  }
+
+  std::vector<int64_t> search_in_order(const std::vector<int64_t>& ids) {
+    const int64_t k = problem_.k;
+    const LaunchShape shape = launch_shape(k, device_);
+    if (shape.shared_bytes > (size_t(48) << 10))
+      GKNN_CUDA_TRY(cudaFuncSetAttribute(range_query_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         int(shape.shared_bytes)));
+    const size_t per_query = size_t(k) * (sizeof(float) + sizeof(int64_t)) + sizeof(int64_t) + 1 +
+                             (shape.shared_bytes ? 0 : size_t(t_) * (size_t(k) * (sizeof(double) + sizeof(uint32_t)) + sizeof(int)));
+    const int64_t chunk = std::clamp<int64_t>(int64_t(kChunkBytes / per_query), 1, kChunkQueries);
+    std::vector<int64_t> failed;
+    const int64_t total = static_cast<int64_t>(ids.size());
+    int64_t pending = -1;  // first id of the chunk whose results are still on their way
+    for (int64_t first = 0, c = 0; first < total; first += chunk, ++c) {
+      const int64_t count = std::min(chunk, total - first);
+      enqueue(chunks_[c % 2], ids.data() + first, count, shape);
+      if (pending >= 0) finish(chunks_[(c + 1) % 2], ids.data() + pending, failed);
+      pending = first;
+    }
+    if (pending >= 0) finish(chunks_[(total - 1) / chunk % 2], ids.data() + pending, failed);
+    return failed;
+  }
+
   /// Makes `device` current before the members that allocate on it (the stream) are constructed.
   static int use_device(int device) {
     GKNN_CUDA_TRY(cudaSetDevice(device));
@@ -284,34 +427,68 @@ class CudaSearcher final : public GridSearcher {
                                     size_t(m.rows), cudaMemcpyHostToDevice, stream_.get()));
   }
 
-  void run_chunk(const int64_t* ids, int64_t count, std::vector<int64_t>& failed) {
+  /// The buffers of one chunk in flight: its query ids, the lanes' global lists (when they do not fit shared
+  /// memory), its results on the device and their pinned copies.
+  struct Chunk {
+    int64_t count = 0;
+    DeviceBuffer<int64_t> query_ids;
+    DeviceBuffer<double> list_d;
+    DeviceBuffer<uint32_t> list_i;
+    DeviceBuffer<int> list_n;
+    DeviceBuffer<float> out_d;
+    DeviceBuffer<int64_t> out_i;
+    DeviceBuffer<unsigned char> ok;
+    PinnedBuffer<int64_t> host_ids;
+    PinnedBuffer<float> host_d;
+    PinnedBuffer<int64_t> host_i;
+    PinnedBuffer<unsigned char> host_ok;
+    Event done{cudaEventDisableTiming};
+  };
+
+  /// Uploads `count` query ids, launches their range queries and the download of their rows into `c`'s pinned
+  /// buffers; returns at once. `c` is free: its previous chunk was finished.
+  void enqueue(Chunk& c, const int64_t* ids, int64_t count, const LaunchShape& shape) {
     const int64_t k = problem_.k;
     cudaStream_t s = stream_.get();
-    query_ids_.resize(size_t(count));
-    list_d_.resize(size_t(count * t_ * k));
-    list_i_.resize(size_t(count * t_ * k));
-    list_n_.resize(size_t(count * t_));
-    out_d_.resize(size_t(count * k));
-    out_i_.resize(size_t(count * k));
-    ok_.resize(size_t(count));
-    GKNN_CUDA_TRY(cudaMemcpyAsync(query_ids_.data(), ids, size_t(count) * sizeof(int64_t), cudaMemcpyHostToDevice, s));
-    const GridView grid{geometry_, cell_keys_.data(), starts_.data(), ids_.data(), sorted_points_.data(), cells_};
-    const QueryBatch batch{problem_.self ? base_.data() : queries_.data(), query_ids_.data(), count,
-                           int(k), t_, rings_, problem_.self, problem_.metric == Metric::L2, list_d_.data(), list_i_.data(),
-                           list_n_.data(), out_d_.data(), out_i_.data(), ok_.data()};
-    const int64_t threads = count * t_;
-    range_query_kernel<<<unsigned((threads + kBlock - 1) / kBlock), kBlock, 0, s>>>(grid, batch);
-    GKNN_CUDA_CHECK_LAUNCH();
-    if (host_ok_.size() < size_t(count)) {  // page-locked, so the copies below run at full bandwidth
-      host_d_ = PinnedBuffer<float>(size_t(count * k));
-      host_i_ = PinnedBuffer<int64_t>(size_t(count * k));
-      host_ok_ = PinnedBuffer<unsigned char>(size_t(count));
+    c.count = count;
+    c.query_ids.resize(size_t(count));
+    if (!shape.shared_bytes) {
+      c.list_d.resize(size_t(count * t_ * k));
+      c.list_i.resize(size_t(count * t_ * k));
+      c.list_n.resize(size_t(count * t_));
     }
-    GKNN_CUDA_TRY(cudaMemcpyAsync(host_d_.data(), out_d_.data(), out_d_.bytes(), cudaMemcpyDeviceToHost, s));
-    GKNN_CUDA_TRY(cudaMemcpyAsync(host_i_.data(), out_i_.data(), out_i_.bytes(), cudaMemcpyDeviceToHost, s));
-    GKNN_CUDA_TRY(cudaMemcpyAsync(host_ok_.data(), ok_.data(), ok_.bytes(), cudaMemcpyDeviceToHost, s));
-    stream_.sync();
-    output_.scatter(k, ids, count, host_d_.data(), host_i_.data(), host_ok_.data(), failed);
+    c.out_d.resize(size_t(count * k));
+    c.out_i.resize(size_t(count * k));
+    c.ok.resize(size_t(count));
+    if (c.host_ok.size() < size_t(count)) {  // page-locked, so the copies run at full bandwidth and asynchronously
+      c.host_ids = PinnedBuffer<int64_t>(size_t(count));
+      c.host_d = PinnedBuffer<float>(size_t(count * k));
+      c.host_i = PinnedBuffer<int64_t>(size_t(count * k));
+      c.host_ok = PinnedBuffer<unsigned char>(size_t(count));
+    }
+    std::memcpy(c.host_ids.data(), ids, size_t(count) * sizeof(int64_t));
+    GKNN_CUDA_TRY(cudaMemcpyAsync(c.query_ids.data(), c.host_ids.data(), size_t(count) * sizeof(int64_t),
+                                  cudaMemcpyHostToDevice, s));
+    const GridView grid{geometry_,          cell_keys_.data(), starts_.data(),
+                        ids_.data(),        sorted_points_.data(), cells_,
+                        dense_.size() ? dense_.data() : nullptr};
+    const QueryBatch batch{problem_.self ? base_.data() : queries_.data(), c.query_ids.data(), count, int(k), t_, rings_,
+                           problem_.self, problem_.metric == Metric::L2, shape.shared_bytes > 0, c.list_d.data(),
+                           c.list_i.data(), c.list_n.data(), c.out_d.data(), c.out_i.data(), c.ok.data()};
+    const int64_t threads = count * t_;
+    range_query_kernel<<<unsigned((threads + shape.threads - 1) / shape.threads), shape.threads, shape.shared_bytes,
+                         s>>>(grid, batch);
+    GKNN_CUDA_CHECK_LAUNCH();
+    GKNN_CUDA_TRY(cudaMemcpyAsync(c.host_d.data(), c.out_d.data(), c.out_d.bytes(), cudaMemcpyDeviceToHost, s));
+    GKNN_CUDA_TRY(cudaMemcpyAsync(c.host_i.data(), c.out_i.data(), c.out_i.bytes(), cudaMemcpyDeviceToHost, s));
+    GKNN_CUDA_TRY(cudaMemcpyAsync(c.host_ok.data(), c.ok.data(), c.ok.bytes(), cudaMemcpyDeviceToHost, s));
+    c.done.record(s);
+  }
+
+  /// Waits for chunk `c` (query ids `ids`) and writes its certain rows; the failed ids are appended in order.
+  void finish(Chunk& c, const int64_t* ids, std::vector<int64_t>& failed) {
+    GKNN_CUDA_TRY(cudaEventSynchronize(c.done.get()));
+    output_.scatter(problem_.k, ids, c.count, c.host_d.data(), c.host_i.data(), c.host_ok.data(), failed);
   }
 
   Problem problem_;
@@ -324,19 +501,12 @@ class CudaSearcher final : public GridSearcher {
   DeviceBuffer<float> base_, queries_, sorted_points_;
   DeviceBuffer<uint64_t> cell_keys_;
   DeviceBuffer<int64_t> starts_;
+  DeviceBuffer<int64_t> dense_;  ///< GridView::dense (size 0: none)
   DeviceBuffer<uint32_t> ids_;
   DeviceBuffer<unsigned char> temp_;
   int64_t cells_ = 0;
-  DeviceBuffer<int64_t> query_ids_;
-  DeviceBuffer<double> list_d_;
-  DeviceBuffer<int64_t> list_i_;
-  DeviceBuffer<int> list_n_;
-  DeviceBuffer<float> out_d_;
-  DeviceBuffer<int64_t> out_i_;
-  DeviceBuffer<unsigned char> ok_;
-  PinnedBuffer<float> host_d_;
-  PinnedBuffer<int64_t> host_i_;
-  PinnedBuffer<unsigned char> host_ok_;
+  std::vector<int64_t> cell_order_;  ///< ids_ on the host, for a batch of every point (empty: not downloaded)
+  std::array<Chunk, 2> chunks_;
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "join/grid_geometry.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "gknn/error.hpp"
 
@@ -27,7 +28,12 @@ GridGeometry make_geometry(const double* lo, const double* hi, int dim, double e
 }
 
 int max_rings(int rings, int dim) {
-  if (rings > 0) return rings;
+  if (rings > 0) {
+    GKNN_EXPECT(std::pow(2.0 * rings + 1, dim) < 2147483647.0, ErrorCode::InvalidArgument, "knn_join: rings = ", rings,
+                " in ", dim, " dimensions would visit (2 rings + 1)^", dim, " = ", std::pow(2.0 * rings + 1, dim),
+                " cells per query, more than 2^31 - 1; use fewer rings (0 = automatic)");
+    return rings;
+  }
   // Ring r enumerates its whole cube, (2r + 1)^d offsets: keep the sum over the rings within 20 000.
   int r = 1;
   double visited = std::pow(3.0, dim);

@@ -50,8 +50,11 @@ struct GridGeometry {
   }
   /// Cell number `offset` of the cube within `ring` around `centre`: false when it lies outside the grid or, for
   /// ring > 1, inside the previous ring's cube (already visited); else its key.
-  GKNN_HD bool ring_cell(const int64_t* centre, int ring, int64_t offset, uint64_t& key) const {
-    const int64_t width = 2 * ring + 1;
+  /// 32-bit division: the cubes enumerated stay far below 2^31 offsets (max_rings), and the GPU's 64-bit division
+  /// is a long instruction sequence, paid for every cell of every query.
+  GKNN_HD bool ring_cell(const int64_t* centre, int ring, int64_t cube_offset, uint64_t& key) const {
+    const int width = 2 * ring + 1;
+    int offset = static_cast<int>(cube_offset);
     bool on_shell = ring == 1;
     key = 0;
     for (int j = 0; j < dim; ++j, offset /= width) {

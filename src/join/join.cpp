@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 #include <limits>
+#include <thread>
 
 #include "core/finalize.hpp"
 #include "core/validate.hpp"
@@ -116,18 +118,34 @@ Result run(const Problem& problem, const JoinParams& params) {
   }
   report.mode = mode;
   if (problem.dim() > kJoinMaxGridDim) return brute_force(problem, params, report);
+  const int rings = detail::join::max_rings(params.rings, int(problem.dim()));  // refuses absurd ones in every mode
   // Left uninitialised (every row is written exactly once, padding included), its pages populated in parallel:
   // value-initialising a 10^7 x 16 result (1.9 GB) was a single-threaded pass over it before the join (0.7 s on
-  // the 2-core development machine, 3.4 s there on memory touched for the first time).
-  const auto allocation = std::chrono::steady_clock::now();
-  Result result = detail::allocate_result_populated(problem.queries.rows, problem.k);
-  report.result_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - allocation).count();
-  const Output output{&result};
+  // the 2-core development machine, 3.4 s there on memory touched for the first time). The allocation runs on a
+  // thread of its own beside epsilon, the ordering and the first grid; the writers wait for it (Output::ready).
+  Result result;
+  std::promise<void> allocated;
+  const Output output{&result, allocated.get_future().share()};
+  std::thread allocator([&] {
+    try {
+      const auto allocation = std::chrono::steady_clock::now();
+      result = detail::allocate_result_populated(problem.queries.rows, problem.k);
+      report.result_ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - allocation).count();
+      allocated.set_value();
+    } catch (...) {
+      allocated.set_exception(std::current_exception());
+    }
+  });
+  struct JoinOnExit {
+    std::thread& thread;
+    ~JoinOnExit() { thread.join(); }  // before `result` is destroyed, also when the join throws
+  } join_allocator{allocator};
   const auto make_searcher = [&] {
-    return detail::join::make_cuda_searcher(problem, output, params.device, params.threads_per_query,
-                                            detail::join::max_rings(params.rings, int(problem.dim())));
+    return detail::join::make_cuda_searcher(problem, output, params.device, params.threads_per_query, rings);
   };
   detail::join::run_join(problem, output, mode, params, make_searcher, report);
+  output.wait_ready();  // a join with nothing to write (no query rows) still returns an allocated result
   report.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

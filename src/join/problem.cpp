@@ -34,6 +34,7 @@ Result without_self(const Result& all, int64_t k) {
 }
 
 void Output::write_row(const Problem& problem, int64_t row, const std::vector<Candidate>& sorted) const {
+  wait_ready();  // an atomic load once the result exists (a promise's state: no thread join behind it)
   const int64_t k = problem.k;
   float* distances = result->distances.data() + row * k;
   int64_t* indices = result->indices.data() + row * k;
@@ -51,6 +52,7 @@ void Output::write_row(const Problem& problem, int64_t row, const std::vector<Ca
 
 void Output::scatter(int64_t k, const int64_t* ids, int64_t count, const float* distances, const int64_t* indices,
                      const unsigned char* ok, std::vector<int64_t>& failed) const {
+  wait_ready();
 #pragma omp parallel for schedule(static) if (count >= 65536)
   for (int64_t s = 0; s < count; ++s) {
     if (!ok[s]) continue;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <future>
 #include <vector>
 
 #include "gknn/join.hpp"
@@ -25,6 +26,13 @@ struct Problem {
 /// The q x k result being filled; every row is written by exactly one thread.
 struct Output {
   Result* result = nullptr;
+  /// Valid while the result is being allocated on another thread (knn_join overlaps its allocation with epsilon,
+  /// the ordering and the first grid): every write waits for it first, and rethrows a failed allocation.
+  std::shared_future<void> ready;
+
+  void wait_ready() const {
+    if (ready.valid()) ready.get();
+  }
 
   /// Writes a sorted candidate list (squared float64 distances) as row `row`: the metric's distance rounded to
   /// float, indices as they are, the tail past the list padded with -1 / +inf.
