@@ -49,7 +49,7 @@ mkdir -p "$logs"
 # shard only pays the tool's start-up). Leak check: not for pytest, whose torch keeps its cached device blocks
 # until exit by design; the C++ binaries free gknn's cached pipelines before they return.
 job_list() {
-  (cd "$build" && ctest -L '^gpu$' --show-only=json-v1) | python3 -c '
+  (cd "$build" && "${CTEST:-ctest}" -L '^gpu$' --show-only=json-v1) | python3 -c '
 import json, os, re, shlex, subprocess, sys
 from concurrent.futures import ThreadPoolExecutor
 tools, max_shards, pattern, default_wd = sys.argv[1].split(","), int(sys.argv[2]), sys.argv[3], sys.argv[4]
@@ -137,7 +137,8 @@ done
 wait
 wall=$((SECONDS - t_start))
 
-# Per tool and test: the distinct non-zero exit codes of its shards (details in sanitize-jobs.txt), summed errors, seconds summed over shards and the slowest shard.
+# Per tool and test: the distinct non-zero exit codes of its shards (details in sanitize-jobs.txt), summed errors,
+# seconds summed over shards and the slowest shard.
 IFS=, read -r -a tool_list <<<"$tools"
 summary=()
 for tool in "${tool_list[@]}"; do
@@ -145,7 +146,9 @@ for tool in "${tool_list[@]}"; do
   awk -v tool="$tool" '$1 == tool {
       split($4, r, "="); split($5, e, "="); split($6, s, "=")
       name = $2; seen[name] = 1
-      if (r[2] != 0 && !((name, r[2]) in rcs)) { rcs[name, r[2]] = 1; bad_rc[name] = bad_rc[name] sep[name] r[2]; sep[name] = "," }
+      if (r[2] != 0 && !((name, r[2]) in rcs)) {
+        rcs[name, r[2]] = 1; bad_rc[name] = bad_rc[name] sep[name] r[2]; sep[name] = ","
+      }
       if (e[2] ~ /^[0-9]+$/) err[name] += e[2]; else unknown[name] = 1
       sec[name] += s[2]; if (s[2] > slowest[name]) slowest[name] = s[2]
     } END {
@@ -154,15 +157,18 @@ for tool in "${tool_list[@]}"; do
     }' "$out/sanitize-jobs.txt" | sort >"$f"
   binaries=$(wc -l <"$f")
   errors=$(awk '{ split($3, e, "="); if (e[2] ~ /^[0-9]+$/) n += e[2] } END { print n + 0 }' "$f")
-  bad=$(awk '{ split($2, r, "="); split($3, e, "="); if (r[2] != "0" || e[2] != "0") printf "%s(%s %s) ", $1, $2, $3 }' "$f")
+  bad=$(awk '{ split($2, r, "="); split($3, e, "=")
+               if (r[2] != "0" || e[2] != "0") printf "%s(%s %s) ", $1, $2, $3 }' "$f")
   seconds=$(awk '{ split($4, s, "="); n += s[2] } END { print n + 0 }' "$f")
   summary+=("sanitize     $tool: $errors errors over $binaries tests ($seconds s of jobs)${bad:+; NOT CLEAN: $bad}")
 done
-summary+=("sanitize     all tools side by side: $wall s wall, ${#lines[@]} jobs, $jobs at a time (GKNN_TEST_SANITIZE=1)")
+side="sanitize     all tools side by side: $wall s wall, ${#lines[@]} jobs, $jobs at a time"
+summary+=("$side (GKNN_TEST_SANITIZE=1)")
 printf '%s\n' "${summary[@]}" >"$out/sanitize-summary.txt"
 
 # The slowest GoogleTest cases (what to shrink next) and where each timed-out job was.
 {
+  shopt -s nullglob  # no logs at all when nothing started
   for log in "$logs"/*.log; do
     job=$(basename "$log" .log)
     sed -nE "s/^\[ +(OK|FAILED) +\] ([^ ]+) \(([0-9]+) ms\).*/\3 $job \2 \1/p" "$log"

@@ -86,3 +86,10 @@ add_test(NAME install_deps_test
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/scripts/install_deps_test.sh ${PROJECT_SOURCE_DIR}/scripts/install-deps.sh
                  "${GKNN_DEPS_MISSING_OPTIONAL}")
 set_tests_properties(install_deps_test PROPERTIES LABELS cpu TIMEOUT 300)
+# scripts/sanitize-gpu-tests.sh's bookkeeping (shards, CTest environment, leak check, summed counts, not-clean tests)
+# against a hand-written CTest tree with a stub compute-sanitizer: the real tool needs a GPU.
+add_test(NAME sanitize_gpu_tests_test
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/scripts/sanitize_gpu_tests_test.sh
+                 ${PROJECT_SOURCE_DIR}/scripts/sanitize-gpu-tests.sh)
+set_tests_properties(sanitize_gpu_tests_test PROPERTIES LABELS cpu TIMEOUT 120
+                     ENVIRONMENT "CTEST=${CMAKE_CTEST_COMMAND}")
