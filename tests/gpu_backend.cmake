@@ -19,6 +19,11 @@ if(GKNN_HAS_CUDA)
   gknn_test_part(gpu_streaming inner_product "*/inner_product")
   gknn_test_part(gpu_streaming l1 "*/l1")
 endif()
+# Device views get the host's value facts, plan, results and NaN error; repeated one-shot searches of device views
+# allocate nothing (issue 15). Uses internal headers (core/validate.hpp): CUDA builds only.
+if(GKNN_HAS_CUDA)
+  gknn_test(gpu_device_views LABEL gpu SOURCES gpu_device_views_test.cpp)
+endif()
 # The fused distance + selection kernel against the float64 oracle (issue 13).
 if(GKNN_HAS_CUDA)
   gknn_test(gpu_fused LABEL gpu SOURCES gpu_fused_test.cpp)

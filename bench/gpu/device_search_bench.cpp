@@ -10,7 +10,7 @@
 //   host_search: gknn::search on host arrays (the base uploaded by every call): gknn.search with numpy.
 // Per call: the wall time of the (synchronous) call, and CUDA events recorded on the legacy stream just before and
 // just after it, gknn's phase times (SearchStats) of the median call, and the plan gknn chose (explain_search;
-// device views carry no value facts, host arrays do). "device_again" times the device call once more at the end,
+// device views get their value facts from a scan on the device, host arrays from the host scan). "device_again" times the device call once more at the end,
 // with the index still held.
 // Output: one JSON object on stdout; --indices FILE.npy writes the device search's indices (int64, q x k).
 #include <algorithm>

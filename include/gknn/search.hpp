@@ -72,8 +72,8 @@ BackendChoice choose_backend(const SelectParams& params);
 /// What search() would run on these inputs and why (`gknn search --explain`): the backend, distance and selection
 /// algorithms as Auto (or the caller's explicit choice) resolves them, each with its reason, from the very functions
 /// the search itself calls. The inputs are validated as search() validates them (the value facts that decide
-/// exact lower-precision paths come from that pass); nothing is searched. Tile sizes are chosen by the search from
-/// the free device memory (SearchStats reports them).
+/// exact lower-precision paths come from that pass, on the device for device views); nothing is searched. Tile
+/// sizes are chosen by the search from the free device memory (SearchStats reports them).
 struct SearchPlan {
   BackendChoice backend;
   DistanceAlgorithm distance = DistanceAlgorithm::Auto;

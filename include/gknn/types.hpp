@@ -127,7 +127,10 @@ struct SearchParams {
   DistanceAlgorithm distance = DistanceAlgorithm::Auto;
   SelectAlgorithm select = SelectAlgorithm::Auto;
   SelectOptions select_options;
-  size_t memory_budget = 0;  ///< bytes of working memory (device memory for cuda); 0 = automatic
+  /// Bytes of working memory (device memory for cuda); 0 = automatic: cuda plans from the free device memory, and
+  /// a one-shot search (gknn::search) plans its tiles within the 1 GiB its cached buffers may keep, so that the
+  /// next call allocates nothing.
+  size_t memory_budget = 0;
   int threads = 0;           ///< cpu threads; 0 = all hardware threads
   int device = 0;            ///< cuda device ordinal
   ProgressCallback progress;

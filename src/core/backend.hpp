@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <memory>
+#include <string_view>
 
 #include "gknn/info.hpp"
 #include "gknn/search.hpp"
@@ -82,6 +83,11 @@ void explain(const SearchParams& key_params, int64_t nq, int64_t nb, int64_t dim
 namespace cuda {
 /// False when built without CUDA or when no device is visible.
 bool available();
+/// The value facts of a device view, scanned on the device its memory belongs to (one reduction, then one small
+/// copy); throws as the host scan does for NaN and Inf (validate.hpp), and InvalidArgument when the pointer is not
+/// device-accessible memory. Facts unknown (known = false) without CUDA or a visible device: the search then
+/// fails with the backend's error.
+ValueStats device_value_stats(FloatView m, std::string_view what);
 /// The search with its result finalised on the device and written to out (host or device destination).
 void search_into(FloatView base, FloatView queries, const SearchParams& key_params, const ValueStats& base_stats,
                  const ValueStats& query_stats, const OutputSpec& out);

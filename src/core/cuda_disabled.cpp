@@ -10,6 +10,7 @@ namespace {
 }  // namespace
 
 bool available() { return false; }
+ValueStats device_value_stats(FloatView, std::string_view) { return ValueStats{false, false, 0.f, false}; }
 void search_into(FloatView, FloatView, const SearchParams&, const ValueStats&, const ValueStats&, const OutputSpec&) {
   no_cuda();
 }

@@ -10,38 +10,28 @@
 
 #include "core/backend.hpp"
 #include "core/host_parallel.hpp"
+#include "core/value_facts.hpp"
 #include "gknn/error.hpp"
 #include "gknn/info.hpp"
 
 namespace gknn::detail {
 namespace {
 
-/// Finiteness and value facts of one row, from the bits of its floats: integer compares and one float -> int ->
-/// float round trip per value, a loop without branches that the compiler vectorises (this file is built with
-/// -fno-trapping-math, which lets it if-convert the conversion; results are those of the IEEE comparisons:
-/// finite = |v| <= FLT_MAX, integral = (v == nearbyint(v)) for finite v, nonnegative = (v >= 0), -0.0 included).
-struct RowFacts {
-  bool finite, integral, nonnegative;
-  uint32_t max_abs_bits;  ///< bits of the largest |v| (ordered as the values for finite v)
-};
-
-RowFacts row_facts(const float* row, int64_t n) {
-  uint32_t not_finite = 0, fraction = 0, negative = 0, max_bits = 0;
-  for (int64_t j = 0; j < n; ++j) {
-    uint32_t bits;
-    std::memcpy(&bits, row + j, sizeof bits);
-    const uint32_t magnitude = bits & 0x7fffffffu;
-    not_finite |= magnitude >= 0x7f800000u;  // Inf, NaN
-    // |v| >= 2^23 (0x4b000000): every float is an integer; below, v is one iff the int32 round trip keeps it
-    const float small = magnitude < 0x4b000000u ? row[j] : 0.f;
-    fraction |= small != static_cast<float>(static_cast<int32_t>(small));
-    negative |= (bits >> 31) & (magnitude != 0u);  // -0.0 >= 0
-    max_bits = magnitude > max_bits ? magnitude : max_bits;
-  }
-  return {not_finite == 0, fraction == 0, negative == 0, max_bits};
+/// The facts of one row (value_facts.hpp: the definition shared with the device scan).
+ValueBits row_facts(const float* row, int64_t n) {
+  ValueBits facts;
+  for (int64_t j = 0; j < n; ++j) facts.add(row[j]);
+  return facts;
 }
 
 }  // namespace
+
+void reject_non_finite_row(const float* row, int64_t cols, std::string_view what, int64_t row_index) {
+  for (int64_t j = 0; j < cols; ++j)
+    GKNN_EXPECT(std::isfinite(row[j]), ErrorCode::InvalidArgument, what, " row ", row_index, " column ", j, " is ",
+                row[j], ": NaN and Inf are not valid coordinates");
+  fail(ErrorCode::Internal, what, " row ", row_index, " was reported non-finite, but its values are finite");
+}
 
 ValueStats validate_matrix(FloatView m, std::string_view what, bool allow_empty_rows) {
   GKNN_EXPECT(m.rows >= 0 && m.cols >= 0, ErrorCode::InvalidArgument, what, ": negative shape ", m.rows, "x", m.cols);
@@ -50,49 +40,37 @@ ValueStats validate_matrix(FloatView m, std::string_view what, bool allow_empty_
   GKNN_EXPECT(m.stride == 0 || m.stride >= m.cols, ErrorCode::InvalidArgument, what, ": row stride ", m.stride,
               " is smaller than the dimension ", m.cols);
   GKNN_EXPECT(m.rows == 0 || m.data != nullptr, ErrorCode::InvalidArgument, what, ": null data pointer");
-  if (m.memory == Memory::Device) return ValueStats{false, false, 0.f, false};
+  if (m.memory == Memory::Device) return cuda::device_value_stats(m, what);  // the same facts, scanned there
   // One pass: finiteness (required) and the value facts (for exact lower-precision paths), in row ranges over the
   // host team for large inputs (a 1M x 128 base is 128M values; a part holds at least 32K values, ~7 us of scan, so
   // that small query batches are not split: q = 128 x 128 runs on the caller). The loop only accumulates; the error
   // path re-scans the first failing row to name the column, so the message is the same whatever the thread count.
   struct Part {
-    RowFacts facts{true, true, true, 0};
+    ValueBits facts;
     int64_t first_bad_row;
   };
   constexpr int64_t kValuesPerPart = int64_t(1) << 15;
   const int parts = host_parts(m.rows * m.cols, kValuesPerPart);
-  std::vector<Part> part_facts(static_cast<size_t>(parts), Part{{true, true, true, 0}, m.rows});
+  std::vector<Part> part_facts(static_cast<size_t>(parts), Part{ValueBits{}, m.rows});
   const int64_t rows_per_part = (m.rows + parts - 1) / parts;
   host_parallel(parts, [&](int part) {
-    Part out{{true, true, true, 0}, m.rows};  // accumulated here, stored once: the parts share cache lines
+    Part out{ValueBits{}, m.rows};  // accumulated here, stored once: the parts share cache lines
     const int64_t end = std::min(m.rows, (part + 1) * rows_per_part);
     for (int64_t i = part * rows_per_part; i < end; ++i) {
-      const RowFacts row = row_facts(m.row(i), m.cols);
-      out.facts.integral = out.facts.integral && row.integral;
-      out.facts.nonnegative = out.facts.nonnegative && row.nonnegative;
-      out.facts.max_abs_bits = std::max(out.facts.max_abs_bits, row.max_abs_bits);
-      if (!row.finite && out.first_bad_row == m.rows) out.first_bad_row = i;
+      const ValueBits row = row_facts(m.row(i), m.cols);
+      out.facts.merge(row);
+      if (!row.finite() && out.first_bad_row == m.rows) out.first_bad_row = i;
     }
     part_facts[static_cast<size_t>(part)] = out;
   });
-  bool integral = true, nonnegative = true;
-  uint32_t max_abs_bits = 0;
+  ValueBits facts;
   int64_t first_bad_row = m.rows;
   for (const Part& p : part_facts) {
-    integral = integral && p.facts.integral;
-    nonnegative = nonnegative && p.facts.nonnegative;
-    max_abs_bits = std::max(max_abs_bits, p.facts.max_abs_bits);
+    facts.merge(p.facts);
     first_bad_row = std::min(first_bad_row, p.first_bad_row);
   }
-  if (first_bad_row < m.rows) {
-    const float* row = m.row(first_bad_row);
-    for (int64_t j = 0; j < m.cols; ++j)
-      GKNN_EXPECT(std::isfinite(row[j]), ErrorCode::InvalidArgument, what, " row ", first_bad_row, " column ", j,
-                  " is ", row[j], ": NaN and Inf are not valid coordinates");
-  }
-  float max_abs;
-  std::memcpy(&max_abs, &max_abs_bits, sizeof max_abs);
-  return ValueStats{integral, nonnegative, max_abs, true};
+  if (first_bad_row < m.rows) reject_non_finite_row(m.row(first_bad_row), m.cols, what, first_bad_row);
+  return ValueStats{facts.integral(), facts.nonnegative(), facts.max_abs(), true};
 }
 
 void validate_result_view(const ResultView& out, int64_t rows, int64_t k) {

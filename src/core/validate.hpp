@@ -14,9 +14,12 @@ namespace gknn::detail {
 constexpr int kMaxThreads = 4096;
 
 /// Shape, stride and finiteness of one matrix argument; `what` names it in messages ("base", "queries").
-/// Returns the facts about its values gathered in the same pass (device views: shape only, stats unknown; the
-/// cuda backend checks their values on the device).
+/// Returns the facts about its values gathered in the same pass (value_facts.hpp). Device views are scanned on
+/// their device (cuda::device_value_stats): the same facts and the same error for NaN and Inf.
 ValueStats validate_matrix(FloatView m, std::string_view what, bool allow_empty_rows);
+/// Throws InvalidArgument naming the first non-finite column of `row` (host memory), row `row_index` of `what`:
+/// the message of every scan, host or device, that found a non-finite value in that row.
+[[noreturn]] void reject_non_finite_row(const float* row, int64_t cols, std::string_view what, int64_t row_index);
 /// Validates a search's arguments; fills the value facts of base and queries when asked.
 void validate_search(FloatView base, FloatView queries, const SearchParams& params, ValueStats* base_stats = nullptr,
                      ValueStats* query_stats = nullptr);

@@ -1,4 +1,6 @@
 // backend.cu: the CUDA backend's entry points (core/backend.hpp), on top of the pipeline and the registries.
+#include <algorithm>
+
 #include "core/backend.hpp"
 #include "core/keys.hpp"
 #include "cuda/distance/distance.cuh"
@@ -29,6 +31,9 @@ void search_into(FloatView base, FloatView queries, const SearchParams& key_para
   PipelineLease pipeline(key_params.device);
   size_t budget = pipeline_budget(*pipeline, key_params.memory_budget);
   const std::unique_ptr<BaseSource> source = make_base_source(*pipeline, base, &budget);
+  // An automatic budget plans the tiles within what the lease keeps, so that a repeated one-shot search allocates
+  // nothing (a 10k x 1M two-stage search would otherwise allocate and free a 40 GB key matrix on every call).
+  if (key_params.memory_budget == 0) budget = std::min(budget, kOneShotPlanBytes);
   run_search(*pipeline, *source, queries, key_params, budget, DataFacts{base_stats.merged(query_stats), base.cols},
              out);
 }

@@ -84,7 +84,8 @@ class PinnedBuffer {
 
 class Stream {
  public:
-  Stream() { GKNN_CUDA_TRY(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
+  /// Non-blocking by default (no implicit synchronisation with the legacy default stream).
+  explicit Stream(unsigned flags = cudaStreamNonBlocking) { GKNN_CUDA_TRY(cudaStreamCreateWithFlags(&s_, flags)); }
   ~Stream() {
     if (s_) GKNN_CUDA_TRY_NOTHROW(cudaStreamDestroy(s_));
   }

@@ -72,12 +72,11 @@ struct FusedTarget {
   float* keys;             ///< the tile's list: k sorted keys per query row, `stride` apart
   int64_t* labels;
   int64_t stride;
-  float* partial_keys;     ///< scratch for the splits' lists when a query's base is split over several blocks
-  size_t partial_capacity; ///< elements of partial_keys
   int64_t label_offset;    ///< added to the base row index within the tile
 };
 /// What a fused call left: the lists in the target (direct), or the splits' lists, `cols` sorted entries per row
-/// (`stride` apart, labels beside them), of which the caller selects the k best.
+/// (`stride` apart, labels beside them; in the call's workspace, valid until its next use), of which the caller
+/// selects the k best. A search the fused kernel serves needs no key matrix (the pipeline sizes none).
 struct FusedResult {
   bool direct = true;
   const float* keys = nullptr;

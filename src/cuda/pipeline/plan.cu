@@ -41,7 +41,7 @@ bool base_tile_forced() { return current_override().base_rows > 0; }
 size_t search_bytes(const PlanInput& in, int64_t tq, int64_t tb) {
   const size_t q = static_cast<size_t>(tq), b = static_cast<size_t>(tb), d = static_cast<size_t>(in.dim);
   const size_t k = static_cast<size_t>(in.k), kt = std::min(k, b);
-  size_t bytes = 2 * q * d * sizeof(float) + (q + b) * sizeof(float) + q * b * sizeof(float);
+  size_t bytes = 2 * q * d * sizeof(float) + (q + b) * sizeof(float) + (in.key_matrix ? q * b * sizeof(float) : 0);
   if (in.stream_base) bytes += 2 * b * d * sizeof(float);
   bytes += 5 * q * k * (sizeof(float) + sizeof(int64_t));
   bytes += 2 * q * static_cast<size_t>(in.out_k) * (sizeof(float) + sizeof(int64_t));

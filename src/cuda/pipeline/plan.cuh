@@ -4,7 +4,8 @@
 //   query tiles       2 * tq * d * 4          double-buffered: the next tile uploads while this one computes
 //   base tiles        2 * tb * d * 4          only when the base is streamed from the host
 //   norms             (tq + tb) * 4
-//   distance tile     tq * tb * 4
+//   distance tile     tq * tb * 4            two-stage path only (PlanInput::key_matrix): a fused kernel that
+//                                           serves the search writes lists, its splits' lists in its scratch
 //   top-k lists       5 * tq * k * 12         running + merged list per in-flight query tile (2), tile list (1)
 //   output tiles      2 * tq * out_k * 12     finalised tiles on their way to a host destination (two in flight;
 //                                           run_search adds up to two more from what the plan left, output_slots.hpp)
@@ -45,6 +46,7 @@ struct PlanInput {
   SelectWorkspaceFn select_workspace = nullptr;
   DistanceWorkspaceBytesFn distance_workspace = nullptr;
   int64_t out_k = 0;  ///< the user's k when the result goes to host memory (output tiles), else 0
+  bool key_matrix = true;  ///< false when a fused kernel serves every tile: no distance tile is allocated
 };
 
 struct TilePlan {

@@ -140,7 +140,7 @@ ListRef search_query_tile(const TileJob& job, const float* queries, int64_t quer
     SelectInput sin{p.distances.data(), nullptr, bn, qn, bn, b0};
     if (fused) {  // distances and selection in one kernel; splits of the base leave lists to select from
       const FusedResult r = job.distance.fused(
-          din, job.facts, kt, FusedTarget{dst.keys, dst.labels, k, p.distances.data(), p.distances.size(), b0}, dctx);
+          din, job.facts, kt, FusedTarget{dst.keys, dst.labels, k, b0}, dctx);
       sin = SelectInput{r.keys, r.labels, r.stride, qn, r.cols, 0};
       if (r.direct) sin.cols = 0;
     } else {
@@ -333,15 +333,19 @@ const int64_t* device_ids(Pipeline& p, const detail::OutputSpec& out, cudaStream
 
 /// Grows the tile buffers for a plan. Growing one buffer while the others still hold their old capacity could
 /// fail for memory the plan counted as available, so any growth first releases them all.
-void size_buffers(Pipeline& p, int64_t tq, int64_t tb, int64_t k, int64_t out_k, bool host_out, int out_slots) {
+/// `keys`: the search writes a key matrix (two-stage path), else the fused kernel serves every tile and none is
+/// sized.
+void size_buffers(Pipeline& p, int64_t tq, int64_t tb, int64_t k, int64_t out_k, bool host_out, int out_slots,
+                  bool keys) {
   const size_t lists = static_cast<size_t>(tq * k), outs = host_out ? static_cast<size_t>(tq * out_k) : 0;
-  bool grows = p.distances.capacity_bytes() < static_cast<size_t>(tq * tb) * sizeof(float) ||
+  const size_t key_count = keys ? static_cast<size_t>(tq * tb) : 0;
+  bool grows = p.distances.capacity_bytes() < key_count * sizeof(float) ||
                p.list_keys[0].capacity_bytes() < lists * sizeof(float) ||
                p.query_norms.capacity_bytes() < static_cast<size_t>(tq) * sizeof(float) ||
                p.base_norms.capacity_bytes() < static_cast<size_t>(tb) * sizeof(float);
   for (int i = 0; i < out_slots; ++i) grows = grows || p.out_slots[i].values.capacity_bytes() < outs * sizeof(float);
   if (grows) p.release_buffers();
-  p.distances.resize(static_cast<size_t>(tq * tb));
+  p.distances.resize(key_count);
   p.query_norms.resize(static_cast<size_t>(tq));
   p.base_norms.resize(static_cast<size_t>(tb));
   for (int i = 0; i < 5; ++i) {
@@ -386,8 +390,10 @@ void run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchPa
   const SelectEntry& select = resolve_select(kp.select, std::min(nq, kMaxQueryTile), nb, k);
   const DistanceEntry& distance = resolve_distance(kp.distance, kp.metric, nq, nb, k, facts);
   const bool host_out = out.memory == Memory::Host;
+  // A fused kernel that serves k serves every tile (a tile's k is min(k, tile rows) <= k): no key matrix at all.
+  const bool fused_only = distance.fused && distance.fused_serves(k, dim, facts);
   const PlanInput plan_input{nq, nb, dim, k, budget, base.streamed(), select.workspace_bytes,
-                             distance.workspace_bytes, host_out ? out.k : 0};
+                             distance.workspace_bytes, host_out ? out.k : 0, !fused_only};
   const TilePlan plan = plan_search(plan_input);
   const bool l2 = kp.metric == Metric::SquaredL2;
   const bool norms = distance.needs_norms && l2;
@@ -403,7 +409,7 @@ void run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchPa
       host_out ? output_slots_in_flight((nq + tq - 1) / tq, static_cast<size_t>(tq * out.k) * 12,
                                         budget > planned ? budget - planned : 0)
                : 2;
-  size_buffers(p, tq, tb, k, out.k, host_out, out_slots);
+  size_buffers(p, tq, tb, k, out.k, host_out, out_slots, !fused_only);
   QueryFeed feed(p, queries, tq, timer.get());
   ResultWriter writer(p.out_slots, out_slots, !host_out, out.destination, out.k, tq, nq, timer.get());
   const int64_t* ids = device_ids(p, out, s);

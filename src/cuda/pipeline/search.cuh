@@ -121,7 +121,8 @@ size_t pipeline_budget(const Pipeline& p, size_t requested);
 /// A Pipeline borrowed for one one-shot call from a per-device cache, so that repeated calls create no streams
 /// or events and allocate no pinned or device memory when their tiles fit the buffers left by the previous call.
 /// Buffers over kKeptPipelineBytes, and staging slots over kKeptStagingBytes, are released on return (a large
-/// call keeps neither device nor pinned memory).
+/// call keeps neither device nor pinned memory); one-shot searches with an automatic budget plan within it
+/// (kOneShotPlanBytes), so only an explicit SearchParams::memory_budget above it gets released.
 class PipelineLease {
  public:
   explicit PipelineLease(int device);
@@ -137,6 +138,9 @@ class PipelineLease {
 };
 constexpr size_t kKeptPipelineBytes = size_t(1) << 30;
 constexpr size_t kKeptStagingBytes = size_t(256) << 20;
+/// The automatic budget of a one-shot search's tiles (cuda::search_into): within kKeptPipelineBytes, so that its
+/// buffers are kept for the next call. (The plan's estimate of scratch is an upper bound of what kernels take.)
+constexpr size_t kOneShotPlanBytes = kKeptPipelineBytes;
 
 /// Copies host rows (any stride) into `dst` (device, stride = cols) through pinned staging; synchronous.
 void upload_rows(Pipeline& p, FloatView rows, float* dst);

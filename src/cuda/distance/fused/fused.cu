@@ -541,10 +541,12 @@ FusedResult fused_search(const DistanceInput& in, const DataFacts& facts, int64_
 
   const size_t q_bytes = aligned(static_cast<size_t>(in.nq) * row_bytes);
   const size_t b_bytes = aligned(static_cast<size_t>(in.nb) * row_bytes);
-  const size_t label_bytes = splits > 1 ? static_cast<size_t>(in.nq * splits * k) * sizeof(int64_t) : 0;
-  GKNN_EXPECT(splits == 1 || static_cast<size_t>(in.nq * splits * k) <= target.partial_capacity, ErrorCode::Internal,
-              "fused kernel: partial lists exceed the key buffer");
-  auto* scratch = static_cast<unsigned char*>(ctx.workspace.get(q_bytes + b_bytes + label_bytes));
+  // The splits' lists (keys and labels) live in the scratch too: the pipeline sizes no key matrix for a search
+  // this kernel serves (fused_workspace bounds them).
+  const size_t partial = splits > 1 ? static_cast<size_t>(in.nq * splits * k) : 0;
+  const size_t label_bytes = aligned(partial * sizeof(int64_t));
+  auto* scratch =
+      static_cast<unsigned char*>(ctx.workspace.get(q_bytes + b_bytes + label_bytes + partial * sizeof(float)));
 
   KernelArgs args{};
   args.norms = l2 ? in.base_norms : nullptr;
@@ -560,7 +562,7 @@ FusedResult fused_search(const DistanceInput& in, const DataFacts& facts, int64_
     args.out_stride = target.stride;
     result.direct = true;
   } else {
-    args.out_keys = target.partial_keys;
+    args.out_keys = reinterpret_cast<float*>(scratch + q_bytes + b_bytes + label_bytes);
     args.out_labels = reinterpret_cast<int64_t*>(scratch + q_bytes + b_bytes);
     args.out_stride = splits * k;
     result = FusedResult{false, args.out_keys, args.out_labels, splits * k, splits * k};
@@ -581,14 +583,15 @@ void fused_distance(const DistanceInput& in, const DistanceOutput& out, const Di
 }
 
 size_t fused_workspace(int64_t nq, int64_t nb, int64_t dim) {
-  // Operands (at most 256 bytes a row) and the splits' labels. split_count() gives nq x splits <= kBM x (query
-  // tiles + kWavesPerSplitPlan x SMs); the device is not known here, so 160 SMs bound every Hopper part.
+  // Operands (at most 256 bytes a row) and the splits' lists (labels and keys). split_count() gives nq x splits
+  // <= kBM x (query tiles + kWavesPerSplitPlan x SMs), and splits x k <= nb; the device is not known here, so
+  // 160 SMs bound every Hopper part.
   constexpr int64_t kMaxSms = 160;
   const int64_t qtiles = (nq + kBM - 1) / kBM;
-  const size_t labels =
-      static_cast<size_t>(kBM) * (kWavesPerSplitPlan * kMaxSms + qtiles) * kMaxFusedK * sizeof(int64_t);
+  const size_t entries = std::min(static_cast<size_t>(kBM) * (kWavesPerSplitPlan * kMaxSms + qtiles) * kMaxFusedK,
+                                  static_cast<size_t>(nq) * static_cast<size_t>(nb));
   const size_t fused = aligned(static_cast<size_t>(nq) * kMaxRowBytes) + aligned(static_cast<size_t>(nb) * kMaxRowBytes) +
-                       std::min(labels, static_cast<size_t>(nq) * static_cast<size_t>(nb) * sizeof(int64_t));
+                       aligned(entries * sizeof(int64_t)) + entries * sizeof(float);
   return std::max(fused, gemm_keys_workspace(nq, nb, dim, GemmPrecision::Fp16));
 }
 

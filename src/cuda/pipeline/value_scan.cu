@@ -1,0 +1,175 @@
+// value_scan.cu: the value facts of a device view, scanned where it lives (core/backend.hpp device_value_stats).
+//
+// The host scan (core/validate.cpp) gives host inputs their facts (finite, integral, nonnegative, max |v|: which
+// exact lower-precision paths Auto may take). A device view gets the same facts from this one reduction, with the
+// per-value definition shared with the host (core/value_facts.hpp), so a base gets the same plan and the same
+// NaN/Inf error wherever it lives. One warp per row (lanes read consecutive columns, coalesced, any row stride),
+// rows grid-strided, a shuffle reduction per warp and one set of atomics per warp (into words cleared by a memset);
+// then one 24-byte copy back.
+// The first non-finite row (smallest index) is copied to the host and named as the host scan names it.
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "core/validate.hpp"
+#include "core/value_facts.hpp"
+#include "cuda/common/buffer.cuh"
+#include "cuda/common/device.cuh"
+#include "cuda/common/error.cuh"
+
+namespace gknn::detail::cuda {
+namespace {
+
+constexpr int kWarpsPerBlock = 8;
+constexpr int kBlocksPerSm = 8;  // 2048 threads per SM: enough loads in flight for the memory bandwidth
+
+struct ScanResult {
+  unsigned long long bad_rank;  ///< rows - (first non-finite row), max-reduced; 0 when every value is finite
+  unsigned int fraction, negative, max_abs_bits;
+};
+
+__global__ void value_scan_kernel(const float* __restrict__ rows, int64_t count, int64_t stride, int64_t cols,
+                                  ScanResult* __restrict__ out) {
+  const int lane = threadIdx.x % 32;
+  const int64_t warps = int64_t(gridDim.x) * kWarpsPerBlock;
+  ValueBits facts;
+  unsigned long long bad_rank = 0;
+  // Every lane of a warp runs the same rows, so the shuffles below see the whole warp.
+  for (int64_t r = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32; r < count; r += warps) {
+    const float* x = rows + r * stride;
+    ValueBits row;
+    for (int64_t c = lane; c < cols; c += 32) row.add(x[c]);
+    if (!row.finite() && bad_rank == 0) bad_rank = static_cast<unsigned long long>(count - r);  // rows ascend
+    facts.merge(row);
+  }
+  for (int offset = 16; offset > 0; offset /= 2) {
+    ValueBits other;
+    other.fraction = __shfl_xor_sync(0xffffffffu, facts.fraction, offset);
+    other.negative = __shfl_xor_sync(0xffffffffu, facts.negative, offset);
+    other.max_abs_bits = __shfl_xor_sync(0xffffffffu, facts.max_abs_bits, offset);
+    facts.merge(other);
+    bad_rank = max(bad_rank, __shfl_xor_sync(0xffffffffu, bad_rank, offset));
+  }
+  if (lane != 0) return;
+  if (facts.fraction) atomicOr(&out->fraction, 1u);
+  if (facts.negative) atomicOr(&out->negative, 1u);
+  atomicMax(&out->max_abs_bits, facts.max_abs_bits);
+  if (bad_rank != 0) atomicMax(&out->bad_rank, bad_rank);
+}
+
+/// A stream and the result's device and pinned words, per device; leased by one scan at a time. The stream is a
+/// blocking one: the scan waits for work queued before it on the legacy default stream (a caller's pageable
+/// cudaMemcpy may return before its DMA lands, and torch's default stream is that stream), and the search's own
+/// streams start after the scan has returned to the host, so they read complete inputs too.
+struct ScanSlot {
+  Stream stream{cudaStreamDefault};
+  DeviceBuffer<ScanResult> result{1};
+  PinnedBuffer<ScanResult> host{1};
+};
+
+/// Idle slots per device. Never destroyed: at process exit the CUDA runtime may already be gone.
+struct ScanSlots {
+  std::mutex mutex;
+  std::map<int, std::vector<std::unique_ptr<ScanSlot>>> idle;
+};
+ScanSlots& scan_slots() {
+  static ScanSlots* slots = new ScanSlots;
+  return *slots;
+}
+
+class SlotLease {
+ public:
+  explicit SlotLease(int device) : device_(device) {
+    {
+      std::lock_guard<std::mutex> lock(scan_slots().mutex);
+      auto& idle = scan_slots().idle[device];
+      if (!idle.empty()) {
+        slot_ = std::move(idle.back());
+        idle.pop_back();
+      }
+    }
+    if (!slot_) slot_ = std::make_unique<ScanSlot>();  // the current device is `device`: its stream and memory
+  }
+  ~SlotLease() {
+    std::lock_guard<std::mutex> lock(scan_slots().mutex);
+    scan_slots().idle[device_].push_back(std::move(slot_));
+  }
+  SlotLease(const SlotLease&) = delete;
+  SlotLease& operator=(const SlotLease&) = delete;
+  ScanSlot& operator*() const { return *slot_; }
+
+ private:
+  int device_;
+  std::unique_ptr<ScanSlot> slot_;
+};
+
+/// Makes `device` current for the scan and gives the caller's current device back afterwards.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    GKNN_CUDA_TRY(cudaGetDevice(&previous_));
+    device_props(device);  // cached properties; makes `device` current
+  }
+  ~DeviceScope() { GKNN_CUDA_TRY_NOTHROW(cudaSetDevice(previous_)); }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
+/// The device that reads `data` and the address it reads it at; InvalidArgument for memory no kernel may read.
+std::pair<int, const float*> device_address(const float* data, std::string_view what) {
+  cudaPointerAttributes attr{};
+  const cudaError_t err = cudaPointerGetAttributes(&attr, data);
+  if (err != cudaSuccess) cudaGetLastError();  // not a sticky error: later calls must not see it
+  int current = 0;
+  GKNN_CUDA_TRY(cudaGetDevice(&current));
+  if (err == cudaSuccess && attr.type != cudaMemoryTypeUnregistered) {
+    const void* address = attr.devicePointer ? attr.devicePointer : data;
+    return {attr.device >= 0 ? attr.device : current, static_cast<const float*>(address)};
+  }
+  // Pageable host memory: only devices that access it coherently (HMM, ATS) may read it in a kernel.
+  int pageable = 0;
+  GKNN_CUDA_TRY(cudaDeviceGetAttribute(&pageable, cudaDevAttrPageableMemoryAccess, current));
+  GKNN_EXPECT(pageable != 0, ErrorCode::InvalidArgument, what,
+              ": a Memory::Device view whose pointer is not CUDA memory (host memory? pass Memory::Host)");
+  return {current, data};
+}
+
+}  // namespace
+
+ValueStats device_value_stats(FloatView m, std::string_view what) {
+  if (m.rows == 0) return ValueStats{};  // as the host scan: no value, every fact holds
+  if (!available()) return ValueStats{false, false, 0.f, false};  // the backend's dispatch gives the error
+  const auto [device, rows] = device_address(m.data, what);
+  DeviceScope scope(device);
+  SlotLease lease(device);
+  ScanSlot& slot = *lease;
+  const cudaStream_t s = slot.stream.get();
+  GKNN_CUDA_TRY(cudaMemsetAsync(slot.result.data(), 0, sizeof(ScanResult), s));
+  const int64_t row_blocks = (m.rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  const int64_t blocks = std::min<int64_t>(row_blocks, int64_t(device_props(device).sm_count) * kBlocksPerSm);
+  value_scan_kernel<<<static_cast<unsigned>(blocks), kWarpsPerBlock * 32, 0, s>>>(rows, m.rows, m.row_stride(),
+                                                                                   m.cols, slot.result.data());
+  GKNN_CUDA_CHECK_LAUNCH();
+  GKNN_CUDA_TRY(cudaMemcpyAsync(slot.host.data(), slot.result.data(), sizeof(ScanResult), cudaMemcpyDeviceToHost, s));
+  GKNN_CUDA_TRY(cudaStreamSynchronize(s));
+  const ScanResult r = *slot.host.data();
+  if (r.bad_rank != 0) {
+    const int64_t bad = m.rows - static_cast<int64_t>(r.bad_rank);
+    std::vector<float> row(static_cast<size_t>(m.cols));
+    GKNN_CUDA_TRY(cudaMemcpy(row.data(), rows + bad * m.row_stride(), row.size() * sizeof(float),
+                             cudaMemcpyDeviceToHost));
+    reject_non_finite_row(row.data(), m.cols, what, bad);
+  }
+  ValueBits facts;
+  facts.fraction = r.fraction;
+  facts.negative = r.negative;
+  facts.max_abs_bits = r.max_abs_bits;
+  return ValueStats{facts.integral(), facts.nonnegative(), facts.max_abs(), true};
+}
+
+}  // namespace gknn::detail::cuda

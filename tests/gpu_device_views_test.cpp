@@ -1,0 +1,227 @@
+// gpu_device_views_test.cpp: device views (Memory::Device) get what host arrays get (issue 15): the same value
+// facts from the device scan (core/value_facts.hpp is shared with the host scan), hence the same plan (explain and
+// the search's own choice) and identical results; NaN and Inf rejected with the host's error naming the row and
+// column; and repeated one-shot searches of device views allocate nothing once the first call has run (their
+// tiles are planned within what the pipeline lease keeps). Label gpu.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include "core/validate.hpp"
+#include "gknn/error.hpp"
+#include "gknn/search.hpp"
+#include "testing/data.hpp"
+#include "testing/sanitize.hpp"
+
+namespace gknn::testing {
+namespace {
+
+/// A device copy of host floats (freed with the object).
+struct DeviceFloats {
+  float* ptr = nullptr;
+  explicit DeviceFloats(const std::vector<float>& host) {
+    EXPECT_EQ(cudaSuccess, cudaMalloc(&ptr, host.size() * sizeof(float)));
+    EXPECT_EQ(cudaSuccess, cudaMemcpy(ptr, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
+  }
+  ~DeviceFloats() { cudaFree(ptr); }
+  DeviceFloats(const DeviceFloats&) = delete;
+  DeviceFloats& operator=(const DeviceFloats&) = delete;
+};
+
+FloatView on_device(const DeviceFloats& d, FloatView host) {
+  return FloatView{d.ptr, host.rows, host.cols, host.stride, Memory::Device};
+}
+
+SearchParams cuda_params(int64_t k) {
+  SearchParams p;
+  p.k = k;
+  p.backend = Backend::Cuda;
+  return p;
+}
+
+void expect_same_facts(const detail::ValueStats& host, const detail::ValueStats& device) {
+  EXPECT_TRUE(device.known);
+  EXPECT_EQ(host.integral, device.integral);
+  EXPECT_EQ(host.nonnegative, device.nonnegative);
+  EXPECT_EQ(host.max_abs, device.max_abs);
+}
+
+TEST(DeviceViews, ScanGivesTheHostFacts) {
+  struct Data {
+    const char* name;
+    std::vector<float> values;
+    int64_t rows, cols, stride;
+  };
+  const float big = 16777216.f;  // 2^24: an integer, beyond fp16's exact range
+  std::vector<Data> cases = {
+      {"uint8-valued", integer_matrix(300, 37, 0, 255, 1).data, 300, 37, 0},
+      {"signed integers", integer_matrix(300, 37, -9, 9, 2).data, 300, 37, 0},
+      {"fractions", random_matrix(300, 37, 3).data, 300, 37, 0},
+      {"-0.0 only", std::vector<float>(64, -0.f), 8, 8, 0},
+      {"one fraction in the last row", std::vector<float>(128, 3.f), 4, 32, 0},
+      {"integers >= 2^23 and a negative", {big, 8388609.f, -1.f, 2.f}, 2, 2, 0},
+      {"strided: fractions only in the padding", std::vector<float>(40 * 10, 0.5f), 40, 6, 10},
+  };
+  cases[4].values.back() = 3.25f;
+  for (int64_t i = 0; i < 40; ++i)
+    for (int64_t j = 0; j < 6; ++j) cases[6].values[static_cast<size_t>(i * 10 + j)] = static_cast<float>(i - j);
+  for (const Data& c : cases) {
+    SCOPED_TRACE(c.name);
+    const FloatView host{c.values.data(), c.rows, c.cols, c.stride};
+    const DeviceFloats d(c.values);
+    expect_same_facts(detail::validate_matrix(host, "base", false),
+                      detail::validate_matrix(on_device(d, host), "base", false));
+  }
+  // The strided case must not read the padding: its facts are those of integers.
+  const FloatView strided{cases[6].values.data(), 40, 6, 10};
+  EXPECT_TRUE(detail::validate_matrix(strided, "base", false).integral);
+}
+
+TEST(DeviceViews, IntegerDataGetTheHostPlanAndIdenticalResults) {
+  // nq x nb above Auto's threshold for the fused kernel (2^23 pairs, 16 queries).
+  const int64_t nb = sized(int64_t(70000), int64_t(9000)), nq = sized(int64_t(200), int64_t(1000));
+  struct Data {
+    const char* name;
+    HostMatrix<float> base, queries;
+  };
+  const Data cases[] = {
+      {"uint8-valued", integer_matrix(nb, 64, 0, 255, 11), integer_matrix(nq, 64, 0, 255, 12)},
+      {"signed integers", integer_matrix(nb, 64, -20, 20, 13), integer_matrix(nq, 64, -20, 20, 14)},
+      {"fractions", random_matrix(nb, 64, 15), random_matrix(nq, 64, 16)},
+  };
+  for (const Data& c : cases) {
+    SCOPED_TRACE(c.name);
+    const DeviceFloats db(c.base.data), dq(c.queries.data);
+    const FloatView b = on_device(db, c.base.view()), q = on_device(dq, c.queries.view());
+    for (int64_t k : {int64_t(10), int64_t(100), int64_t(300)}) {  // 300: beyond the fused kernel's k
+      SCOPED_TRACE("k = " + std::to_string(k));
+      const SearchParams p = cuda_params(k);
+      const SearchPlan host_plan = explain_search(c.base.view(), c.queries.view(), p);
+      const SearchPlan device_plan = explain_search(b, q, p);
+      EXPECT_EQ(host_plan.distance, device_plan.distance);
+      EXPECT_EQ(host_plan.distance_reason, device_plan.distance_reason);
+      EXPECT_EQ(host_plan.select, device_plan.select);
+      // Not a vacuous comparison: by Auto's rules (unless a measured plan table chose), integer data with k <= 128
+      // take the fused kernel, integer data beyond it fp16_mma, fractions cuBLAS.
+      const bool integers = std::string(c.name) != "fractions";
+      const DistanceAlgorithm rule = !integers ? DistanceAlgorithm::Cublas
+                                     : k <= 128 ? DistanceAlgorithm::Fused
+                                                : DistanceAlgorithm::Fp16Mma;
+      if (device_plan.distance_reason.rfind("auto:", 0) == 0) EXPECT_EQ(rule, device_plan.distance);
+
+      const Result want = search(c.base.view(), c.queries.view(), p);
+      std::vector<float> dist(static_cast<size_t>(nq * k));
+      std::vector<int64_t> idx(static_cast<size_t>(nq * k));
+      float* d_dist = nullptr;
+      int64_t* d_idx = nullptr;
+      ASSERT_EQ(cudaSuccess, cudaMalloc(&d_dist, dist.size() * sizeof(float)));
+      ASSERT_EQ(cudaSuccess, cudaMalloc(&d_idx, idx.size() * sizeof(int64_t)));
+      search(b, q, p, ResultView{d_dist, d_idx, nq, k, Memory::Device});
+      ASSERT_EQ(cudaSuccess, cudaMemcpy(dist.data(), d_dist, dist.size() * sizeof(float), cudaMemcpyDeviceToHost));
+      ASSERT_EQ(cudaSuccess, cudaMemcpy(idx.data(), d_idx, idx.size() * sizeof(int64_t), cudaMemcpyDeviceToHost));
+      cudaFree(d_dist);
+      cudaFree(d_idx);
+      EXPECT_EQ(want.indices, idx);
+      EXPECT_EQ(want.distances, dist);
+    }
+  }
+}
+
+TEST(DeviceViews, NonFiniteValuesGetTheHostError) {
+  const HostMatrix<float> good = integer_matrix(40, 8, 1, 3, 50);
+  for (float bad : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                    std::numeric_limits<float>::quiet_NaN()}) {
+    for (bool in_base : {true, false}) {
+      HostMatrix<float> poisoned = good;
+      poisoned.row(13)[2] = bad;
+      poisoned.row(29)[5] = bad;  // a later bad row: the error names the first
+      SCOPED_TRACE(std::string(in_base ? "base" : "queries") + " holds " + std::to_string(bad));
+      const DeviceFloats dg(good.data), dp(poisoned.data);
+      const FloatView g = on_device(dg, good.view()), pv = on_device(dp, poisoned.view());
+      auto message = [&](FloatView base, FloatView queries) -> std::string {
+        try {
+          (void)search(base, queries, cuda_params(3));
+        } catch (const Error& err) {
+          EXPECT_EQ(ErrorCode::InvalidArgument, err.code());
+          return err.what();
+        }
+        ADD_FAILURE() << "a non-finite coordinate was accepted";
+        return "";
+      };
+      const std::string host = in_base ? message(poisoned.view(), good.view()) : message(good.view(), poisoned.view());
+      const std::string device = in_base ? message(pv, g) : message(g, pv);
+      EXPECT_NE(std::string::npos, host.find("row 13 column 2")) << host;
+      EXPECT_EQ(host, device);
+    }
+  }
+}
+
+TEST(DeviceViews, HostPointerLabelledDeviceIsRefusedOrReadCoherently) {
+  const HostMatrix<float> base = integer_matrix(50, 8, 0, 9, 60);
+  int device = 0, pageable = 0;
+  ASSERT_EQ(cudaSuccess, cudaGetDevice(&device));
+  ASSERT_EQ(cudaSuccess, cudaDeviceGetAttribute(&pageable, cudaDevAttrPageableMemoryAccess, device));
+  FloatView mislabelled = base.view();
+  mislabelled.memory = Memory::Device;
+  if (pageable) {  // HMM/ATS: a kernel may read pageable memory, and gets the host's facts
+    expect_same_facts(detail::validate_matrix(base.view(), "base", false),
+                      detail::validate_matrix(mislabelled, "base", false));
+  } else {
+    try {
+      (void)detail::validate_matrix(mislabelled, "base", false);
+      ADD_FAILURE() << "host memory passed as Memory::Device was scanned";
+    } catch (const Error& err) {
+      EXPECT_EQ(ErrorCode::InvalidArgument, err.code());
+      EXPECT_NE(std::string::npos, std::string(err.what()).find("not CUDA memory")) << err.what();
+    }
+  }
+}
+
+/// Free device memory now.
+size_t free_bytes() {
+  size_t free = 0, total = 0;
+  EXPECT_EQ(cudaSuccess, cudaMemGetInfo(&free, &total));
+  return free;
+}
+
+TEST(DeviceViews, RepeatedOneShotSearchesAllocateNothing) {
+  // 2048 x 300k keys would be a 2.4 GB key matrix in one tile: planned within the lease's kept memory instead.
+  const int64_t nb = sized(int64_t(300000), int64_t(20000)), nq = sized(int64_t(2048), int64_t(256)), k = 50;
+  for (bool integers : {true, false}) {  // the fused kernel (no key matrix), then cuBLAS + a selection
+    SCOPED_TRACE(integers ? "integers" : "fractions");
+    const HostMatrix<float> base = integers ? integer_matrix(nb, 32, 0, 255, 70) : random_matrix(nb, 32, 71);
+    const HostMatrix<float> queries = integers ? integer_matrix(nq, 32, 0, 255, 72) : random_matrix(nq, 32, 73);
+    const DeviceFloats db(base.data), dq(queries.data);
+    const FloatView b = on_device(db, base.view()), q = on_device(dq, queries.view());
+    float* d_dist = nullptr;
+    int64_t* d_idx = nullptr;
+    ASSERT_EQ(cudaSuccess, cudaMalloc(&d_dist, size_t(nq * k) * sizeof(float)));
+    ASSERT_EQ(cudaSuccess, cudaMalloc(&d_idx, size_t(nq * k) * sizeof(int64_t)));
+    const ResultView out{d_dist, d_idx, nq, k, Memory::Device};
+    SearchParams p = cuda_params(k);
+    size_t lowest = 0;  // the least free memory seen while a search runs (its buffers are allocated by then)
+    p.progress = [&lowest](double) { lowest = std::min(lowest, free_bytes()); };
+    search(b, q, p, out);  // the first call sizes the pipeline's buffers, and keeps them
+    const size_t before = free_bytes();
+    for (int call = 0; call < 4; ++call) {
+      lowest = before;
+      search(b, q, p, out);
+      // Left in a repeated call: the device view's row norms (nb floats) and the driver's small-allocation pages
+      // (cudaMemGetInfo moves by 2 MiB pages: 4 MiB seen on the H100). The key matrix of one tile would be GBs.
+      const size_t slack = size_t(nb) * sizeof(float) + (size_t(16) << 20);
+      EXPECT_LE(before - std::min(before, lowest), slack) << "call " << call << " allocated during the search";
+      EXPECT_LE(before - std::min(before, free_bytes()), size_t(16) << 20) << "call " << call << " kept memory";
+    }
+    cudaFree(d_dist);
+    cudaFree(d_idx);
+  }
+}
+
+}  // namespace
+}  // namespace gknn::testing
