@@ -17,6 +17,9 @@
 #include "gknn/mpi.hpp"
 #include "gknn/search.hpp"
 #include "shard_common.hpp"
+#ifdef GKNN_HAS_CUDA
+#include "cuda/hooks.hpp"
+#endif
 #include "testing/data.hpp"
 #include "testing/expect_error.hpp"
 
@@ -212,6 +215,9 @@ int main(int argc, char** argv) {
   if (rank != 0) ::testing::GTEST_FLAG(brief) = true;  // full report from rank 0, only failures from the others
   int failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
   MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+#ifdef GKNN_HAS_CUDA
+  gknn::detail::cuda::release_cached_device_resources();  // as testing/main.cpp: for the leak check
+#endif
   MPI_Finalize();
   return failed;
 }

@@ -8,7 +8,9 @@
 #include <utility>
 
 #include "cuda/common/device.cuh"
+#include "cuda/distance/cublas/handle_pool.cuh"
 #include "cuda/distance/distance.cuh"
+#include "cuda/hooks.hpp"
 #include "cuda/pipeline/finalize.cuh"
 #include "cuda/pipeline/hook_state.cuh"
 #include "cuda/pipeline/measured_choice.cuh"
@@ -292,6 +294,19 @@ PipelineLease::~PipelineLease() {
   } catch (...) {
     // a failed release leaves the pipeline to its destructor
   }
+}
+
+void release_cached_device_resources() {
+  std::vector<std::unique_ptr<Pipeline>> cached;
+  {
+    PipelineCache& c = pipeline_cache();
+    std::lock_guard<std::mutex> lock(c.mutex);
+    for (auto& entry : c.idle)
+      for (auto& p : entry.second) cached.push_back(std::move(p));
+    c.idle.clear();
+  }
+  cached.clear();  // the destructors free streams, device and pinned buffers, outside the lock
+  release_cublas_handles();
 }
 
 namespace {

@@ -46,4 +46,16 @@ CublasLease::~CublasLease() {
   free_handles()[device_].push_back(handle_);
 }
 
+void release_cublas_handles() {
+  std::map<int, std::vector<cublasHandle_t>> idle;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    idle.swap(free_handles());
+  }
+  for (const auto& [device, handles] : idle) {
+    GKNN_CUDA_TRY(cudaSetDevice(device));
+    for (cublasHandle_t handle : handles) GKNN_CUBLAS_TRY(cublasDestroy(handle));
+  }
+}
+
 }  // namespace gknn::detail::cuda

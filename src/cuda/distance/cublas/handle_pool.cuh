@@ -21,4 +21,8 @@ class CublasLease {
   cublasHandle_t handle_;
 };
 
+/// Destroys the idle handles of every device (release_cached_device_resources in cuda/hooks.hpp; a later lease
+/// creates new ones).
+void release_cublas_handles();
+
 }  // namespace gknn::detail::cuda
