@@ -56,9 +56,11 @@ __global__ void gather_kernel(const float* points, int64_t n, int dim, const uin
 
 /// The exact float64 squared distance of the library's oracle (exact_key): one subtraction, one product, one sum
 /// per coordinate, in order, each rounded on its own (no fused multiply-add), so GPU and CPU rank identically.
-__device__ double exact_squared(const double* q, const float* x, int dim) {
+template <int Dim>
+__device__ double exact_squared(const double* q, const float* x) {
   double acc = 0;
-  for (int j = 0; j < dim; ++j) {
+#pragma unroll
+  for (int j = 0; j < Dim; ++j) {
     const double d = __dsub_rn(q[j], static_cast<double>(x[j]));
     acc = __dadd_rn(acc, __dmul_rn(d, d));
   }
@@ -209,6 +211,17 @@ __device__ LaneList lane_list(const QueryBatch& b, int64_t slot, int lane, unsig
   return {b.list_d + list * b.k, b.list_i + list * b.k, b.list_n + list, 1, b.k};
 }
 
+/// Candidate p of the cell-ordered base: skipped when it is the query itself, kept when within `keep`.
+template <int Dim>
+__device__ void consider(const GridView& grid, const QueryBatch& b, const double* qv, int64_t q, double keep,
+                         const LaneList& mine, int& n, uint32_t id, const float* x) {
+  if (b.self && id == q) return;
+  const double d = exact_squared<Dim>(qv, x);
+  if (d <= keep) insert_sorted(mine, n, b.k, d, id);
+}
+
+/// Dim: the dimension as a constant, so that the query, its cell and the distance loops live in registers.
+template <int Dim>
 __global__ void range_query_kernel(GridView grid, QueryBatch b) {
   extern __shared__ __align__(16) unsigned char shared_lists[];
   const int64_t thread = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
@@ -219,11 +232,12 @@ __global__ void range_query_kernel(GridView grid, QueryBatch b) {
   const unsigned mask = b.t == 32 ? 0xffffffffu : ((1u << b.t) - 1u) << (warp_lane & ~unsigned(b.t - 1));
   const GridGeometry& g = grid.g;
   const int64_t q = b.query_ids[slot];
-  double qv[kGridMaxDim];
-  int64_t centre[kGridMaxDim];
-  for (int j = 0; j < g.dim; ++j) {
-    qv[j] = b.queries[q * g.dim + j];
-    centre[j] = g.coord(j, b.queries[q * g.dim + j]);
+  double qv[Dim];
+  int64_t centre[Dim];
+#pragma unroll
+  for (int j = 0; j < Dim; ++j) {
+    qv[j] = b.queries[q * Dim + j];
+    centre[j] = g.coord(j, b.queries[q * Dim + j]);
   }
   const double keep = g.trusted_sq(b.rings);  // farther candidates can never be part of a certain answer
   const LaneList mine = lane_list(b, slot, lane, shared_lists);
@@ -231,20 +245,28 @@ __global__ void range_query_kernel(GridView grid, QueryBatch b) {
   bool certain = false;
   for (int ring = 1; ring <= b.rings && !certain; ++ring) {
     const int64_t offsets = g.ring_offsets(ring);
-    // The t lanes look up t cells at once (each a binary search over the non-empty cells), then take each of
+    // The t lanes look up t cells at once (each a load from the dense table or a binary search), then take each of
     // them in turn, its points split over the lanes: one lookup per cell and group instead of one per lane.
     for (int64_t first = 0; first < offsets; first += b.t) {
       int64_t my_start = 0, my_end = 0;
       uint64_t key = 0;
-      if (first + lane < offsets && g.ring_cell(centre, ring, first + lane, key)) grid.range(key, my_start, my_end);
+      if (first + lane < offsets && g.ring_cell<Dim>(centre, ring, first + lane, key)) grid.range(key, my_start, my_end);
       for (int from = 0; from < b.t; ++from) {
         const int64_t start = __shfl_sync(mask, my_start, from, b.t), end = __shfl_sync(mask, my_end, from, b.t);
-        for (int64_t p = start + lane; p < end; p += b.t) {
-          const uint32_t id = grid.ids[p];
-          if (b.self && id == q) continue;
-          const double d = exact_squared(qv, grid.points + p * g.dim, g.dim);
-          if (d <= keep) insert_sorted(mine, n, b.k, d, id);
+        int64_t p = start + lane;
+        // Two candidates per step, both loaded before either is ranked: twice the loads in flight.
+        for (; p + b.t < end; p += 2 * b.t) {
+          const uint32_t id0 = grid.ids[p], id1 = grid.ids[p + b.t];
+          float x0[Dim], x1[Dim];
+#pragma unroll
+          for (int j = 0; j < Dim; ++j) {
+            x0[j] = grid.points[p * Dim + j];
+            x1[j] = grid.points[(p + b.t) * Dim + j];
+          }
+          consider<Dim>(grid, b, qv, q, keep, mine, n, id0, x0);
+          consider<Dim>(grid, b, qv, q, keep, mine, n, id1, x1);
         }
+        if (p < end) consider<Dim>(grid, b, qv, q, keep, mine, n, grid.ids[p], grid.points + p * Dim);
       }
     }
     // Certain when the group holds k candidates within this ring's trusted radius (every lane sees the same sum).
@@ -258,6 +280,17 @@ __global__ void range_query_kernel(GridView grid, QueryBatch b) {
   if (lane != 0) return;
   b.ok[slot] = certain ? 1 : 0;
   if (certain) merge_lists(b, slot, mine);
+}
+
+using RangeQueryKernel = void (*)(GridView, QueryBatch);
+
+/// The kernel instance of a dimension 1..kGridMaxDim.
+RangeQueryKernel range_query_kernel_for(int dim) {
+  static constexpr RangeQueryKernel kernels[kGridMaxDim] = {
+      range_query_kernel<1>, range_query_kernel<2>, range_query_kernel<3>, range_query_kernel<4>,
+      range_query_kernel<5>, range_query_kernel<6>, range_query_kernel<7>, range_query_kernel<8>};
+  GKNN_EXPECT(dim >= 1 && dim <= kGridMaxDim, ErrorCode::Internal, "join grid of dimension ", dim);
+  return kernels[dim - 1];
 }
 
 /// Threads per block and dynamic shared memory of a launch: the largest block (256 down to 32 threads) whose lists
@@ -392,7 +425,7 @@ class CudaSearcher final : public GridSearcher {
     const int64_t k = problem_.k;
     const LaunchShape shape = launch_shape(k, device_);
     if (shape.shared_bytes > (size_t(48) << 10))
-      GKNN_CUDA_TRY(cudaFuncSetAttribute(range_query_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+      GKNN_CUDA_TRY(cudaFuncSetAttribute(range_query_kernel_for(int(problem_.dim())), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          int(shape.shared_bytes)));
     const size_t per_query = size_t(k) * (sizeof(float) + sizeof(int64_t)) + sizeof(int64_t) + 1 +
                              (shape.shared_bytes ? 0 : size_t(t_) * (size_t(k) * (sizeof(double) + sizeof(uint32_t)) + sizeof(int)));
@@ -476,8 +509,8 @@ class CudaSearcher final : public GridSearcher {
                            problem_.self, problem_.metric == Metric::L2, shape.shared_bytes > 0, c.list_d.data(),
                            c.list_i.data(), c.list_n.data(), c.out_d.data(), c.out_i.data(), c.ok.data()};
     const int64_t threads = count * t_;
-    range_query_kernel<<<unsigned((threads + shape.threads - 1) / shape.threads), shape.threads, shape.shared_bytes,
-                         s>>>(grid, batch);
+    range_query_kernel_for(int(problem_.dim()))<<<unsigned((threads + shape.threads - 1) / shape.threads),
+                                                  shape.threads, shape.shared_bytes, s>>>(grid, batch);
     GKNN_CUDA_CHECK_LAUNCH();
     GKNN_CUDA_TRY(cudaMemcpyAsync(c.host_d.data(), c.out_d.data(), c.out_d.bytes(), cudaMemcpyDeviceToHost, s));
     GKNN_CUDA_TRY(cudaMemcpyAsync(c.host_i.data(), c.out_i.data(), c.out_i.bytes(), cudaMemcpyDeviceToHost, s));

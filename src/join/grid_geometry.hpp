@@ -51,13 +51,19 @@ struct GridGeometry {
   /// Cell number `offset` of the cube within `ring` around `centre`: false when it lies outside the grid or, for
   /// ring > 1, inside the previous ring's cube (already visited); else its key.
   /// 32-bit division: the cubes enumerated stay far below 2^31 offsets (max_rings), and the GPU's 64-bit division
-  /// is a long instruction sequence, paid for every cell of every query.
+  /// is a long instruction sequence, paid for every cell of every query. Dim > 0: the dimension as a compile-time
+  /// constant (== dim), so that the loop unrolls and `centre` stays in registers (the CUDA kernel).
+  template <int Dim = 0>
   GKNN_HD bool ring_cell(const int64_t* centre, int ring, int64_t cube_offset, uint64_t& key) const {
     const int width = 2 * ring + 1;
     int offset = static_cast<int>(cube_offset);
     bool on_shell = ring == 1;
     key = 0;
-    for (int j = 0; j < dim; ++j, offset /= width) {
+    const int dims = Dim > 0 ? Dim : dim;
+#ifdef __CUDA_ARCH__
+#pragma unroll
+#endif
+    for (int j = 0; j < dims; ++j, offset /= width) {
       const int64_t delta = offset % width - ring;
       on_shell = on_shell || delta == ring || delta == -ring;
       const int64_t c = centre[j] + delta;
