@@ -38,7 +38,7 @@ void set_stage_timing(bool on);
 StageTimes last_stage_times();
 
 /// Frees what the backend keeps between calls for the life of the process: the cached pipelines (streams, device
-/// and pinned buffers) and the idle cuBLAS handles. At exit the CUDA runtime may already be gone, so nothing frees
+/// and pinned buffers), the device value scan's slots and the idle cuBLAS handles. At exit the CUDA runtime may already be gone, so nothing frees
 /// them then, and compute-sanitizer's leak check (memcheck --leak-check full) would report them; the test binaries
 /// call this before main returns (tests/testing/main.cpp, mpi_search_test), and later calls simply make new ones.
 void release_cached_device_resources();

@@ -17,6 +17,7 @@
 #include "cuda/pipeline/merge.cuh"
 #include "cuda/pipeline/search.cuh"
 #include "cuda/pipeline/staging.cuh"
+#include "cuda/pipeline/value_scan.cuh"
 #include "cuda/select/select.cuh"
 
 namespace gknn::detail::cuda {
@@ -306,6 +307,7 @@ void release_cached_device_resources() {
     c.idle.clear();
   }
   cached.clear();  // the destructors free streams, device and pinned buffers, outside the lock
+  release_scan_slots();
   release_cublas_handles();
 }
 

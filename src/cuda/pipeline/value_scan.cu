@@ -18,6 +18,7 @@
 #include "cuda/common/buffer.cuh"
 #include "cuda/common/device.cuh"
 #include "cuda/common/error.cuh"
+#include "cuda/pipeline/value_scan.cuh"
 
 namespace gknn::detail::cuda {
 namespace {
@@ -140,6 +141,15 @@ std::pair<int, const float*> device_address(const float* data, std::string_view 
 }
 
 }  // namespace
+
+void release_scan_slots() {
+  std::map<int, std::vector<std::unique_ptr<ScanSlot>>> idle;
+  {
+    std::lock_guard<std::mutex> lock(scan_slots().mutex);
+    idle.swap(scan_slots().idle);
+  }
+  idle.clear();  // the destructors free the streams and buffers, outside the lock
+}
 
 ValueStats device_value_stats(FloatView m, std::string_view what) {
   if (m.rows == 0) return ValueStats{};  // as the host scan: no value, every fact holds
