@@ -27,6 +27,7 @@
 #include "gknn/index.hpp"
 #include "gknn/io.hpp"
 #include "gknn/search.hpp"
+#include "common/command_line.hpp"
 
 namespace {
 
@@ -45,32 +46,22 @@ struct Options {
   int repeats = 9;
 };
 
+const bench::CommandLine kCommandLine("gknn_device_search_bench",
+                                       "--base B.npy --queries Q.npy [-k K] [--repeats N] [--indices OUT.npy]");
+
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "device_search_bench: missing value after %s\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
+  bench::CommonArgs unused;  // the selection benchmarks' options: accepted, not used here
+  kCommandLine.parse(argc, argv, unused, [&](const std::string& a, auto&& value) {
     if (a == "--base") o.base = value();
     else if (a == "--queries") o.queries = value();
     else if (a == "-k") o.k = std::atoll(value().c_str());
     else if (a == "--repeats") o.repeats = std::max(1, std::atoi(value().c_str()));
     else if (a == "--indices") o.indices = value();
-    else {
-      std::fprintf(stderr, "usage: gknn_device_search_bench --base B.npy --queries Q.npy [-k K] [--repeats N] "
-                           "[--indices OUT.npy]\n");
-      std::exit(a == "--help" ? 0 : 2);
-    }
-  }
-  if (o.base.empty() || o.queries.empty()) {
-    std::fprintf(stderr, "device_search_bench: --base and --queries are required\n");
-    std::exit(2);
-  }
+    else return false;
+    return true;
+  });
+  if (o.base.empty() || o.queries.empty()) kCommandLine.fail("--base and --queries are required");
   return o;
 }
 
@@ -208,11 +199,4 @@ int run(const Options& o) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  try {
-    return run(parse(argc, argv));
-  } catch (const gknn::Error& e) {
-    std::fprintf(stderr, "device_search_bench: %s\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return kCommandLine.guarded([&] { return run(parse(argc, argv)); }); }
