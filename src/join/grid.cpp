@@ -10,18 +10,34 @@
 
 namespace gknn::detail::join {
 
+/// One pass over the rows (a pass per dimension read every row d times), min/max per thread, merged at the end.
 BoundingBox bounding_box(FloatView points) {
-  BoundingBox box;
   const int dim = static_cast<int>(points.cols);
+  BoundingBox box;
   for (int j = 0; j < dim; ++j) {
-    double lo = std::numeric_limits<double>::infinity(), hi = -lo;
-#pragma omp parallel for reduction(min : lo) reduction(max : hi) if (points.rows >= 65536)
-    for (int64_t i = 0; i < points.rows; ++i) {
-      lo = std::min(lo, double(points.row(i)[j]));
-      hi = std::max(hi, double(points.row(i)[j]));
+    box.lo[j] = std::numeric_limits<double>::infinity();
+    box.hi[j] = -std::numeric_limits<double>::infinity();
+  }
+#pragma omp parallel if (points.rows >= 65536)
+  {
+    float lo[kGridMaxDim], hi[kGridMaxDim];
+    for (int j = 0; j < dim; ++j) {
+      lo[j] = std::numeric_limits<float>::infinity();
+      hi[j] = -std::numeric_limits<float>::infinity();
     }
-    box.lo[j] = lo;
-    box.hi[j] = hi;
+#pragma omp for schedule(static) nowait
+    for (int64_t i = 0; i < points.rows; ++i) {
+      const float* row = points.row(i);
+      for (int j = 0; j < dim; ++j) {
+        lo[j] = std::min(lo[j], row[j]);
+        hi[j] = std::max(hi[j], row[j]);
+      }
+    }
+#pragma omp critical
+    for (int j = 0; j < dim; ++j) {
+      box.lo[j] = std::min(box.lo[j], double(lo[j]));
+      box.hi[j] = std::max(box.hi[j], double(hi[j]));
+    }
   }
   return box;
 }
