@@ -9,6 +9,7 @@
 #include <chrono>
 #include <numeric>
 #include <optional>
+#include <parallel/algorithm>
 #include <thread>
 #include <vector>
 
@@ -38,7 +39,9 @@ std::vector<int64_t> order_by_population(const Problem& problem, const GridGeome
   }
   std::vector<int64_t> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+  // A total order (ties end at the id), so the parallel sort gives the one answer; std::sort took one core for
+  // 10^7 points.
+  __gnu_parallel::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
     if (population[size_t(a)] != population[size_t(b)]) return population[size_t(a)] > population[size_t(b)];
     if (key[size_t(a)] != key[size_t(b)]) return key[size_t(a)] < key[size_t(b)];
     return a < b;
