@@ -193,10 +193,14 @@ if [[ $do_build == 1 ]]; then
   generator=()
   command -v ninja >/dev/null && [[ ! -f $build/Makefile ]] && generator=(-G Ninja)
   t0=$SECONDS
+  # Sources whose content changed since the last build, touched: a copied file may carry a time older than its
+  # object (scripts/touch-changed-sources.sh says how), and make/ninja would skip it.
+  touched=$("$root/scripts/touch-changed-sources.sh" "$root" "$build")
   if cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DGKNN_CUDA=ON -DGKNN_BUILD_TESTS=ON -DGKNN_BUILD_BENCH=ON \
        -DCMAKE_CUDA_ARCHITECTURES=90 "${deps_args[@]}" >"$out/configure.log" 2>&1 &&
      cmake --build "$build" -j "$jobs" >"$out/build.log" 2>&1; then
-    note "build        OK ($((SECONDS - t0)) s; logs: configure.log, build.log)"
+    "$root/scripts/touch-changed-sources.sh" "$root" "$build" --save
+    note "build        OK ($((SECONDS - t0)) s; $touched changed sources touched first; logs: configure.log, build.log)"
     grep -q '^GKNN_NANOFLANN_INCLUDE:PATH=.*NOTFOUND' "$build/CMakeCache.txt" 2>/dev/null &&
       note "build        WITHOUT the join's CPU kd-tree: nanoflann.hpp not found (configure.log)"
   else

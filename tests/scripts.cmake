@@ -93,3 +93,8 @@ add_test(NAME sanitize_gpu_tests_test
                  ${PROJECT_SOURCE_DIR}/scripts/sanitize-gpu-tests.sh)
 set_tests_properties(sanitize_gpu_tests_test PROPERTIES LABELS cpu TIMEOUT 120
                      ENVIRONMENT "CTEST=${CMAKE_CTEST_COMMAND}")
+# scripts/touch-changed-sources.sh (device-check.sh's guard against sources copied in with old times) on a temp tree.
+add_test(NAME touch_changed_sources_test
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/scripts/touch_changed_sources_test.sh
+                 ${PROJECT_SOURCE_DIR}/scripts/touch-changed-sources.sh)
+set_tests_properties(touch_changed_sources_test PROPERTIES LABELS cpu TIMEOUT 60)
