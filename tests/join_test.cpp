@@ -305,6 +305,25 @@ TEST(JoinCpu, TruncatedEpsilonHistogramGivesTheSeedsEpsilon) {
     }
 }
 
+TEST(JoinCpu, ExactDistanceRoundsEveryStepAsTheGpuKernelDoes) {
+  // The oracle's squared distance (exact_key) and the GPU range-query kernel (__dsub_rn, __dmul_rn, __dadd_rn) must
+  // round each difference, product and sum on its own: a fused multiply-add (what -march=native made of exact_key)
+  // changes the last bit of some of these sums (160 of these 2000 on an AVX2 machine), and with it the order of
+  // near ties.
+  const HostMatrix<float> a = random_matrix(2000, 16, 81), b = random_matrix(2000, 16, 82);
+  int64_t differing = 0;
+  for (int64_t i = 0; i < a.rows; ++i) {
+    volatile double acc = 0;  // volatile: every step rounded to double here, whatever this file's flags
+    for (int64_t j = 0; j < a.cols; ++j) {
+      volatile const double d = double(a.row(i)[j]) - double(b.row(i)[j]);
+      volatile const double square = d * d;
+      acc = acc + square;
+    }
+    differing += detail::join::squared_distance(a.row(i), b.row(i), a.cols) != acc;
+  }
+  EXPECT_EQ(differing, 0);
+}
+
 TEST(JoinCpu, WorkQueueFollowsTheSeedsSchedule) {
   std::vector<int64_t> order(1000);
   std::iota(order.begin(), order.end(), 0);
