@@ -152,10 +152,11 @@ Row run(const HostMatrix<float>& points, const std::string& set, int64_t k, cons
   }
   row.seconds = best;
   row.other_ms = unaccounted_ms(row);
-  std::printf("%-7s n=%lld k=%-4lld %-11s t=%-2d thr=%-3d %8.3f s  res %.0f eps %.0f ord %.0f idx %.0f gpu %.0f "
+  std::printf("%-7s n=%lld k=%-4lld %-11s t=%-2d thr=%-3d %8.3f s  res %.0f eps %.0f ord %.0f up %.0f idx %.0f gpu %.0f "
               "cpu %.0f other %.0f ms, gpu share %.2f, imbalance %.3f, reidx %lld, failed %lld\n",
               set.c_str(), (long long)points.rows, (long long)k, mode.c_str(), t, threads, row.seconds,
-              row.report.result_ms, row.report.epsilon_ms, row.report.ordering_ms, row.report.index_ms,
+              row.report.result_ms, row.report.epsilon_ms, row.report.ordering_ms, row.report.upload_ms,
+              row.report.index_ms,
               row.report.gpu_ms, row.report.cpu_ms, row.other_ms, double(row.report.gpu_queries) / double(points.rows),
               row.report.load_imbalance, (long long)row.report.reindexings, (long long)row.report.failed_queries);
   std::fflush(stdout);
@@ -165,14 +166,14 @@ Row run(const HostMatrix<float>& points, const std::string& set, int64_t k, cons
 void write_csv(const std::string& path, const std::vector<Row>& rows) {
   std::ofstream out(path);
   out << "set,n,d,k,mode,t,threads,seconds,epsilon_ms,ordering_ms,index_ms,cpu_index_ms,gpu_ms,cpu_ms,load_imbalance,"
-         "reindexings,failed_queries,gpu_queries,cpu_queries,ids_match,result_ms,other_ms\n";
+         "reindexings,failed_queries,gpu_queries,cpu_queries,ids_match,result_ms,other_ms,upload_ms\n";
   for (const Row& r : rows)
     out << r.set << ',' << r.n << ',' << r.d << ',' << r.k << ',' << r.mode << ',' << r.t << ',' << r.threads << ','
         << r.seconds << ',' << r.report.epsilon_ms << ',' << r.report.ordering_ms << ',' << r.report.index_ms << ','
         << r.report.cpu_index_ms << ','
         << r.report.gpu_ms << ',' << r.report.cpu_ms << ',' << r.report.load_imbalance << ',' << r.report.reindexings
         << ',' << r.report.failed_queries << ',' << r.report.gpu_queries << ',' << r.report.cpu_queries << ','
-        << (r.ids_match ? 1 : 0) << ',' << r.report.result_ms << ',' << r.other_ms << '\n';
+        << (r.ids_match ? 1 : 0) << ',' << r.report.result_ms << ',' << r.other_ms << ',' << r.report.upload_ms << '\n';
 }
 
 void write_md(const std::string& path, const Args& a, const std::vector<Row>& rows) {
@@ -180,17 +181,18 @@ void write_md(const std::string& path, const Args& a, const std::vector<Row>& ro
   out << "# kNN self-join (gknn_join_bench)\n\n" << a.points << " points per set; seconds, best of " << a.reps
       << "; every mode's ids compared with the first mode's (ids_match). The seed's Table 6 is for 10^7 points on a "
          "GP100 + 16 cores.\n\n";
-  out << "| set | k | mode | t | threads | s | result ms | epsilon ms | ordering ms | index ms | GPU ms | CPU ms | "
+  out << "| set | k | mode | t | threads | s | result ms | epsilon ms | ordering ms | upload ms | index ms | GPU ms | CPU ms | "
          "other ms | GPU share | imbalance | re-indexings | failed | ids match | seed Table 6 s |\n";
-  out << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  out << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const Row& r : rows) {
     const auto seed = kSeedTable6.find(r.set);
     char line[512];
     std::snprintf(line, sizeof line,
-                  "| %s | %lld | %s | %d | %d | %.3f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.2f | %.3f | "
+                  "| %s | %lld | %s | %d | %d | %.3f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.2f | %.3f | "
                   "%lld | %lld | %s | %s |\n",
                   r.set.c_str(), (long long)r.k, r.mode.c_str(), r.t, r.threads, r.seconds, r.report.result_ms,
-                  r.report.epsilon_ms, r.report.ordering_ms, r.report.index_ms, r.report.gpu_ms, r.report.cpu_ms,
+                  r.report.epsilon_ms, r.report.ordering_ms, r.report.upload_ms, r.report.index_ms, r.report.gpu_ms,
+                  r.report.cpu_ms,
                   r.other_ms,
                   double(r.report.gpu_queries) / double(r.n), r.report.load_imbalance, (long long)r.report.reindexings,
                   (long long)r.report.failed_queries, r.ids_match ? "yes" : "NO",

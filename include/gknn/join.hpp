@@ -35,7 +35,8 @@ struct JoinReport {
                                    ///< thread of its own beside epsilon, ordering and the first grid (overlapped)
   double epsilon_ms = 0;           ///< choosing epsilon by sampling
   double ordering_ms = 0;          ///< host grid + ordering the work queue by cell population
-  double index_ms = 0;             ///< the first GPU grid (built on the device)
+  double upload_ms = 0;            ///< the GPU side's setup: the base (and R ⋈ S queries) copied to the device
+  double index_ms = 0;             ///< the first GPU grid (built on the device; the upload apart)
   double cpu_index_ms = 0;         ///< the CPU kd-tree (built while the GPU already works)
   double gpu_ms = 0;               ///< GPU side: work start to its last batch (grids and re-indexing included)
   double cpu_ms = 0;               ///< CPU workers: start (kd-tree build included) to the last worker's end

@@ -168,7 +168,7 @@ Result knn_join(FloatView points, int64_t k, const std::vector<ShardDevice>& sha
   result.distances.resize(size_t(result.rows * k));
   result.indices.resize(size_t(result.rows * k));
   const detail::join::Problem problem{points, points, k, true, params.metric};
-  const detail::join::Output output{&result};
+  const detail::join::Output output{&result, {}};  // allocated above: nothing to wait for
   detail::cpu::parallel_for(detail::cpu::resolve_threads(params.cpu_threads), (points.rows + 1023) / 1024,
                             [&](int64_t block) {
                               std::vector<Candidate> candidates;

@@ -62,9 +62,9 @@ struct JoinCommand {
                 metric.c_str(), to_string(r.mode).c_str());
     if (!r.note.empty()) std::printf("note         %s\n", r.note.c_str());
     std::printf("time         %.3f s (library %.1f ms)\n", seconds, r.total_ms);
-    std::printf("phases       result %.1f ms, epsilon %.1f ms, ordering %.1f ms, GPU grid %.1f ms, kd-tree %.1f ms, "
-                "GPU side %.1f ms, CPU side %.1f ms\n",
-                r.result_ms, r.epsilon_ms, r.ordering_ms, r.index_ms, r.cpu_index_ms, r.gpu_ms, r.cpu_ms);
+    std::printf("phases       result %.1f ms, epsilon %.1f ms, ordering %.1f ms, GPU upload %.1f ms, GPU grid %.1f ms, "
+                "kd-tree %.1f ms, GPU side %.1f ms, CPU side %.1f ms\n",
+                r.result_ms, r.epsilon_ms, r.ordering_ms, r.upload_ms, r.index_ms, r.cpu_index_ms, r.gpu_ms, r.cpu_ms);
     const double all = double(std::max<int64_t>(1, r.gpu_queries + r.cpu_queries + r.brute_force_queries));
     std::printf("share        GPU %lld queries (%.1f%%, %lld batches), CPU %lld (%.1f%%, %lld batches)\n",
                 (long long)r.gpu_queries, 100.0 * double(r.gpu_queries) / all, (long long)r.gpu_batches,
