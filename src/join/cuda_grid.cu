@@ -211,10 +211,10 @@ __device__ LaneList lane_list(const QueryBatch& b, int64_t slot, int lane, unsig
   return {b.list_d + list * b.k, b.list_i + list * b.k, b.list_n + list, 1, b.k};
 }
 
-/// Candidate p of the cell-ordered base: skipped when it is the query itself, kept when within `keep`.
+/// Candidate `id` at coordinates x: skipped when it is the query itself, kept when within `keep`.
 template <int Dim>
-__device__ void consider(const GridView& grid, const QueryBatch& b, const double* qv, int64_t q, double keep,
-                         const LaneList& mine, int& n, uint32_t id, const float* x) {
+__device__ void consider(const QueryBatch& b, const double* qv, int64_t q, double keep, const LaneList& mine, int& n,
+                         uint32_t id, const float* x) {
   if (b.self && id == q) return;
   const double d = exact_squared<Dim>(qv, x);
   if (d <= keep) insert_sorted(mine, n, b.k, d, id);
@@ -250,7 +250,8 @@ __global__ void range_query_kernel(GridView grid, QueryBatch b) {
     for (int64_t first = 0; first < offsets; first += b.t) {
       int64_t my_start = 0, my_end = 0;
       uint64_t key = 0;
-      if (first + lane < offsets && g.ring_cell<Dim>(centre, ring, first + lane, key)) grid.range(key, my_start, my_end);
+      if (first + lane < offsets && g.ring_cell<Dim>(centre, ring, first + lane, key))
+        grid.range(key, my_start, my_end);
       for (int from = 0; from < b.t; ++from) {
         const int64_t start = __shfl_sync(mask, my_start, from, b.t), end = __shfl_sync(mask, my_end, from, b.t);
         int64_t p = start + lane;
@@ -263,10 +264,10 @@ __global__ void range_query_kernel(GridView grid, QueryBatch b) {
             x0[j] = grid.points[p * Dim + j];
             x1[j] = grid.points[(p + b.t) * Dim + j];
           }
-          consider<Dim>(grid, b, qv, q, keep, mine, n, id0, x0);
-          consider<Dim>(grid, b, qv, q, keep, mine, n, id1, x1);
+          consider<Dim>(b, qv, q, keep, mine, n, id0, x0);
+          consider<Dim>(b, qv, q, keep, mine, n, id1, x1);
         }
-        if (p < end) consider<Dim>(grid, b, qv, q, keep, mine, n, grid.ids[p], grid.points + p * Dim);
+        if (p < end) consider<Dim>(b, qv, q, keep, mine, n, grid.ids[p], grid.points + p * Dim);
       }
     }
     // Certain when the group holds k candidates within this ring's trusted radius (every lane sees the same sum).
@@ -425,10 +426,11 @@ class CudaSearcher final : public GridSearcher {
     const int64_t k = problem_.k;
     const LaunchShape shape = launch_shape(k, device_);
     if (shape.shared_bytes > (size_t(48) << 10))
-      GKNN_CUDA_TRY(cudaFuncSetAttribute(range_query_kernel_for(int(problem_.dim())), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         int(shape.shared_bytes)));
-    const size_t per_query = size_t(k) * (sizeof(float) + sizeof(int64_t)) + sizeof(int64_t) + 1 +
-                             (shape.shared_bytes ? 0 : size_t(t_) * (size_t(k) * (sizeof(double) + sizeof(uint32_t)) + sizeof(int)));
+      GKNN_CUDA_TRY(cudaFuncSetAttribute(range_query_kernel_for(int(problem_.dim())),
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, int(shape.shared_bytes)));
+    const size_t lane_list = size_t(k) * (sizeof(double) + sizeof(uint32_t)) + sizeof(int);
+    const size_t global_lists = shape.shared_bytes ? 0 : size_t(t_) * lane_list;
+    const size_t per_query = size_t(k) * (sizeof(float) + sizeof(int64_t)) + sizeof(int64_t) + 1 + global_lists;
     const int64_t chunk = std::clamp<int64_t>(int64_t(kChunkBytes / per_query), 1, kChunkQueries);
     std::vector<int64_t> failed;
     const int64_t total = static_cast<int64_t>(ids.size());
@@ -502,8 +504,7 @@ class CudaSearcher final : public GridSearcher {
     std::memcpy(c.host_ids.data(), ids, size_t(count) * sizeof(int64_t));
     GKNN_CUDA_TRY(cudaMemcpyAsync(c.query_ids.data(), c.host_ids.data(), size_t(count) * sizeof(int64_t),
                                   cudaMemcpyHostToDevice, s));
-    const GridView grid{geometry_,          cell_keys_.data(), starts_.data(),
-                        ids_.data(),        sorted_points_.data(), cells_,
+    const GridView grid{geometry_, cell_keys_.data(), starts_.data(), ids_.data(), sorted_points_.data(), cells_,
                         dense_.size() ? dense_.data() : nullptr};
     const QueryBatch batch{problem_.self ? base_.data() : queries_.data(), c.query_ids.data(), count, int(k), t_, rings_,
                            problem_.self, problem_.metric == Metric::L2, shape.shared_bytes > 0, c.list_d.data(),
