@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/finalize.hpp"
 #include "cuda/hooks.hpp"
 #include "cuda/pipeline/plan.cuh"
 #include "gknn/error.hpp"
@@ -213,6 +214,38 @@ TEST(GpuIndex, AddWithIdsReportsIdsAndResetEmpties) {
   index.add(FloatView{base.row(0), 50, 4, 0});
   ASSERT_EQ("", check_search(index.search(queries.view(), 3), FloatView{base.row(0), 50, 4, 0}, queries.view(),
                              cuda_params(3, Metric::L1), exact()));
+}
+
+/// The scan of a cuda index's host queries overlaps the search (index.cpp, QueryFacts): the plan takes a guess of
+/// their value facts (the last queries', at first the rows'), and a guess the scan contradicts runs the search
+/// again. Integer rows make the first guess an exact 8-bit plan, which fractional queries must not keep.
+TEST(GpuIndex, QueryFactsGuessedBesideTheSearchStayExact) {
+  const int64_t dim = 32, rows = 3000, nq = 2100;  // 67,200 query values: above the overlap's 64K
+  const HostMatrix<float> base = integer_matrix(rows, dim, 0, 255, 21);
+  Index index(dim, Metric::SquaredL2, Backend::Cuda);
+  index.add(base.view());
+  const SearchParams p = cuda_params(20);
+  const HostMatrix<float> small = integer_matrix(nq, dim, 0, 255, 22), fractions = random_matrix(nq, dim, 23),
+                          wide = integer_matrix(nq, dim, -300, 300, 24);
+  for (int round = 0; round < 2; ++round) {  // the second round starts from the guess the first one left
+    SCOPED_TRACE("round " + std::to_string(round));
+    ASSERT_EQ("", check_search(index.search(small.view(), p), base.view(), small.view(), p, exact()));
+    ASSERT_EQ("", check_search(index.search(fractions.view(), p), base.view(), fractions.view(), p));
+    ASSERT_EQ("", check_search(index.search(wide.view(), p), base.view(), wide.view(), p, exact()));
+    Result into = detail::allocate_result(nq, 20);
+    index.search(small.view(), p, detail::view_of(into));
+    ASSERT_EQ("", check_search(into, base.view(), small.view(), p, exact()));
+  }
+  HostMatrix<float> bad = small;
+  bad.data[size_t(1500 * dim + 7)] = std::nanf("");
+  try {
+    (void)index.search(bad.view(), p);
+    FAIL() << "a NaN query was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(ErrorCode::InvalidArgument, e.code());
+    EXPECT_NE(std::string(e.what()).find("queries row 1500 column 7"), std::string::npos) << e.what();
+  }
+  ASSERT_EQ("", check_search(index.search(small.view(), p), base.view(), small.view(), p, exact()));
 }
 
 // ---- garcia_texture fallback ----------------------------------------------------------------------------

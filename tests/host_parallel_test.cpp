@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -109,6 +110,43 @@ TEST(HostParallel, JobsFromManyThreadsAllComplete) {
     });
   for (std::thread& t : callers) t.join();
   EXPECT_EQ(sum.load(), int64_t(6) * 200 * (1 + 2 + 3 + 4));
+}
+
+TEST(OverlapJob, RunsBesideTheCallerAndRethrowsOnJoin) {
+  std::atomic<bool> release{false};
+  std::atomic<int> ran{0};
+  OverlapJob first([&] {
+    while (!release.load()) std::this_thread::yield();
+    ran.fetch_add(1);
+  });
+  ASSERT_TRUE(first.started());
+  {
+    OverlapJob busy([&] { ran.fetch_add(100); });  // the helper is taken: not started, the caller does the work
+    EXPECT_FALSE(busy.started());
+    busy.join();  // nothing to wait for
+  }
+  release.store(true);
+  first.join();
+  EXPECT_EQ(1, ran.load());
+  OverlapJob failing([] { throw Error(ErrorCode::InvalidArgument, "queries row 3 column 1 is nan"); });
+  ASSERT_TRUE(failing.started());  // free again after the join
+  EXPECT_THROW(failing.join(), Error);
+  OverlapJob after([&] { ran.fetch_add(1); });  // a task that threw leaves the helper usable
+  ASSERT_TRUE(after.started());
+  after.join();
+  EXPECT_EQ(2, ran.load());
+}
+
+TEST(OverlapJob, DestructorWaitsForAnUnjoinedTask) {
+  std::atomic<int> ran{0};
+  {
+    OverlapJob job([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      ran.store(1);
+    });
+    EXPECT_TRUE(job.started());
+  }
+  EXPECT_EQ(1, ran.load());
 }
 
 TEST(HostParallel, PopulatedResultIsAWritableResultOfTheShape) {

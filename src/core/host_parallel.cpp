@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -128,6 +131,87 @@ void host_parallel(int parts, void (*body)(void*, int), void* context) {
   parts = std::clamp(parts, 1, host_team());
   if (parts > 1 && pool().run(parts, body, context)) return;
   for (int part = 0; part < parts; ++part) body(context, part);
+}
+
+namespace {
+
+/// The helper thread of OverlapJob. `owned` is taken by one job from its start to its join.
+struct OverlapHelper {
+  std::mutex mutex;
+  std::condition_variable wake;
+  std::function<void()> task;
+  std::exception_ptr error;
+  bool owned = false, pending = false, finished = false;
+
+  void loop() {
+    std::unique_lock<std::mutex> lock(mutex);
+    for (;;) {
+      wake.wait(lock, [this] { return pending; });
+      pending = false;
+      std::function<void()> work = std::move(task);
+      lock.unlock();
+      std::exception_ptr e;
+      try {
+        work();
+      } catch (...) {
+        e = std::current_exception();
+      }
+      lock.lock();
+      error = e;
+      finished = true;
+      wake.notify_all();
+    }
+  }
+};
+
+/// Started on first use, never destroyed (the thread sleeps at exit); null when the thread could not be started.
+OverlapHelper* overlap_helper() {
+  static OverlapHelper* helper = [] {
+    auto* h = new OverlapHelper;
+    try {
+      std::thread([h] { h->loop(); }).detach();
+    } catch (...) {
+      return static_cast<OverlapHelper*>(nullptr);
+    }
+    return h;
+  }();
+  return helper;
+}
+
+}  // namespace
+
+OverlapJob::OverlapJob(std::function<void()> task) {
+  OverlapHelper* h = overlap_helper();
+  if (!h) return;
+  std::lock_guard<std::mutex> lock(h->mutex);
+  if (h->owned) return;
+  h->owned = true;
+  h->finished = false;
+  h->error = nullptr;
+  h->task = std::move(task);
+  h->pending = true;
+  h->wake.notify_all();
+  started_ = true;
+}
+
+void OverlapJob::join() {
+  if (!started_) return;
+  OverlapHelper& h = *overlap_helper();
+  std::unique_lock<std::mutex> lock(h.mutex);
+  h.wake.wait(lock, [&h] { return h.finished; });
+  std::exception_ptr e = h.error;
+  h.error = nullptr;
+  h.owned = false;
+  started_ = false;
+  lock.unlock();
+  if (e) std::rethrow_exception(e);
+}
+
+OverlapJob::~OverlapJob() {
+  try {
+    join();
+  } catch (...) {
+  }
 }
 
 void parallel_memcpy(void* dst, const void* src, size_t bytes) {

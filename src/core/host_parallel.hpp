@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 namespace gknn::detail {
 
@@ -35,5 +36,23 @@ void host_parallel(int parts, Body&& body) {
 /// memcpy of `bytes` bytes in parts of at least 512 KiB on the pool (one thread reaches a fraction of the
 /// host's copy bandwidth, and a destination touched for the first time also pays its page faults there).
 void parallel_memcpy(void* dst, const void* src, size_t bytes);
+
+/// A task run on a helper thread of its own while the caller goes on (the scan of a search's queries while the
+/// device searches them). One helper for the process, one task at a time: when another call's task holds it, the
+/// task is not started (started() is false) and the caller does the work itself. The helper sleeps between tasks;
+/// its wake-up is off the caller's path.
+class OverlapJob {
+ public:
+  explicit OverlapJob(std::function<void()> task);
+  /// Waits for a started task; rethrows what it threw.
+  void join();
+  bool started() const { return started_; }
+  ~OverlapJob();  ///< joins a started task that was not joined (its exception is dropped: an error path is unwinding)
+  OverlapJob(const OverlapJob&) = delete;
+  OverlapJob& operator=(const OverlapJob&) = delete;
+
+ private:
+  bool started_ = false;
+};
 
 }  // namespace gknn::detail

@@ -17,9 +17,16 @@ constexpr int kMaxThreads = 4096;
 /// Returns the facts about its values gathered in the same pass (value_facts.hpp). Device views are scanned on
 /// their device (cuda::device_value_stats): the same facts and the same error for NaN and Inf.
 ValueStats validate_matrix(FloatView m, std::string_view what, bool allow_empty_rows);
+/// validate_matrix's checks of shape, stride and pointer alone (no value is read).
+void validate_shape(FloatView m, std::string_view what, bool allow_empty_rows);
+/// validate_matrix's scan of a host matrix whose shape is valid, on at most `max_parts` threads.
+ValueStats scan_host_values(FloatView m, std::string_view what, int max_parts);
 /// Throws InvalidArgument naming the first non-finite column of `row` (host memory), row `row_index` of `what`:
 /// the message of every scan, host or device, that found a non-finite value in that row.
 [[noreturn]] void reject_non_finite_row(const float* row, int64_t cols, std::string_view what, int64_t row_index);
+/// Throws InvalidArgument "<what>: row <row_index> column <j> is NaN" for the first NaN of `row` (host memory):
+/// select_k's message, host or device scan.
+[[noreturn]] void reject_nan_row(const float* row, int64_t cols, std::string_view what, int64_t row_index);
 /// Validates a search's arguments; fills the value facts of base and queries when asked.
 void validate_search(FloatView base, FloatView queries, const SearchParams& params, ValueStats* base_stats = nullptr,
                      ValueStats* query_stats = nullptr);
