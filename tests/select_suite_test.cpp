@@ -3,7 +3,9 @@
 // all-equal, +-inf and -0.0, integer ties, with labels, k = 1, k = n, k > n, n a multiple of no tile.
 // Built twice like the search suite (GKNN_SUITE_BACKEND = Cpu / Cuda). Rows and expectations are built once and
 // shared by every algorithm; GKNN_TEST_SANITIZE=1 selects smaller rows (see build_select_cases).
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <string>
@@ -60,6 +62,8 @@ struct PreparedCase {
 /// Row length of the sanitized run's case for a Tang queue's 1024 bucket (tang_skips): k = 513 < n, and filling
 /// the queue costs about n k / 2 steps.
 constexpr int64_t kTangBigBucketCols = 521;
+/// Longest rows a Tang queue selects from in the sanitized run, but for the 1024 bucket's (tang_skips).
+constexpr int64_t kTangSanitizedCols = 300;
 
 /// Sanitizer-sized run (testing/sanitize.hpp): every kind keeps 3 rows (a warp with inactive lanes) of 1100
 /// columns (k buckets up to 1024 below n, the 2048 bucket at k > n, a partial 32-column tile); the rows longer than
@@ -80,8 +84,13 @@ std::vector<PreparedCase> build_select_cases() {
   c.push_back(make_rows("uniform", 129, 257, seed++));
   c.push_back(make_rows("uniform", 2, 1, seed++));
   c.push_back(make_rows("uniform", 1, 100003, seed++));  // a single long row (single-query path)
-  // Sanitized: the row where a Tang queue meets its 1024 bucket (k = 513 just below n: see tang_skips).
-  if (sanitize_mode()) c.push_back(make_rows("uniform", 3, kTangBigBucketCols, seed++));
+  // Sanitized: the row where a Tang queue meets its 1024 bucket (k = 513 just below n), and the rows of every kind
+  // short enough for a Tang queue under the sanitizer (see tang_skips).
+  if (sanitize_mode()) {
+    c.push_back(make_rows("uniform", 3, kTangBigBucketCols, seed++));
+    for (const char* kind : {"uniform", "ascending", "descending", "all_equal", "ties", "special", "tiny", "powers"})
+      c.push_back(make_rows(kind, 3, kTangSanitizedCols, seed++));
+  }
   std::vector<PreparedCase> out;
   for (RowsCase& rc : c) {
     const FloatView view{rc.values.data(), rc.rows, rc.cols, 0};
@@ -135,16 +144,29 @@ bool is_tang(SelectAlgorithm a) {
 
 /// Sanitizer-sized run: a Tang queue is one thread per row doing up to k steps per key, which compute-sanitizer
 /// slows to about 50 us a step under memcheck (2026-11-24, H100: one combination took 40-150 s on rows of 1100,
-/// the plain insertion queue over 300 s). There a Tang queue skips rows longer than 4096 (more of the same levels
-/// and tiles; k <= 1024 anyway) and keeps one k per queue bucket (32, 128, 512, 1024) and the bucket edges: 1, 32,
-/// 33 and 129 everywhere, n - 1, n and n + 5 where they stay below 513, and the 1024 bucket (k = 513) only where
-/// `big_bucket_here` says so: on the short uniform row of kTangBigBucketCols, and on the labelled rows.
-bool tang_skips(const SelectCombo& c, int64_t cols, int64_t k, bool big_bucket_here) {
+/// the plain insertion queue over 300 s, and the run of every test did not fit 8 minutes). There a Tang queue
+/// keeps the rows of at most kTangSanitizedCols columns (every kind has a 3 x 300 case in that run: partial
+/// 32-column tiles, 4 levels of hierarchy at k = 1) and the 1024 bucket's row; ascending order only (descending
+/// selects the negated keys with the same kernels, which the other selectors' descending calls cover); one k per
+/// queue bucket and the bucket edges: 1, 32, 33, 129, k = n - 1 and n on the uniform and tied rows (k > n runs
+/// k = n, then pads on the host), and the 1024 bucket (k = 513) only where `big_bucket_here` says so: on the
+/// uniform row of kTangBigBucketCols, and on the labelled rows.
+bool tang_skips(const SelectCombo& c, const RowsCase& rc, Order order, int64_t k, bool big_bucket_here) {
   if (!sanitize_mode() || !is_tang(c.algorithm)) return false;
-  if (cols > 4096) return true;
+  const int64_t cols = rc.cols;
+  if (order == Order::Descending) return true;
   if (std::min(k, cols) > 512) return !(k == 513 && big_bucket_here);
-  const bool edge = k == cols - 1 || k == cols || k == cols + 5;
-  return !edge && k != 1 && k != 32 && k != 33 && k != 129;
+  if (cols > kTangSanitizedCols && !big_bucket_here) return true;
+  const bool edge_rows = rc.name.rfind("uniform", 0) == 0 || rc.name.rfind("ties", 0) == 0;
+  if (k == cols - 1 || k == cols) return !edge_rows;
+  return k != 1 && k != 32 && k != 33 && k != 129;
+}
+
+/// With GKNN_TEST_CALL_TIMES=1, calls slower than a second are printed (to size the sanitized run's cases).
+void report_slow_call(const std::string& where, std::chrono::steady_clock::time_point start) {
+  static const bool on = std::getenv("GKNN_TEST_CALL_TIMES") != nullptr;
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (on && s > 1.0) std::fprintf(stderr, "slow call: %s %.1f s\n", where.c_str(), s);
 }
 
 class SelectSuite : public ::testing::TestWithParam<SelectCombo> {};
@@ -178,8 +200,8 @@ TEST_P(SelectSuite, MatchesSortedOrder) {
     for (Order order : {Order::Ascending, Order::Descending})
       for (int64_t k : k_values(pc.rows.cols, c.max_k)) {
         // The 1024 bucket of a Tang queue under the sanitizer: uniform keys, ascending, n just above k.
-        const bool big = pc.rows.cols == kTangBigBucketCols && order == Order::Ascending;
-        if (!tang_skips(c, pc.rows.cols, k, big)) calls.push_back({&pc, order, k});
+        const bool big = pc.rows.cols == kTangBigBucketCols;
+        if (!tang_skips(c, pc.rows, order, k, big)) calls.push_back({&pc, order, k});
       }
   const std::string failure = first_failure(static_cast<int64_t>(calls.size()), [&](int64_t i) -> std::string {
     const Call& call = calls[size_t(i)];
@@ -188,7 +210,9 @@ TEST_P(SelectSuite, MatchesSortedOrder) {
     const std::string where =
         rc.name + " k=" + std::to_string(call.k) + (call.order == Order::Ascending ? " asc: " : " desc: ");
     try {
+      const auto start = std::chrono::steady_clock::now();
       const Result got = select_k(view, nullptr, call.k, call.order, params);
+      report_slow_call(where, start);
       const std::string m = check_select(got, call.pc->expected(call.order), call.k);
       return m.empty() ? m : where + m;
     } catch (const std::exception& e) {
@@ -210,7 +234,7 @@ TEST_P(SelectSuite, UsesLabelsForOutputAndTies) {
   const FloatView view{rc.values.data(), rc.rows, rc.cols, 0};
   const SelectExpectation expected = expected_select(view, labels.data(), Order::Ascending);
   for (int64_t k : k_values(rc.cols, c.max_k)) {
-    if (tang_skips(c, rc.cols, k, /*big_bucket_here=*/true)) continue;  // labelled entries: their own kernels
+    if (tang_skips(c, rc, Order::Ascending, k, /*big_bucket_here=*/true)) continue;  // labelled entries: their own kernels
     SCOPED_TRACE("k=" + std::to_string(k));
     Result got;
     ASSERT_NO_THROW(got = select_k(view, labels.data(), k, Order::Ascending, params));
