@@ -146,14 +146,16 @@ TEST(WarpQueues, RejectsInvalidThreadQueueLength) {
 }
 
 TEST(BitsSingleQuery, ForcedPartitions) {
-  // Sanitized: 20001 keys, k = 4096 < n and 1000 parts still shorter than most k.
-  const Rows uniform = make_rows("uniform", 2, sized(50001, 20001), sized(50001, 20001), 8);
-  const Rows ties = make_rows("ties", 1, sized(50001, 20001), sized(50001, 20001), 9);
+  // Sanitized: 9001 keys, k = 4096 < n, 2 and 1000 parts (segments shorter than most k); 20001 keys and 4 part
+  // counts did not finish in 240 s under racecheck (2026-11-24).
+  const Rows uniform = make_rows("uniform", 2, sized(50001, 9001), sized(50001, 9001), 8);
+  const Rows ties = make_rows("ties", 1, sized(50001, 9001), sized(50001, 9001), 9);
   std::vector<int64_t> labels(ties.values.size());
   for (size_t i = 0; i < labels.size(); ++i) labels[i] = int64_t(labels.size() - i);
   for (SelectAlgorithm a : {SelectAlgorithm::Bits, SelectAlgorithm::BitsGlobal}) {
     if (max_k(a) == 0) continue;
     for (int parts : {2, 7, 64, 1000}) {  // 1000 parts: segments of 51 keys, shorter than most k below
+      if (sanitize_mode() && (parts == 7 || parts == 64)) continue;
       SelectOptions options;
       options.overrides.split_parts = parts;
       for (int64_t k : {1, 100, 2048, 4096}) {

@@ -59,16 +59,17 @@ struct PreparedCase {
   const SelectExpectation& expected(Order order) const { return order == Order::Ascending ? ascending : descending; }
 };
 
-/// Row length of the sanitized run's case for a Tang queue's 1024 bucket (tang_skips): k = 513 < n, and filling
+/// Row length of the sanitized run's case for a Tang queue's 1024 bucket (sanitized_skips): k = 513 < n, and filling
 /// the queue costs about n k / 2 steps.
 constexpr int64_t kTangBigBucketCols = 521;
-/// Longest rows a Tang queue selects from in the sanitized run, but for the 1024 bucket's (tang_skips).
+/// Row length of the sanitized run's case of every kind (sanitized_skips).
 constexpr int64_t kTangSanitizedCols = 300;
 
 /// Sanitizer-sized run (testing/sanitize.hpp): every kind keeps 3 rows (a warp with inactive lanes) of 1100
 /// columns (k buckets up to 1024 below n, the 2048 bucket at k > n, a partial 32-column tile); the rows longer than
 /// 4096 (the k = 2048 and 4096 buckets below n) are kept for the kinds that stress selectors most (uniform,
-/// descending: every key a candidate, special: +-inf and -0.0). See also tang_skips().
+/// descending: every key a candidate, special: +-inf and -0.0), and every kind has 3 x 300 rows. Which calls run
+/// there: sanitized_skips().
 std::vector<PreparedCase> build_select_cases() {
   std::vector<RowsCase> c;
   uint64_t seed = 100;
@@ -85,7 +86,7 @@ std::vector<PreparedCase> build_select_cases() {
   c.push_back(make_rows("uniform", 2, 1, seed++));
   c.push_back(make_rows("uniform", 1, 100003, seed++));  // a single long row (single-query path)
   // Sanitized: the row where a Tang queue meets its 1024 bucket (k = 513 just below n), and the rows of every kind
-  // short enough for a Tang queue under the sanitizer (see tang_skips).
+  // short enough for a Tang queue under the sanitizer (see sanitized_skips).
   if (sanitize_mode()) {
     c.push_back(make_rows("uniform", 3, kTangBigBucketCols, seed++));
     for (const char* kind : {"uniform", "ascending", "descending", "all_equal", "ties", "special", "tiny", "powers"})
@@ -142,24 +143,51 @@ bool is_tang(SelectAlgorithm a) {
   return a == SelectAlgorithm::InsertionQueue || a == SelectAlgorithm::HeapQueue || a == SelectAlgorithm::MergeQueue;
 }
 
-/// Sanitizer-sized run: a Tang queue is one thread per row doing up to k steps per key, which compute-sanitizer
-/// slows to about 50 us a step under memcheck (2026-11-24, H100: one combination took 40-150 s on rows of 1100,
-/// the plain insertion queue over 300 s, and the run of every test did not fit 8 minutes). There a Tang queue
-/// keeps the rows of at most kTangSanitizedCols columns (every kind has a 3 x 300 case in that run: partial
-/// 32-column tiles, 4 levels of hierarchy at k = 1) and the 1024 bucket's row; ascending order only (descending
-/// selects the negated keys with the same kernels, which the other selectors' descending calls cover); one k per
-/// queue bucket and the bucket edges: 1, 32, 33, 129, k = n - 1 and n on the uniform and tied rows (k > n runs
-/// k = n, then pads on the host), and the 1024 bucket (k = 513) only where `big_bucket_here` says so: on the
-/// uniform row of kTangBigBucketCols, and on the labelled rows.
-bool tang_skips(const SelectCombo& c, const RowsCase& rc, Order order, int64_t k, bool big_bucket_here) {
-  if (!sanitize_mode() || !is_tang(c.algorithm)) return false;
-  const int64_t cols = rc.cols;
-  if (order == Order::Descending) return true;
-  if (std::min(k, cols) > 512) return !(k == 513 && big_bucket_here);
-  if (cols > kTangSanitizedCols && !big_bucket_here) return true;
-  const bool edge_rows = rc.name.rfind("uniform", 0) == 0 || rc.name.rfind("ties", 0) == 0;
-  if (k == cols - 1 || k == cols) return !edge_rows;
-  return k != 1 && k != 32 && k != 33 && k != 129;
+bool one_thread_per_row(SelectAlgorithm a) { return a == SelectAlgorithm::Insertion || is_tang(a); }
+
+bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+/// Sanitizer-sized run (GKNN_TEST_SANITIZE=1): compute-sanitizer slows a selection call 10-1000 times, and the
+/// whole grid of the normal run took 180-300+ s per selector under each tool (2026-11-24, H100; the run of every
+/// GPU test has to fit 8 minutes). There every selector keeps, ascending unless said:
+///   - the sweep row, uniform 3 x 1100: every k of k_values (the buckets up to 1024 below n, 2048 at k > n), and
+///     k = 1, 129, n descending (descending selects the negated keys: one more kernel, then the same ones);
+///   - the long uniform rows, 2 x 5003: the 2048 and 4096 buckets and k = n;
+///   - every kind on 3 x 300 rows (ties, +-inf and -0.0, all equal, ...): k = 1, 32, 33, 129, n - 1, n, n + 5, and
+///     descending too for the tied and special rows;
+///   - the shapes: 129 x 257 (rows across warps; k = 1, 33, n), 2 x 1, the single long row 1 x 100003 (k = 1, 33 and
+///     its 2048 bucket), 3 x 521 at k = 513 (a Tang queue's 1024 bucket);
+///   - with labels (`labelled`, 5 x 530 rows), every k.
+/// The other kinds' 1100- and 5003-column rows are the normal run's. Selectors with one thread per row (Garcia's
+/// insertion sort, Tang's queues: O(cols k) steps a thread, about 50 us each under memcheck) skip calls of more than
+/// 300 x 305 steps, but for a Tang queue's 1024 bucket (k = 513 on the 521 row and with labels). A Tang queue also
+/// skips descending calls (its kernels are the ascending ones) and k = n + 5 (it runs k = n, then pads on the host),
+/// and selects n - 1 and n on the uniform and tied rows only.
+bool sanitized_skips(const SelectCombo& c, const RowsCase& rc, Order order, int64_t k, bool labelled) {
+  if (!sanitize_mode()) return false;
+  const int64_t n = rc.cols, kk = std::min(k, n);
+  const bool tang = is_tang(c.algorithm), edge = k == n - 1 || k == n || k == n + 5;
+  const bool tang_big_bucket = tang && k == 513 && (labelled || n == kTangBigBucketCols);
+  if (one_thread_per_row(c.algorithm) && n * kk > kTangSanitizedCols * (kTangSanitizedCols + 5) && !tang_big_bucket &&
+      k != 1)
+    return true;
+  if (tang) {
+    if (order == Order::Descending || k == n + 5) return true;
+    if (kk > 512) return !tang_big_bucket;
+    if (k == n - 1 || k == n) return !(starts_with(rc.name, "uniform") || starts_with(rc.name, "ties"));
+  }
+  if (labelled) return false;
+  const bool asc = order == Order::Ascending;
+  if (n == 1100) return !starts_with(rc.name, "uniform") || !(asc || k == 1 || k == 129 || k == n);
+  if (n == 5003) return !starts_with(rc.name, "uniform") || !asc || !(k == 2048 || k == 4096 || k == n);
+  if (n == kTangSanitizedCols) {
+    const bool both_orders = starts_with(rc.name, "ties") || starts_with(rc.name, "special");
+    return !(asc || both_orders) || !(k == 1 || k == 32 || k == 33 || k == 129 || edge);
+  }
+  if (n == 257) return !asc || !(k == 1 || k == 33 || k == n);
+  if (n == 100003) return !asc || !(k == 1 || k == 33 || k == 2048);
+  if (n == kTangBigBucketCols) return !asc || k != 513;
+  return !asc && rc.rows * n > 2;  // 2 x 1: every k, both orders
 }
 
 /// With GKNN_TEST_CALL_TIMES=1, calls slower than a second are printed (to size the sanitized run's cases).
@@ -199,9 +227,7 @@ TEST_P(SelectSuite, MatchesSortedOrder) {
   for (const PreparedCase& pc : select_cases())
     for (Order order : {Order::Ascending, Order::Descending})
       for (int64_t k : k_values(pc.rows.cols, c.max_k)) {
-        // The 1024 bucket of a Tang queue under the sanitizer: uniform keys, ascending, n just above k.
-        const bool big = pc.rows.cols == kTangBigBucketCols;
-        if (!tang_skips(c, pc.rows, order, k, big)) calls.push_back({&pc, order, k});
+        if (!sanitized_skips(c, pc.rows, order, k, /*labelled=*/false)) calls.push_back({&pc, order, k});
       }
   const std::string failure = first_failure(static_cast<int64_t>(calls.size()), [&](int64_t i) -> std::string {
     const Call& call = calls[size_t(i)];
@@ -234,7 +260,7 @@ TEST_P(SelectSuite, UsesLabelsForOutputAndTies) {
   const FloatView view{rc.values.data(), rc.rows, rc.cols, 0};
   const SelectExpectation expected = expected_select(view, labels.data(), Order::Ascending);
   for (int64_t k : k_values(rc.cols, c.max_k)) {
-    if (tang_skips(c, rc, Order::Ascending, k, /*big_bucket_here=*/true)) continue;  // labelled entries: their own kernels
+    if (sanitized_skips(c, rc, Order::Ascending, k, /*labelled=*/true)) continue;  // labelled entries: their own kernels
     SCOPED_TRACE("k=" + std::to_string(k));
     Result got;
     ASSERT_NO_THROW(got = select_k(view, labels.data(), k, Order::Ascending, params));

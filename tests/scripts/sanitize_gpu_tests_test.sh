@@ -28,10 +28,11 @@ printf '#!/usr/bin/env bash\necho "pytest stand-in $*"\nexit "${FAKE_RC:-0}"\n' 
 # per checked process; FAKE_NO_SUMMARY=1: no summary line at all (a tool that died).
 cat >"$work/compute-sanitizer" <<EOF
 #!/usr/bin/env bash
+[[ \$1 == --help ]] && { echo "  --kernel-name arg    Filter the kernels to check"; exit 0; }
 echo "\$*" >>"$work/sanitizer-calls.log"
 tool=memcheck
 while [[ \$1 == --* ]]; do
-  case \$1 in --tool) tool=\$2; shift 2 ;; --leak-check|--target-processes|--print-limit) shift 2 ;; *) shift ;; esac
+  case \$1 in --tool) tool=\$2; shift 2 ;; --leak-check|--target-processes|--print-limit|--kernel-name) shift 2 ;; *) shift ;; esac
 done
 "\$@"; rc=\$?
 [[ \${FAKE_NO_SUMMARY:-0} == 1 ]] && exit \$rc
@@ -91,6 +92,10 @@ has "$out/sanitize-logs/memcheck-python_entry-0.log" "pytest stand-in run.py gpu
   fail "the leak check is not on for every GoogleTest shard"
 grep -- '--tool memcheck' "$work/sanitizer-calls.log" | grep python-stand-in | grep -q -- --leak-check &&
   fail "the leak check is on for pytest"
+grep -- '--tool memcheck' "$work/sanitizer-calls.log" | grep python-stand-in | grep -q -- '--kernel-name kns=gknn' ||
+  fail "pytest's jobs check more than gknn's kernels"
+grep -- '--tool memcheck' "$work/sanitizer-calls.log" | grep fake_gtest | grep -q -- --kernel-name &&
+  fail "a GoogleTest shard checks only some kernels"
 has "$out/sanitize-cases.txt" "12 memcheck-fake_gtest-0 Suite.a OK"
 
 run errors FAKE_ERRORS=2 -- --tools memcheck,racecheck
