@@ -91,6 +91,15 @@ py::dict explain(const py::buffer& base_buffer, const py::buffer& query_buffer, 
   return out;
 }
 
+SelectParams select_params(const std::string& backend, const std::string& algorithm, int threads, int device) {
+  SelectParams params;
+  params.backend = parse_backend(backend);
+  params.algorithm = parse_select(algorithm, &params.options.tang);
+  params.threads = threads;
+  params.device = device;
+  return params;
+}
+
 py::tuple select_k(const py::buffer& values_buffer, const py::object& labels_buffer, int64_t k,
                    bool largest, const std::string& backend, const std::string& algorithm, int threads) {
   const HostMatrix values(values_buffer, "values");
@@ -107,10 +116,7 @@ py::tuple select_k(const py::buffer& values_buffer, const py::object& labels_buf
                 ErrorCode::InvalidArgument, "labels: must have the row stride of values (in elements)");
     labels = static_cast<const int64_t*>(label_info->ptr);
   }
-  SelectParams params;
-  params.backend = parse_backend(backend);
-  params.algorithm = parse_select(algorithm, &params.options.tang);
-  params.threads = threads;
+  const SelectParams params = select_params(backend, algorithm, threads, 0);
   return result_tuple(without_gil([&] {
     return gknn::select_k(values.floats(), labels, k, largest ? Order::Descending : Order::Ascending, params);
   }));
@@ -134,6 +140,33 @@ void search_device(const DeviceMatrix& base, const DeviceMatrix& queries, const 
   const ResultView out{reinterpret_cast<float*>(distances), reinterpret_cast<int64_t*>(indices), queries.rows,
                        params.k, Memory::Device};
   without_gil([&] { gknn::search(device_floats(base, "base"), device_floats(queries, "queries"), params, out); });
+}
+
+DeviceMatrix device_matrix(const py::dict& d, const char* what);
+
+/// select_k of a CUDA tensor where it is, into the caller's device outputs (rows x k each); synchronous.
+/// `labels`: None or a device int64 tensor of the values' shape, row stride and device.
+void select_k_device(const py::dict& values_desc, const py::object& labels_desc, int64_t k, bool largest,
+                     const std::string& backend, const std::string& algorithm, uintptr_t distances,
+                     uintptr_t indices) {
+  const DeviceMatrix values = device_matrix(values_desc, "values");
+  const int64_t* labels = nullptr;
+  if (!labels_desc.is_none()) {
+    const DeviceMatrix l = device_matrix(labels_desc.cast<py::dict>(), "labels");
+    GKNN_EXPECT(l.dtype == "int64", ErrorCode::InvalidArgument, "labels: expected int64 (got ", l.dtype, ")");
+    GKNN_EXPECT(l.rows == values.rows && l.cols == values.cols, ErrorCode::InvalidArgument, "labels: shape ", l.rows,
+                " x ", l.cols, " differs from the values' ", values.rows, " x ", values.cols);
+    GKNN_EXPECT(l.device == values.device, ErrorCode::InvalidArgument, "labels are on cuda:", l.device,
+                ", values on cuda:", values.device);
+    GKNN_EXPECT(values.rows <= 1 || l.row_stride == values.row_stride, ErrorCode::InvalidArgument,
+                "labels: must have the row stride of values (", values.row_stride, " elements, got ", l.row_stride, ")");
+    labels = reinterpret_cast<const int64_t*>(l.data);
+  }
+  const SelectParams params = select_params(backend, algorithm, 0, values.device);
+  const ResultView out{reinterpret_cast<float*>(distances), reinterpret_cast<int64_t*>(indices), values.rows, k,
+                       Memory::Device};
+  const FloatView v = device_floats(values, "values");
+  without_gil([&] { gknn::select_k(v, labels, k, largest ? Order::Descending : Order::Ascending, params, out); });
 }
 
 DeviceMatrix device_matrix(const py::dict& d, const char* what) {
@@ -316,6 +349,8 @@ PYBIND11_MODULE(_gknn, m) {
       },
       py::arg("base"), py::arg("queries"), py::arg("k"), py::arg("metric"), py::arg("p"), py::arg("backend"),
       py::arg("options"), py::arg("out_distances"), py::arg("out_indices"));
+  m.def("select_k_device", &select_k_device, py::arg("values"), py::arg("labels"), py::arg("k"), py::arg("largest"),
+        py::arg("backend"), py::arg("algorithm"), py::arg("out_distances"), py::arg("out_indices"));
   m.def("describe_dlpack", &describe_dlpack, py::arg("capsule"));
   m.def("info", &info);
 

@@ -27,11 +27,17 @@ struct SelectParams {
   int device = 0;
 };
 
-/// The k smallest (Ascending) or largest (Descending) values of every row of a host matrix, sorted in the
-/// library's total order. labels (optional, same shape and stride as values) replace the column index in the
-/// output and in tie-breaking; when null the column index is used. k > cols pads like search. NaN is rejected.
+/// The k smallest (Ascending) or largest (Descending) values of every row, sorted in the library's total order.
+/// labels (optional, same shape and stride as values, in the same memory) replace the column index in the output
+/// and in tie-breaking; when null the column index is used. k > cols pads like search. NaN is rejected (the
+/// error names the first NaN's row and column). values may be a device view (Memory::Device, any row stride >=
+/// cols): it is read where it is by the cuda backend (an explicit Backend::Cpu is InvalidArgument), no host copy.
 Result select_k(FloatView values, const int64_t* labels, int64_t k, Order order,
                 const SelectParams& params = {});
+/// The same selection written into caller-provided storage (rows x k, host or device arrays; ResultView's rules).
+/// A device view or a device destination runs on the cuda backend, finalised on the device.
+void select_k(FloatView values, const int64_t* labels, int64_t k, Order order, const SelectParams& params,
+              const ResultView& out);
 
 /// Distance algorithms `backend` implements for `metric` (Auto excluded); empty for an unavailable backend.
 std::vector<DistanceAlgorithm> distance_algorithms(Backend backend, Metric metric);

@@ -129,15 +129,23 @@ def select_k(values, k, *, largest=False, labels=None, backend="auto", algorithm
     """The k smallest (or, with largest=True, largest) values of every row, sorted, ties by the smaller label.
 
     Args:
-        values: (rows, cols) array (converted once to float32 unless it is float32 with contiguous rows);
-            NaN is rejected.
-        labels: optional int64 (rows, cols) array returned (and used for ties) instead of the column index.
+        values: (rows, cols) array: numpy (converted once to float32 unless it is float32 with contiguous rows), a
+            CPU torch tensor, or a float32 CUDA tensor (torch/cupy; selected where it is, on its device, any row
+            stride, no host copy; other dtypes are a TypeError). NaN is rejected (ValueError naming the row and
+            column); +-inf are valid values.
+        labels: optional int64 (rows, cols) array returned (and used for ties) instead of the column index; with
+            CUDA values, an int64 CUDA tensor on the same device with the values' row stride.
+        backend: "auto", "cpu" or "cuda" (CUDA values need "auto" or "cuda").
         algorithm: a gknn selection name ("auto", "heap", "quickselect", "sort", and on CUDA "warp_select", ...).
+        threads: CPU threads (0 = all); unused on CUDA.
 
     Returns:
-        (values float32 (rows, k), indices int64 (rows, k)); k > cols pads with -1 and +inf (-inf if largest).
+        (values float32 (rows, k), indices int64 (rows, k)) of the caller's array kind (CUDA tensors: of its kind
+        on its device); k > cols pads with -1 and +inf (-inf if largest).
     """
     k = _check_k(k)
+    if _arrays.is_device_array(values) or (labels is not None and _arrays.is_device_array(labels)):
+        return _select_k_device(values, labels, k, largest, backend, algorithm)
     host = _arrays.host_matrix(values, "values", allow_uint8=False)
     label_array = None
     if labels is not None:
@@ -148,6 +156,30 @@ def select_k(values, k, *, largest=False, labels=None, backend="auto", algorithm
         host = np.ascontiguousarray(host)  # labels are read with the values' row stride
     out = _gknn.select_k(host, label_array, k, bool(largest), backend, algorithm, int(threads))
     return _arrays.like_input(values, *out)
+
+
+def _select_k_device(values, labels, k, largest, backend, algorithm):
+    """select_k of a CUDA tensor on its device (gknn's device-memory overload); results allocated like `values`."""
+    if not _arrays.is_device_array(values):
+        raise TypeError("labels is a CUDA array but values is not: pass both on one device, or both on the host")
+    desc, owner = _arrays.device_matrix(values, "values")
+    label_desc = label_owner = None
+    if labels is not None:
+        if not _arrays.is_device_array(labels):
+            raise TypeError("labels: values is a CUDA array, so labels must be an int64 CUDA array on its device "
+                            "(got a host array)")
+        label_desc, label_owner = _arrays.device_matrix(labels, "labels", element="int64")
+        if tuple(label_desc["shape"]) != tuple(desc["shape"]):
+            raise ValueError(f"labels: shape {tuple(label_desc['shape'])} differs from values' {tuple(desc['shape'])}")
+        if label_desc["device_id"] != desc["device_id"]:
+            raise ValueError(f"labels are on cuda:{label_desc['device_id']}, values on cuda:{desc['device_id']}")
+        if desc["shape"][0] > 1 and label_desc["row_stride"] != desc["row_stride"]:
+            raise ValueError(f"labels: must have the row stride of values ({desc['row_stride']} elements, got "
+                             f"{label_desc['row_stride']}); use .contiguous() on both")
+    out = _arrays.search_on_device(values, desc, k, lambda d, i: _gknn.select_k_device(
+        desc, label_desc, k, bool(largest), backend, algorithm, d, i))
+    del owner, label_owner  # the selection is synchronous: its outputs are complete here
+    return out
 
 
 class Index:

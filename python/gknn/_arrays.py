@@ -38,8 +38,8 @@ def host_matrix(x, name, allow_uint8=True):
     contiguous; rejected with TypeError/ValueError when it is not numeric or not 2-D.
     """
     if is_device_array(x):
-        raise NotImplementedError(f"{name}: a CUDA array; gknn.search and gknn.Index take those, here pass a host array "
-                                  "(x.cpu())")
+        raise NotImplementedError(f"{name}: a CUDA array; gknn.search, gknn.select_k and gknn.Index take those, here "
+                                  "pass a host array (x.cpu())")
     if is_torch(x):
         x = x.detach().numpy()  # a CPU tensor's memory, no copy
     array = np.asarray(x)
@@ -84,8 +84,9 @@ def like_input(template, distances, indices):
     return distances, indices
 
 
-def device_matrix(x, name):
-    """(description dict, owner) of a 2-D CUDA array; the owner must stay alive while the pointer is used."""
+def device_matrix(x, name, element="float32"):
+    """(description dict, owner) of a 2-D CUDA array of element type `element` (TypeError otherwise: gknn does not
+    convert on the device); the owner must stay alive while the pointer is used."""
     if is_torch(x):
         x = x.detach()
     if hasattr(x, "__cuda_array_interface__"):
@@ -110,9 +111,10 @@ def device_matrix(x, name):
         raise ValueError(f"{name}: the elements of a row are not contiguous on the device (strides {strides}); "
                          "use .contiguous()")
     desc["row_stride"] = strides[0] if rows > 1 else cols
-    if desc["dtype"] != "float32":
-        raise TypeError(f"{name}: device tensors must be float32 (got {desc['dtype']}); convert on the device "
-                        "with .float() / .astype('float32')")
+    if desc["dtype"] != element:
+        convert = ".float() / .astype('float32')" if element == "float32" else f".long() / .astype('{element}')"
+        raise TypeError(f"{name}: device tensors must be {element} (got {desc['dtype']}); convert on the device "
+                        f"with {convert}")
     return desc, owner
 
 
@@ -154,7 +156,8 @@ def arange_like(template, n):
 
 def search_on_device(queries, query_desc, k, run):
     """Allocates (distances, indices) like `queries` on its device, waits for the producer's stream, and calls
-    run(distances_pointer, indices_pointer): a synchronous gknn search that fills them. Returns the outputs."""
+    run(distances_pointer, indices_pointer): a synchronous gknn search (or select_k) that fills them. Returns the
+    outputs."""
     distances, indices = empty_like_device(queries, query_desc["shape"][0], k)
     synchronize_current_stream(queries)  # the producer's kernels are done before gknn's streams read
     run(device_pointer(distances), device_pointer(indices))

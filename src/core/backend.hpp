@@ -92,6 +92,15 @@ ValueStats device_value_stats(FloatView m, std::string_view what);
 void search_into(FloatView base, FloatView queries, const SearchParams& key_params, const ValueStats& base_stats,
                  const ValueStats& query_stats, const OutputSpec& out);
 Result select_k(FloatView keys, const int64_t* labels, int64_t k, const SelectParams& params);
+/// select_k of `values` (host or device view; labels in the same memory, same stride, or null) written through
+/// `out` (host or device destination, out.k >= k, the excess padded), finalised on the device. Ascending keys
+/// unless `negate`: then the rows are negated on the device first (Descending; out.metric converts back).
+/// 1 <= k <= cols; NaN already rejected.
+void select_into(FloatView values, const int64_t* labels, int64_t k, bool negate, const SelectParams& params,
+                 const OutputSpec& out);
+/// Throws InvalidArgument naming the first NaN (row, column) of a device view, as the host check of select_k
+/// does (validate.hpp reject_nan_row); nothing without CUDA.
+void device_reject_nan(FloatView m, std::string_view what);
 std::unique_ptr<ResidentStore> make_store(int64_t dim, int device);
 std::vector<DistanceAlgorithm> distance_algorithms(Metric user_metric);
 std::vector<SelectCapability> select_algorithms();

@@ -123,17 +123,22 @@ Result search(ByteView base, ByteView queries, const SearchParams& params) {
                 params);
 }
 
-Result select_k(FloatView values, const int64_t* labels, int64_t k, Order order, const SelectParams& params) {
+namespace {
+
+void check_select(FloatView values, int64_t k) {
   GKNN_EXPECT(k > 0, ErrorCode::InvalidArgument, "select_k: k must be positive (got ", k, ")");
   GKNN_EXPECT(values.cols > 0, ErrorCode::InvalidArgument, "select_k: rows have length 0");
-  GKNN_EXPECT(values.memory == Memory::Host, ErrorCode::Unsupported, "select_k: values must be in host memory");
+  GKNN_EXPECT(values.rows >= 0, ErrorCode::InvalidArgument, "select_k: negative row count ", values.rows);
   GKNN_EXPECT(values.stride == 0 || values.stride >= values.cols, ErrorCode::InvalidArgument,
               "select_k: row stride ", values.stride, " is smaller than the row length ", values.cols);
-  // Keys are ascending: a descending request selects on negated values (exact), then negates back.
-  std::vector<float> negated;
-  FloatView keys = values;
-  // NaN check over all threads for large inputs (a 1024 x 2^20 select is 1G values); the first NaN row is then
-  // re-scanned to name the column, so the message does not depend on the thread count.
+  GKNN_EXPECT(values.rows == 0 || values.data, ErrorCode::InvalidArgument, "select_k: null values pointer");
+}
+
+/// NaN check over all threads for large inputs (a 1024 x 2^20 select is 1G values); the first NaN row is then
+/// re-scanned to name the column, so the message does not depend on the thread count. Device views are scanned
+/// on their device, with the same message.
+void reject_nan(FloatView values) {
+  if (values.memory == Memory::Device) return detail::cuda::device_reject_nan(values, "select_k");
   const bool large = values.rows * values.cols > (int64_t(1) << 18);
   int64_t first_nan_row = values.rows;
 #pragma omp parallel for schedule(static) reduction(min : first_nan_row) if (large)
@@ -142,9 +147,51 @@ Result select_k(FloatView values, const int64_t* labels, int64_t k, Order order,
     for (int64_t j = 0; j < values.cols; ++j) nan |= std::isnan(values.row(i)[j]);
     if (nan) first_nan_row = std::min(first_nan_row, i);
   }
-  for (int64_t j = 0; first_nan_row < values.rows && j < values.cols; ++j)
-    GKNN_EXPECT(!std::isnan(values.row(first_nan_row)[j]), ErrorCode::InvalidArgument, "select_k: row ", first_nan_row,
-                " column ", j, " is NaN");
+  if (first_nan_row < values.rows)
+    detail::reject_nan_row(values.row(first_nan_row), values.cols, "select_k", first_nan_row);
+}
+
+/// How select_k's keys become values: Ascending keys are the values, Descending selects on negated values (exact)
+/// and negates back (inner product's key -> value), padding +inf / -inf.
+detail::OutputSpec select_output(Order order, int64_t k) {
+  detail::OutputSpec spec;
+  spec.metric = order == Order::Descending ? Metric::InnerProduct : Metric::SquaredL2;
+  spec.k = k;
+  return spec;
+}
+
+/// The selection on the device, written through `spec`: device views (or a device destination) need the cuda
+/// backend, whatever Auto would choose for host rows.
+void select_on_device(FloatView values, const int64_t* labels, int64_t k, Order order, const SelectParams& params,
+                      const detail::OutputSpec& spec) {
+  GKNN_EXPECT(params.backend != Backend::Cpu, ErrorCode::InvalidArgument,
+              "select_k: device-memory values or outputs need the cuda backend (backend cpu was requested)");
+  (void)detail::resolve_backend(Backend::Cuda);  // Unsupported when CUDA is not built or no device is visible
+  reject_nan(values);
+  if (values.rows == 0) return;
+  detail::cuda::select_into(values, labels, std::min(k, values.cols), order == Order::Descending, params, spec);
+}
+
+}  // namespace
+
+Result select_k(FloatView values, const int64_t* labels, int64_t k, Order order, const SelectParams& params) {
+  check_select(values, k);
+  if (values.memory == Memory::Device) {
+    Result result;  // 0 rows stay empty; else the destination makes it while the device selects
+    result.k = k;
+    detail::OutputSpec spec = select_output(order, k);
+    spec.destination = [&result, &values, k] {
+      result = detail::allocate_result_populated(values.rows, k);
+      return detail::view_of(result);
+    };
+    select_on_device(values, labels, k, order, params, spec);
+    return result;
+  }
+  reject_nan(values);
+  // Keys are ascending: a descending request selects on negated values (exact), then negates back.
+  std::vector<float> negated;
+  FloatView keys = values;
+  const bool large = values.rows * values.cols > (int64_t(1) << 18);
   if (order == Order::Descending) {
     negated.resize(static_cast<size_t>(values.rows * values.cols));
 #pragma omp parallel for schedule(static) if (large)
@@ -167,6 +214,21 @@ Result select_k(FloatView values, const int64_t* labels, int64_t k, Order order,
                                       : detail::cpu::select_k(keys, labels, k_eff, params);
   return detail::finalize(std::move(r), order == Order::Descending ? Metric::InnerProduct : Metric::SquaredL2, 2.0,
                           k);
+}
+
+void select_k(FloatView values, const int64_t* labels, int64_t k, Order order, const SelectParams& params,
+              const ResultView& out) {
+  check_select(values, k);
+  detail::validate_result_view(out, values.rows, k);
+  if (values.memory == Memory::Device || out.memory == Memory::Device) {
+    detail::OutputSpec spec = select_output(order, k);
+    spec.memory = out.memory;
+    spec.destination = [out] { return out; };
+    return select_on_device(values, labels, k, order, params, spec);
+  }
+  const Result r = select_k(values, labels, k, order, params);  // host rows into host storage: one copy
+  std::copy(r.distances.begin(), r.distances.end(), out.distances);
+  std::copy(r.indices.begin(), r.indices.end(), out.indices);
 }
 
 std::vector<DistanceAlgorithm> distance_algorithms(Backend backend, Metric metric) {

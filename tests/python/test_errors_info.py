@@ -117,9 +117,20 @@ def test_cuda_arrays_are_never_copied_to_the_host(data):
             call()
     with pytest.raises(ValueError, match="backend 'cuda'"):  # refused before the pointer is read
         gknn.NearestNeighbors(backend="cpu").fit(FakeCudaArray((20, 4)))
-    for call in (lambda: gknn.select_k(FakeCudaArray((2, 4)), 1),):
-        with pytest.raises(NotImplementedError, match="CUDA array"):
-            call()
+    # select_k takes CUDA arrays on their device: refused here before the pointer is read (no torch/cupy to
+    # allocate device outputs with, a wrong dtype, or labels and values in different memories).
+    with pytest.raises(TypeError, match="allocate results"):
+        gknn.select_k(FakeCudaArray((2, 4)), 1)
+    with pytest.raises(TypeError, match="float32"):
+        gknn.select_k(FakeCudaArray((2, 4), "<f8"), 1)
+    with pytest.raises(TypeError, match="int64"):
+        gknn.select_k(FakeCudaArray((2, 4)), 1, labels=FakeCudaArray((2, 4), "<i4"))
+    with pytest.raises(TypeError, match="host array"):
+        gknn.select_k(FakeCudaArray((2, 4)), 1, labels=np.zeros((2, 4), np.int64))
+    with pytest.raises(TypeError, match="values is not"):
+        gknn.select_k(np.zeros((2, 4), np.float32), 1, labels=FakeCudaArray((2, 4), "<i8"))
+    with pytest.raises(ValueError, match="shape"):
+        gknn.select_k(FakeCudaArray((2, 4)), 1, labels=FakeCudaArray((2, 5), "<i8"))
 
 
 def test_ctrl_c_interrupts_a_long_search(rng):
@@ -152,6 +163,13 @@ def test_device_memory_needs_a_cuda_device():
         gknn._gknn.search_device(desc, desc, 2, "squared_l2", 2.0, "cpu", options, 0xDEAD1000, 0xDEAD2000)
     with pytest.raises(ValueError, match="float32"):
         gknn._gknn.search_device(dict(desc, dtype="float64"), desc, 2, "squared_l2", 2.0, "auto", options, 1, 2)
+    with pytest.raises(NotImplementedError, match="[Cc][Uu][Dd][Aa]"):
+        gknn._gknn.select_k_device(desc, None, 2, False, "auto", "auto", 0xDEAD1000, 0xDEAD2000)
+    with pytest.raises(ValueError, match="cuda backend"):
+        gknn._gknn.select_k_device(desc, None, 2, True, "cpu", "auto", 0xDEAD1000, 0xDEAD2000)
+    labels = dict(desc, dtype="int64")
+    with pytest.raises(ValueError, match="row stride"):
+        gknn._gknn.select_k_device(desc, dict(labels, row_stride=8), 2, False, "auto", "auto", 1, 2)
 
 
 def test_dlpack_capsules_are_read_in_place():

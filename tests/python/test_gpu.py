@@ -263,3 +263,124 @@ def test_nearest_neighbors_on_device_tensors(host_data):
     I_self = device.kneighbors(return_distance=False)
     assert I_self.is_cuda and I_self.shape == (base.shape[0], 6)
     np.testing.assert_array_equal(I_self.cpu().numpy(), host.kneighbors(return_distance=False))
+
+
+# ---- select_k on CUDA tensors ---------------------------------------------------------------------------------
+
+def _select_data(rng, rows=300, cols=1000):
+    """Few distinct values (many ties), with +-inf and -0.0 / +0.0 in some rows: the total order's hard cases."""
+    values = rng.integers(-3, 4, size=(rows, cols)).astype(np.float32)
+    values[5, ::7] = np.inf
+    values[6, ::5] = -np.inf
+    values[7, ::3] = -0.0
+    return values
+
+
+@needs_in_place
+@pytest.mark.parametrize("largest", [False, True])
+@pytest.mark.parametrize("k", [1, 37, 1000, 1003])  # k = cols, and k > cols (padding)
+def test_select_k_torch_identical_to_cpu(rng, largest, k):
+    """Device values are selected on their device: torch in, torch out on the same device, identical to the
+    CPU's select_k (values and indices, ties by the smaller index, padding)."""
+    torch = _torch()
+    host = _select_data(rng)
+    values = torch.from_numpy(host).cuda()
+    V, I = gknn.select_k(values, k, largest=largest)
+    assert isinstance(V, torch.Tensor) and V.device == values.device and I.device == values.device
+    assert V.dtype == torch.float32 and I.dtype == torch.int64 and V.shape == (host.shape[0], k)
+    V_cpu, I_cpu = gknn.select_k(host, k, largest=largest, backend="cpu")
+    np.testing.assert_array_equal(I.cpu().numpy(), I_cpu)
+    np.testing.assert_array_equal(V.cpu().numpy(), V_cpu)  # -0.0 == +0.0, as in the total order
+
+
+@needs_in_place
+@pytest.mark.parametrize("largest", [False, True])
+def test_select_k_device_labels_and_row_stride(rng, largest):
+    """Labels (an int64 tensor on the device) replace the column index and break ties; a row stride (a column
+    slice of a wider tensor) is read in place."""
+    torch = _torch()
+    host = _select_data(rng, 200, 500)
+    labels_host = rng.permutation(200 * 600).reshape(200, 600).astype(np.int64)
+    wide = torch.zeros((200, 600), device="cuda")
+    wide[:, :500] = torch.from_numpy(host).cuda()
+    labels = torch.from_numpy(labels_host).cuda()
+    V, I = gknn.select_k(wide[:, :500], 20, largest=largest, labels=labels[:, :500])
+    V_cpu, I_cpu = gknn.select_k(host, 20, largest=largest, labels=np.ascontiguousarray(labels_host[:, :500]),
+                                 backend="cpu")
+    np.testing.assert_array_equal(I.cpu().numpy(), I_cpu)
+    np.testing.assert_array_equal(V.cpu().numpy(), V_cpu)
+    V, I = gknn.select_k(wide[:, :500], 20, largest=largest)  # without labels: the column index
+    np.testing.assert_array_equal(I.cpu().numpy(), gknn.select_k(host, 20, largest=largest, backend="cpu")[1])
+
+
+@needs_in_place
+def test_select_k_cupy_in_cupy_out(rng):
+    cupy = _cupy()
+    host = _select_data(rng)
+    values = cupy.asarray(host)
+    V, I = gknn.select_k(values, 50, largest=True)
+    assert isinstance(V, cupy.ndarray) and V.device == values.device
+    V_cpu, I_cpu = gknn.select_k(host, 50, largest=True, backend="cpu")
+    np.testing.assert_array_equal(cupy.asnumpy(I), I_cpu)
+    np.testing.assert_array_equal(cupy.asnumpy(V), V_cpu)
+
+
+@needs_in_place
+def test_select_k_device_errors(rng):
+    torch = _torch()
+    host = _select_data(rng, 50, 40)
+    values = torch.from_numpy(host).cuda()
+    with pytest.raises(TypeError, match="float32"):
+        gknn.select_k(values.double(), 3)
+    with pytest.raises(TypeError, match="int64"):
+        gknn.select_k(values, 3, labels=torch.zeros((50, 40), dtype=torch.int32, device="cuda"))
+    with pytest.raises(TypeError, match="host array"):
+        gknn.select_k(values, 3, labels=np.zeros((50, 40), np.int64))
+    with pytest.raises(TypeError, match="values is not"):
+        gknn.select_k(host, 3, labels=torch.zeros((50, 40), dtype=torch.int64, device="cuda"))
+    with pytest.raises(ValueError, match="shape"):
+        gknn.select_k(values, 3, labels=torch.zeros((50, 41), dtype=torch.int64, device="cuda"))
+    with pytest.raises(ValueError, match="row stride"):
+        gknn.select_k(values, 3, labels=torch.zeros((50, 48), dtype=torch.int64, device="cuda")[:, :40])
+    with pytest.raises(ValueError, match="contiguous"):
+        gknn.select_k(values.t(), 3)
+    with pytest.raises(ValueError, match="cuda backend"):
+        gknn.select_k(values, 3, backend="cpu")
+    with pytest.raises(ValueError, match="positive"):
+        gknn.select_k(values, 0)
+    poisoned = host.copy()
+    poisoned[17, 4] = np.nan
+    poisoned[30, 1] = np.nan  # a later NaN row: the error names the first
+    with pytest.raises(ValueError) as host_error:
+        gknn.select_k(poisoned, 3)
+    with pytest.raises(ValueError) as device_error:
+        gknn.select_k(torch.from_numpy(poisoned).cuda(), 3, largest=True)
+    assert "row 17 column 4" in str(device_error.value)
+    assert str(device_error.value) == str(host_error.value)
+    V, I = gknn.select_k(values[:0], 3)  # no rows: empty results on the device
+    assert V.shape == (0, 3) and V.is_cuda
+
+
+@needs_in_place
+def test_select_k_reads_device_values_in_place(rng, monkeypatch):
+    """The selection reads the caller's tensor and writes the very tensors it returns (pointer identity at the
+    C++ boundary), and moves nothing between host and device but the NaN scan's result word."""
+    torch = _torch()
+    import copy_trace
+
+    values = torch.from_numpy(rng.standard_normal((2000, 4096)).astype(np.float32)).cuda()
+    seen = []
+    native = gknn._gknn.select_k_device
+
+    def spy(desc, labels, *args):
+        seen.append((desc["data"], args[-2], args[-1]))
+        return native(desc, labels, *args)
+
+    monkeypatch.setattr(gknn._gknn, "select_k_device", spy)
+    gknn.select_k(values, 64, largest=True)  # warm-up: context, cached pipelines, buffers
+    (V, I), trace = copy_trace.traced(torch, lambda: gknn.select_k(values, 64, largest=True))
+    assert seen[-1] == (values.data_ptr(), V.data_ptr(), I.data_ptr())
+    assert trace.kernels > 0, f"the profiler saw no kernel of the selection: {trace.summary()}"
+    assert trace.host_device_bytes() <= 64, f"host <-> device copies during a device select_k: {trace.summary()}"
+    ref = torch.topk(values, 64, dim=1, largest=True, sorted=True)
+    torch.testing.assert_close(V, ref.values, rtol=0, atol=0)  # continuous data: no ties, topk's order is ours

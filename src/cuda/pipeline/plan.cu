@@ -70,12 +70,14 @@ TilePlan plan_search(const PlanInput& in) {
 }
 
 int64_t plan_select_rows(int64_t rows, int64_t cols, int64_t k, bool labels, size_t budget,
-                         SelectWorkspaceFn select_workspace) {
+                         SelectWorkspaceFn select_workspace, const SelectTileBytes& extra) {
   const TileOverride forced = current_override();
   if (forced.query_rows > 0) return std::min(rows, forced.query_rows);
   auto bytes = [&](int64_t r) {
     const size_t n = static_cast<size_t>(r) * static_cast<size_t>(cols);
-    size_t b = 2 * n * (sizeof(float) + (labels ? sizeof(int64_t) : 0));  // double-buffered input tiles
+    size_t b = extra.staged ? 2 * n * (sizeof(float) + (labels ? sizeof(int64_t) : 0)) : 0;  // double-buffered
+    b += static_cast<size_t>(r) * static_cast<size_t>(extra.negate_stride) * sizeof(float);
+    b += 2 * static_cast<size_t>(r * extra.out_k) * (sizeof(float) + sizeof(int64_t));
     b += 2 * static_cast<size_t>(r * k) * (sizeof(float) + sizeof(int64_t));
     return b + (select_workspace ? select_workspace(r, cols, k) : 0);
   };

@@ -59,9 +59,15 @@ size_t search_bytes(const PlanInput& in, int64_t query_rows, int64_t base_rows);
 /// The tiling of a search (honours set_tile_override).
 TilePlan plan_search(const PlanInput& in);
 
+/// Device memory of select_k's tiles beyond the selected lists and the selector's scratch.
+struct SelectTileBytes {
+  bool staged = true;        ///< host rows: double-buffered input tiles (device views are read where they are)
+  int64_t negate_stride = 0; ///< Descending: a negated copy of the tile, rows this far apart (0: none)
+  int64_t out_k = 0;         ///< a finalised tile (values + indices, rows x out_k) per output slot (2), or 0
+};
 /// Rows per tile of select_k on rows of `cols` keys (labels: 8 more bytes per key).
 int64_t plan_select_rows(int64_t rows, int64_t cols, int64_t k, bool labels, size_t budget,
-                         SelectWorkspaceFn select_workspace);
+                         SelectWorkspaceFn select_workspace, const SelectTileBytes& extra = {});
 
 /// SearchParams::memory_budget when set, else a share of the device's free memory now.
 size_t memory_budget(size_t requested);

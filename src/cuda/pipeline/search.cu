@@ -47,10 +47,11 @@ class OwnedResidentBase final : public BaseSource {
   std::unique_ptr<ResidentBase> view_;
 };
 
-/// A base the caller keeps in device memory: used where it is; its norms are computed once per search.
+/// A base the caller keeps in device memory: used where it is; its norms are computed once per search, into the
+/// pipeline's grow-only buffer (a repeated search allocates nothing).
 class DeviceViewBase final : public BaseSource {
  public:
-  DeviceViewBase(Pipeline& p, FloatView base) : base_(base) {
+  DeviceViewBase(Pipeline& p, FloatView base) : base_(base), norms_(p.view_norms) {
     norms_.resize(static_cast<size_t>(base.rows));
     row_squared_norms(base.data, base.rows, base.row_stride(), base.cols, norms_.data(), p.compute.get());
   }
@@ -63,7 +64,7 @@ class DeviceViewBase final : public BaseSource {
 
  private:
   FloatView base_;
-  DeviceBuffer<float> norms_;
+  DeviceBuffer<float>& norms_;
 };
 
 /// A base copied from the host tile by tile (double-buffered, staging.cuh); norms are left to the pipeline.
@@ -188,7 +189,8 @@ bool Pipeline::prepare_for(const PlanKey& key) {
 }
 
 size_t Pipeline::held_bytes() const {
-  size_t bytes = distances.capacity_bytes() + query_norms.capacity_bytes() + base_norms.capacity_bytes();
+  size_t bytes = distances.capacity_bytes() + query_norms.capacity_bytes() + base_norms.capacity_bytes() +
+                 view_norms.capacity_bytes();
   for (int i = 0; i < 5; ++i) bytes += list_keys[i].capacity_bytes() + list_labels[i].capacity_bytes();
   for (const OutputSlot& s : out_slots) bytes += s.values.capacity_bytes() + s.indices.capacity_bytes();
   return bytes;
@@ -286,7 +288,10 @@ PipelineLease::~PipelineLease() {
   try {
     // Scratch is not counted in held_bytes (plans do not reuse it), but a large one is not kept either.
     const size_t scratch = p_->distance_workspace.capacity_bytes() + p_->select_workspace.capacity_bytes();
-    if (p_->held_bytes() + scratch > kKeptPipelineBytes) p_->release_buffers();
+    if (p_->held_bytes() + scratch > kKeptPipelineBytes) {
+      p_->release_buffers();
+      p_->view_norms = DeviceBuffer<float>();  // not a tile buffer, but part of what is kept
+    }
     if (p_->staging_bytes() > kKeptStagingBytes) p_->release_staging();
     PipelineCache& c = pipeline_cache();
     std::lock_guard<std::mutex> lock(c.mutex);

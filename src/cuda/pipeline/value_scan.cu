@@ -7,6 +7,8 @@
 // rows grid-strided, a shuffle reduction per warp and one set of atomics per warp (into words cleared by a memset);
 // then one 24-byte copy back.
 // The first non-finite row (smallest index) is copied to the host and named as the host scan names it.
+// select_k's NaN check of a device view (device_reject_nan) is the same kernel with a row bad when it holds a NaN
+// (infinities are valid keys there).
 #include <map>
 #include <memory>
 #include <mutex>
@@ -31,6 +33,8 @@ struct ScanResult {
   unsigned int fraction, negative, max_abs_bits;
 };
 
+/// kNanOnly: a row is bad when it holds a NaN (select_k takes infinities), else when it holds a non-finite value.
+template <bool kNanOnly>
 __global__ void value_scan_kernel(const float* __restrict__ rows, int64_t count, int64_t stride, int64_t cols,
                                   ScanResult* __restrict__ out) {
   const int lane = threadIdx.x % 32;
@@ -41,8 +45,13 @@ __global__ void value_scan_kernel(const float* __restrict__ rows, int64_t count,
   for (int64_t r = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32; r < count; r += warps) {
     const float* x = rows + r * stride;
     ValueBits row;
-    for (int64_t c = lane; c < cols; c += 32) row.add(x[c]);
-    if (!row.finite() && bad_rank == 0) bad_rank = static_cast<unsigned long long>(count - r);  // rows ascend
+    bool nan = false;
+    for (int64_t c = lane; c < cols; c += 32) {
+      row.add(x[c]);
+      if constexpr (kNanOnly) nan |= isnan(x[c]);
+    }
+    const bool bad = kNanOnly ? nan : !row.finite();
+    if (bad && bad_rank == 0) bad_rank = static_cast<unsigned long long>(count - r);  // rows ascend
     facts.merge(row);
   }
   for (int offset = 16; offset > 0; offset /= 2) {
@@ -151,9 +160,11 @@ void release_scan_slots() {
   idle.clear();  // the destructors free the streams and buffers, outside the lock
 }
 
-ValueStats device_value_stats(FloatView m, std::string_view what) {
-  if (m.rows == 0) return ValueStats{};  // as the host scan: no value, every fact holds
-  if (!available()) return ValueStats{false, false, 0.f, false};  // the backend's dispatch gives the error
+namespace {
+
+/// One scan of a device view (m.rows > 0, CUDA available); the first bad row, if any, is copied into *bad_row.
+template <bool kNanOnly>
+ScanResult scan(FloatView m, std::string_view what, std::vector<float>* bad_row) {
   const auto [device, rows] = device_address(m.data, what);
   DeviceScope scope(device);
   SlotLease lease(device);
@@ -162,24 +173,41 @@ ValueStats device_value_stats(FloatView m, std::string_view what) {
   GKNN_CUDA_TRY(cudaMemsetAsync(slot.result.data(), 0, sizeof(ScanResult), s));
   const int64_t row_blocks = (m.rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
   const int64_t blocks = std::min<int64_t>(row_blocks, int64_t(device_props(device).sm_count) * kBlocksPerSm);
-  value_scan_kernel<<<static_cast<unsigned>(blocks), kWarpsPerBlock * 32, 0, s>>>(rows, m.rows, m.row_stride(),
-                                                                                   m.cols, slot.result.data());
+  value_scan_kernel<kNanOnly><<<static_cast<unsigned>(blocks), kWarpsPerBlock * 32, 0, s>>>(
+      rows, m.rows, m.row_stride(), m.cols, slot.result.data());
   GKNN_CUDA_CHECK_LAUNCH();
   GKNN_CUDA_TRY(cudaMemcpyAsync(slot.host.data(), slot.result.data(), sizeof(ScanResult), cudaMemcpyDeviceToHost, s));
   GKNN_CUDA_TRY(cudaStreamSynchronize(s));
   const ScanResult r = *slot.host.data();
   if (r.bad_rank != 0) {
     const int64_t bad = m.rows - static_cast<int64_t>(r.bad_rank);
-    std::vector<float> row(static_cast<size_t>(m.cols));
-    GKNN_CUDA_TRY(cudaMemcpy(row.data(), rows + bad * m.row_stride(), row.size() * sizeof(float),
+    bad_row->resize(static_cast<size_t>(m.cols));
+    GKNN_CUDA_TRY(cudaMemcpy(bad_row->data(), rows + bad * m.row_stride(), bad_row->size() * sizeof(float),
                              cudaMemcpyDeviceToHost));
-    reject_non_finite_row(row.data(), m.cols, what, bad);
   }
+  return r;
+}
+
+}  // namespace
+
+ValueStats device_value_stats(FloatView m, std::string_view what) {
+  if (m.rows == 0) return ValueStats{};  // as the host scan: no value, every fact holds
+  if (!available()) return ValueStats{false, false, 0.f, false};  // the backend's dispatch gives the error
+  std::vector<float> row;
+  const ScanResult r = scan<false>(m, what, &row);
+  if (r.bad_rank != 0) reject_non_finite_row(row.data(), m.cols, what, m.rows - static_cast<int64_t>(r.bad_rank));
   ValueBits facts;
   facts.fraction = r.fraction;
   facts.negative = r.negative;
   facts.max_abs_bits = r.max_abs_bits;
   return ValueStats{facts.integral(), facts.nonnegative(), facts.max_abs(), true};
+}
+
+void device_reject_nan(FloatView m, std::string_view what) {
+  if (m.rows == 0 || !available()) return;  // nothing to read, or the backend's dispatch gives the error
+  std::vector<float> row;
+  const ScanResult r = scan<true>(m, what, &row);
+  if (r.bad_rank != 0) reject_nan_row(row.data(), m.cols, what, m.rows - static_cast<int64_t>(r.bad_rank));
 }
 
 }  // namespace gknn::detail::cuda
