@@ -28,11 +28,11 @@ printf '#!/usr/bin/env bash\necho "pytest stand-in $*"\nexit "${FAKE_RC:-0}"\n' 
 # per checked process; FAKE_NO_SUMMARY=1: no summary line at all (a tool that died).
 cat >"$work/compute-sanitizer" <<EOF
 #!/usr/bin/env bash
-[[ \$1 == --help ]] && { echo "  --kernel-name arg    Filter the kernels to check"; exit 0; }
+[[ \$1 == --help ]] && { printf '  --kernel-name arg    Filter\n  --kernel-name-exclude arg    Exclude\n'; exit 0; }
 echo "\$*" >>"$work/sanitizer-calls.log"
 tool=memcheck
 while [[ \$1 == --* ]]; do
-  case \$1 in --tool) tool=\$2; shift 2 ;; --leak-check|--target-processes|--print-limit|--kernel-name) shift 2 ;; *) shift ;; esac
+  case \$1 in --tool) tool=\$2; shift 2 ;; --leak-check|--target-processes|--print-limit|--kernel-name|--kernel-name-exclude) shift 2 ;; *) shift ;; esac
 done
 "\$@"; rc=\$?
 [[ \${FAKE_NO_SUMMARY:-0} == 1 ]] && exit \$rc
@@ -81,8 +81,8 @@ has() { grep -qF -- "$2" "$1" || fail "$1 lacks: $2"; }
 run clean -- --tools memcheck,racecheck
 [[ $rc == 0 ]] || fail "clean run exited $rc"
 has "$work/clean.out" "sanitize     memcheck: 0 errors over 2 tests"
-has "$work/clean.out" "sanitize     racecheck: 0 errors over 2 tests"
-has "$work/clean.out" "8 jobs, 4 at a time"  # (3 shards + 1) x 2 tools
+has "$work/clean.out" "sanitize     racecheck: 0 errors over 1 tests"  # pytest: memcheck and synccheck only
+has "$work/clean.out" "7 jobs, 4 at a time"  # 3 shards x 2 tools + pytest under memcheck
 [[ $(grep -c ' fake_gtest ' "$out/sanitize-jobs.txt") == 6 ]] || fail "fake_gtest: not 3 shards per tool"
 grep -q 'cpu_only' "$out/sanitize-jobs.txt" && fail "a cpu entry was run"
 has "$out/sanitize-logs/memcheck-fake_gtest-2.log" "shard 2/3 sanitize 1 env from_ctest pwd $work/wd"
@@ -101,16 +101,18 @@ has "$out/sanitize-cases.txt" "12 memcheck-fake_gtest-0 Suite.a OK"
 run errors FAKE_ERRORS=2 -- --tools memcheck,racecheck
 [[ $rc == 1 ]] || fail "a run with errors exited $rc"
 has "$work/errors.out" "sanitize     memcheck: 8 errors over 2 tests"  # 2 per process, 4 processes
-has "$work/errors.out" "sanitize     racecheck: 8 errors over 2 tests"
+has "$work/errors.out" "sanitize     racecheck: 6 errors over 1 tests"
+grep -- '--tool racecheck' "$work/sanitizer-calls.log" | grep -q -- '--kernel-name-exclude kns=cub' ||
+  fail "racecheck checks CUB's kernels"
 has "$work/errors.out" "fake_gtest(rc=0 errors=6)"
 
 run skipped FAKE_RC=77 -- --tools synccheck
 [[ $rc == 1 ]] || fail "a run of skipped tests exited $rc"
 has "$work/skipped.out" "fake_gtest(rc=77 errors=0)"
 
-run no_summary FAKE_NO_SUMMARY=1 -- --tools initcheck --filter python
+run no_summary FAKE_NO_SUMMARY=1 -- --tools synccheck --filter python
 [[ $rc == 1 ]] || fail "a run without summary lines exited $rc"
-has "$work/no_summary.out" "initcheck: 0 errors over 1 tests"
+has "$work/no_summary.out" "synccheck: 0 errors over 1 tests"
 has "$work/no_summary.out" "python_entry(rc=0 errors=?)"
 
 run late -- --tools memcheck --deadline 10  # every job would get under 20 s: none starts
