@@ -185,8 +185,10 @@ std::string run_batch(const std::vector<Job>& jobs) {
 }
 
 TEST(GpuTang, MergeLevelSizeAndGroupSize) {
-  // Idle lanes in the last warp; several hierarchy levels for k = 100.
-  const int64_t rows = sized(37, 33), cols = sized(5003, 1501);
+  // Idle lanes in the last warp; several hierarchy levels for k = 100. Sanitized: rows of 301 (still two levels
+  // at k = 100 and G = 2), m = 1, 8, 64 and groups 2, 3, 8: the whole grid (560 selections of 1501 keys) did not
+  // finish under racecheck in 300 s (2026-11-24).
+  const int64_t rows = sized(37, 33), cols = sized(5003, 301);
   const HostRows uniform = make_rows(rows, cols, cols, 11, false, false);
   const HostRows ties = make_rows(rows, cols, cols, 12, true, true);
   std::vector<Job> jobs;
@@ -197,6 +199,7 @@ TEST(GpuTang, MergeLevelSizeAndGroupSize) {
           for (int64_t k : {32, 100})
             for (const HostRows* h : {&uniform, &ties}) {
               if (a != SelectAlgorithm::MergeQueue && m != 8) continue;  // m is the merge queue's
+              if (sanitize_mode() && (m == 4 || m == 16 || group == 4)) continue;
               jobs.push_back({a, flags(bits, m, group), h, k});
             }
   EXPECT_EQ("", run_batch(jobs));
