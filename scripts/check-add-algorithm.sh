@@ -30,7 +30,7 @@ void dummy_distance(const DistanceInput& in, const DistanceOutput& out, const Di
 }
 }  // namespace gknn::detail::cuda
 CU
-echo 'GKNN_DISTANCE_ENTRY(DummyDistance, any_key_metric, false, false, dummy_distance, nullptr, nullptr, nullptr, nullptr)' \
+echo 'GKNN_DISTANCE_ENTRY(DummyDistance, any_key_metric, false, false, dummy_distance, nullptr, nullptr, nullptr, nullptr, nullptr)' \
   > src/cuda/distance/dummy_distance/entries.inc
 
 # --- selection, step 1: one line in the list ---------------------------------------------------------------

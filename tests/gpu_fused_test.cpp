@@ -2,15 +2,19 @@
 // to the float64 oracle on every operand type it picks (u8, s8, f16 for integers up to 2048), every row length
 // (32..256 bytes), query and base sizes off its 64 x 128 tiles, one split and many (the splits' lists combined
 // by a selection), ties (duplicates, all-equal rows), k = 1 .. 128, k beyond 128 (its two-stage path), and equal
-// to fp16_mma's two-stage result bit for bit. Label gpu. Sanitizer-sized run (GKNN_TEST_SANITIZE=1,
+// to fp16_mma's two-stage result bit for bit; an Index's kept operand copy of its rows (made once, made again
+// after add, reset or a change of operand type, never by one-shot searches; Auto takes it for one query). Label gpu. Sanitizer-sized run (GKNN_TEST_SANITIZE=1,
 // testing/sanitize.hpp): fewer base rows and queries, still off the tiles, with one split and many.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "cuda/hooks.hpp"
 #include "gknn/error.hpp"
+#include "gknn/index.hpp"
 #include "gknn/search.hpp"
 #include "testing/data.hpp"
 #include "testing/oracle.hpp"
@@ -115,6 +119,130 @@ TEST(GpuFused, RefusedWhereItWouldNotBeExact) {
   p.metric = Metric::L1;  // no GEMM form
   const HostMatrix<float> small = integer_matrix(200, 8, 0, 3, 42);
   EXPECT_THROW(search(small.view(), small.view(), p), Error);
+}
+
+// ---- an Index's kept operand copy (OperandCache) ---------------------------------------------------------------
+
+/// Resets the hooks a test changes, even when it fails.
+struct CacheHookGuard {
+  ~CacheHookGuard() {
+    detail::cuda::set_operand_cache_enabled(true);
+    detail::cuda::set_tile_override({});
+  }
+};
+
+int64_t rows_converted() { return detail::cuda::operand_cache_rows_converted(); }
+
+HostMatrix<float> stacked(const HostMatrix<float>& a, const HostMatrix<float>& b) {
+  HostMatrix<float> out(a.rows + b.rows, a.cols);
+  std::copy(a.data.begin(), a.data.end(), out.data.begin());
+  std::copy(b.data.begin(), b.data.end(), out.data.begin() + static_cast<std::ptrdiff_t>(a.data.size()));
+  return out;
+}
+
+/// Searches `index` and checks the result against the oracle of `held`, the rows the index holds; returns the
+/// base rows the search converted into the kept copy.
+int64_t search_and_check(const Index& index, const HostMatrix<float>& held, const HostMatrix<float>& queries,
+                         const SearchParams& p, Result* out = nullptr) {
+  const int64_t before = rows_converted();
+  const Result got = index.search(queries.view(), p);
+  const int64_t converted = rows_converted() - before;
+  CheckOptions exact;
+  exact.exact_indices = true;
+  exact.tolerance = 0.0;
+  EXPECT_EQ("", check_search(got, held.view(), queries.view(), p, exact));
+  if (out) *out = got;
+  return converted;
+}
+
+// The copy is made by the first fused search, read by the next ones, and made again after add (the new rows must
+// be found: they equal the queries), after reset + add of as many other rows (a stale copy of the right size
+// would return the old rows' neighbours), and when other data need another operand type; base tiles fill it in
+// order; with the hook off, nothing is converted into it and the results are the same.
+TEST(GpuFused, IndexKeepsItsOperandsUntilTheRowsChange) {
+  CacheHookGuard guard;
+  constexpr int64_t d = 32, k = 10;
+  const int64_t n = sized(20011, 3001);
+  const HostMatrix<float> rows = integer_matrix(n, d, 0, 255, 50), queries = integer_matrix(5, d, 0, 255, 51);
+  const SearchParams p = fused_params(k, Metric::SquaredL2);
+  Index index(d, Metric::SquaredL2, Backend::Cuda);
+  index.add(rows.view());
+  EXPECT_EQ(search_and_check(index, rows, queries, p), n) << "the first search converts every row once";
+  Result cached;
+  EXPECT_EQ(search_and_check(index, rows, queries, p, &cached), 0) << "the second reads the kept copy";
+
+  index.add(queries.view());  // rows equal to the queries: at distance 0 from them
+  const HostMatrix<float> grown = stacked(rows, queries);
+  Result got;
+  EXPECT_EQ(search_and_check(index, grown, queries, p, &got), n + queries.rows) << "add drops the copy";
+  for (int64_t q = 0; q < queries.rows; ++q) {
+    EXPECT_EQ(got.indices[size_t(q * k)], n + q) << "query " << q << " must find its added copy first";
+    EXPECT_EQ(got.distances[size_t(q * k)], 0.f) << "query " << q;
+  }
+
+  index.reset();
+  const HostMatrix<float> other = integer_matrix(n, d, 0, 255, 52);
+  index.add(other.view());
+  EXPECT_EQ(search_and_check(index, other, queries, p), n) << "reset + add of as many rows drops the copy";
+  // Signed queries next to 0..255 rows take f16 operands: another layout, converted again, then back.
+  const HostMatrix<float> signed_queries = integer_matrix(3, d, -100, 100, 53);
+  EXPECT_EQ(search_and_check(index, other, signed_queries, p), n) << "another operand type";
+  EXPECT_EQ(search_and_check(index, other, queries, p), n) << "8-bit operands again";
+
+  // Base tiles (a forced 1024-row tile) fill a new copy in order; the next search reads it whole.
+  index.reset();
+  index.add(rows.view());
+  detail::cuda::set_tile_override({0, 1024});
+  EXPECT_EQ(search_and_check(index, rows, queries, p), n) << "filled tile by tile";
+  EXPECT_EQ(search_and_check(index, rows, queries, p), 0) << "read tile by tile";
+  detail::cuda::set_tile_override({});
+
+  detail::cuda::set_operand_cache_enabled(false);
+  EXPECT_EQ(search_and_check(index, rows, queries, p, &got), 0) << "hook off: per-search conversion";
+  EXPECT_EQ(got.indices, cached.indices);
+  EXPECT_EQ(got.distances, cached.distances);
+}
+
+// No copy where it does not fit half of the search's memory budget, and none for one-shot searches (their base
+// lives for one call); both convert per search and stay exact.
+TEST(GpuFused, NoKeptOperandsOutsideTheBudgetOrForOneShotSearches) {
+  constexpr int64_t d = 64;
+  const int64_t n = sized(9000, 2000);
+  const HostMatrix<float> rows = integer_matrix(n, d, 0, 255, 60), queries = integer_matrix(3, d, 0, 255, 61);
+  SearchParams p = fused_params(20, Metric::InnerProduct);
+  p.memory_budget = static_cast<size_t>(n) * d;  // the copy (n x 64 bytes) needs 2x this
+  Index index(d, Metric::InnerProduct, Backend::Cuda);
+  index.add(rows.view());
+  EXPECT_EQ(search_and_check(index, rows, queries, p), 0);
+  EXPECT_EQ(search_and_check(index, rows, queries, p), 0);
+  p.memory_budget = 0;
+  const int64_t before = rows_converted();
+  const Result got = search(rows.view(), queries.view(), p);
+  EXPECT_EQ(rows_converted() - before, 0) << "a one-shot search keeps no copy";
+  CheckOptions exact;
+  exact.exact_indices = true;
+  exact.tolerance = 0.0;
+  EXPECT_EQ("", check_search(got, rows.view(), queries.view(), p, exact));
+}
+
+// Auto takes the fused kernel for one query against a resident base of >= 2^17 integer rows once the copy can be
+// kept (it converts the rows on the first search only), and the one-shot rules (SGEMM) with the hook off; the
+// results are the same and the oracle's.
+TEST(GpuFused, AutoReadsTheKeptOperandsForOneQuery) {
+  CacheHookGuard guard;
+  constexpr int64_t d = 32;
+  const int64_t n = (int64_t(1) << 17) + 77;
+  const HostMatrix<float> rows = integer_matrix(n, d, 0, 255, 70), query = integer_matrix(1, d, 0, 255, 71);
+  const SearchParams p = params_for(Backend::Cuda, 100, Metric::SquaredL2);
+  Index index(d, Metric::SquaredL2, Backend::Cuda);
+  index.add(rows.view());
+  Result fused, sgemm;
+  EXPECT_EQ(search_and_check(index, rows, query, p, &fused), n) << "Auto did not take the fused kernel";
+  EXPECT_EQ(search_and_check(index, rows, query, p), 0);
+  detail::cuda::set_operand_cache_enabled(false);
+  EXPECT_EQ(search_and_check(index, rows, query, p, &sgemm), 0);
+  EXPECT_EQ(fused.indices, sgemm.indices);
+  EXPECT_EQ(fused.distances, sgemm.distances);
 }
 
 }  // namespace

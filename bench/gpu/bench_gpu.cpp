@@ -16,8 +16,11 @@
 // Host share: the part of the wall time that is not device time (first upload to last download on the device,
 // CUDA events): validation, copying results into the caller's arrays, call overhead. The wall time is that of
 // the search call, which allocates the new Result; freeing the previous run's Result is left out of it.
-// The calls_q* configurations time many small searches (1,000 calls of q = 1, 16, 128 queries against the 1M base)
-// and report the per-call overhead beyond device time. The *_float configurations use uniform [0, 1) floats.
+// The calls_q* configurations time many small searches (1,000 calls of q = 1, 16, 128 queries against the 1M base;
+// calls_q1_n32k / _n128k against smaller bases) and report the per-call overhead beyond device time, for Auto, Auto
+// without the Index's kept operand copy (hooks.hpp: the per-search conversion, as before that copy) and each
+// exact GEMM-form distance forced (--filter selects them as 'distance/auto', the second as 'auto-nokeep/auto').
+// The *_float configurations use uniform [0, 1) floats.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -67,6 +70,8 @@ const std::map<std::string, Config> kConfigs{
     {"calls_q1", {"calls_q1", 1000000, 1, 128, 100, 1000}},
     {"calls_q16", {"calls_q16", 1000000, 16, 128, 100, 1000}},
     {"calls_q128", {"calls_q128", 1000000, 128, 128, 100, 1000}},
+    {"calls_q1_n32k", {"calls_q1_n32k", 32768, 1, 128, 100, 1000}},
+    {"calls_q1_n128k", {"calls_q1_n128k", 131072, 1, 128, 100, 1000}},
 };
 
 std::vector<float> uniform_floats(int64_t rows, int64_t cols, uint64_t seed) {
@@ -195,11 +200,15 @@ Sample run_once(const Index& index, const std::vector<float>& queries, const Con
 }
 
 /// Many small searches: median wall per call over `calls` calls without timing events, and the device time of
-/// one call (events on); the difference is the per-call overhead beyond device time.
-std::string measure_calls(const Index& index, const std::vector<float>& queries, const Config& c) {
+/// one call (events on); the difference is the per-call overhead beyond device time. `keep`: the Index may keep
+/// its fused operand copy (off: every search converts the base, as before the copy existed).
+std::string measure_calls(const Index& index, const std::vector<float>& queries, const Config& c,
+                          DistanceAlgorithm distance, bool keep, std::vector<int64_t>* ids_out) {
   SearchParams p;
   p.k = c.k;
   p.backend = Backend::Cuda;
+  p.distance = distance;
+  detail::cuda::set_operand_cache_enabled(keep);
   const FloatView q{queries.data(), c.nq, c.dim, 0};
   std::vector<float> d(static_cast<size_t>(c.nq * c.k));
   std::vector<int64_t> ids(d.size());
@@ -215,21 +224,33 @@ std::string measure_calls(const Index& index, const std::vector<float>& queries,
   std::sort(wall.begin(), wall.end());
   SearchStats stats;
   p.stats = &stats;
-  std::vector<double> device, check, setup;
+  std::vector<double> device, check, setup, dist, sel, fin, copies;
   for (int i = 0; i < 50; ++i) {
     index.search(q, p, out);
     device.push_back(stats.device_ms);
     check.push_back(stats.check_ms);
     setup.push_back(stats.setup_ms);
+    dist.push_back(stats.distance_ms);
+    sel.push_back(stats.select_ms);
+    fin.push_back(stats.merge_ms + stats.finalize_ms);
+    copies.push_back(stats.upload_ms + stats.download_ms);
   }
-  for (auto* v : {&device, &check, &setup}) std::sort(v->begin(), v->end());
+  auto median = [](std::vector<double>& v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
   detail::cuda::set_stage_timing(true);
-  const double w = wall[wall.size() / 2], dv = device[device.size() / 2];
-  return "| " + c.name + " | auto | auto (" + std::to_string(c.calls) + " calls of q = " + std::to_string(c.nq) +
+  detail::cuda::set_operand_cache_enabled(true);
+  *ids_out = ids;
+  const double w = wall[wall.size() / 2], dv = median(device);
+  const std::string name = to_string(distance) + (keep ? "" : "-nokeep");
+  // Columns as the table's; the bandwidth columns are left empty (the stages' per-call times are in 'ms').
+  return "| " + c.name + " | " + name + " | auto (" + std::to_string(c.calls) + " calls of q = " + std::to_string(c.nq) +
          ") | " + fmt("%.4f", w) + " | " + fmt("%.4f", dv) + " | " + fmt("%.1f", 100 * (w - dv) / w) + " | " +
-         fmt("%.4f", check[check.size() / 2]) + " | " + fmt("%.4f", setup[setup.size() / 2]) + " | " +
-         fmt("%.0f", double(c.nq) / (w * 1e-3)) + " | per-call overhead beyond device time: " +
-         fmt("%.1f", (w - dv) * 1e3) + " us | | | | | | |";
+         fmt("%.4f", median(check)) + " | " + fmt("%.4f", median(setup)) + " | " +
+         fmt("%.0f", double(c.nq) / (w * 1e-3)) + " | " + fmt("%.4f", median(dist)) + " | | " +
+         fmt("%.4f", median(sel)) + " | | " + fmt("%.4f", median(fin)) + " | " + fmt("%.4f", median(copies)) + " | " +
+         std::to_string(c.calls) + " |";
 }
 
 constexpr int kShortRuns = 51;
@@ -353,9 +374,32 @@ int main(int argc, char** argv) {
     notes.push_back("- base upload (" + c.name + ", " + std::to_string(c.nb) + " x " + std::to_string(c.dim) +
                     "): " + fmt("%.1f", seconds_since(t0) * 1e3) + " ms");
     if (c.calls > 0) {
-      lines.push_back(measure_calls(index, queries, c));
-      std::printf("%s\n", lines.back().c_str());
-      std::fflush(stdout);
+      // Auto with and without the kept operand copy, then each exact GEMM-form distance forced; all must agree.
+      std::vector<std::pair<DistanceAlgorithm, bool>> variants{{DistanceAlgorithm::Auto, true},
+                                                               {DistanceAlgorithm::Auto, false}};
+      for (DistanceAlgorithm d : {DistanceAlgorithm::Fused, DistanceAlgorithm::Cublas, DistanceAlgorithm::Fp16Mma})
+        variants.push_back({d, true});
+      std::vector<int64_t> first_ids;
+      for (const auto& [d, keep] : variants) {
+        const std::string pair = to_string(d) + (keep ? "" : "-nokeep") + "/auto";
+        if (!std::regex_search(pair, filter)) continue;
+        std::vector<int64_t> ids;
+        std::string line;
+        try {
+          line = measure_calls(index, queries, c, d, keep, &ids);
+          const bool same = first_ids.empty() || ids == first_ids;
+          if (first_ids.empty()) first_ids = ids;
+          if (!same) ++failures;
+          line += same ? " yes |" : " **NO** |";
+        } catch (const Error& e) {
+          detail::cuda::set_operand_cache_enabled(true);
+          line = "| " + c.name + " | " + pair + " | error: " + e.what() + " | | | | | | | | | | | | | |";
+          ++failures;
+        }
+        lines.push_back(line);
+        std::printf("%s\n", lines.back().c_str());
+        std::fflush(stdout);
+      }
       continue;
     }
     Result reference;

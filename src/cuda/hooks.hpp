@@ -20,6 +20,14 @@ void set_texture_limit_override(int64_t elements);
 /// How many garcia_texture calls fell back to garcia_global since the process started.
 int64_t texture_fallback_count();
 
+/// Off: searches of an Index neither make nor read the fused kernel's kept operand copy of the base (OperandCache)
+/// and Auto chooses as for a one-shot search, so that tests and benchmarks compare with the per-search conversion.
+/// On by default.
+void set_operand_cache_enabled(bool on);
+/// Base rows converted into kept operand copies since the process started (a search that finds the copy filled
+/// converts none): tests see that the copy is used, and made again after the base changed.
+int64_t operand_cache_rows_converted();
+
 /// Per-stage device time of the last search (CUDA events; only while stage timing is on).
 struct StageTimes {
   double upload_ms = 0;    ///< host -> device copies of query and base tiles (upload stream)

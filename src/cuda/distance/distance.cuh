@@ -18,6 +18,22 @@
 
 namespace gknn::detail::cuda {
 
+/// A resident base's operands in a fused kernel's own layout (e.g. 8-bit rows padded to 32..256 bytes), kept
+/// between searches so that a search of a base that did not change converts only its queries. The owner (the
+/// Index's store) invalidates it whenever the base changes; the pipeline sizes it for the whole base
+/// (DistanceEntry::fused_operand_bytes) where that fits the memory budget; the kernel fills it, a prefix of the
+/// base's rows at a time (the base tiles of the first search, in order), and starts again when the data need
+/// another layout (queries with negative values after 8-bit unsigned ones, say).
+struct OperandCache {
+  DeviceBuffer<unsigned char> bytes;
+  int layout = -1;   ///< the kernel's layout of the content; -1: nothing valid
+  int64_t rows = 0;  ///< base rows [0, rows) are converted
+  void invalidate() {
+    layout = -1;
+    rows = 0;
+  }
+};
+
 struct DistanceInput {
   const float* queries = nullptr;
   int64_t query_stride = 0;
@@ -33,6 +49,10 @@ struct DistanceInput {
   /// garcia_texture: the linear-texture limit (elements) to assume instead of the device's; 0 = the device's. Set
   /// by the pipeline from a test hook, so that no kernel reads a process-wide setting.
   int64_t texture_limit = 0;
+  /// Fused kernels only: a kept operand copy of the whole base, sized by the pipeline for it; `base` is then row
+  /// `base_row0` of that base (the tile's offset). Null: the kernel converts the tile into its scratch.
+  OperandCache* base_cache = nullptr;
+  int64_t base_row0 = 0;
 };
 
 struct DistanceOutput {
@@ -65,6 +85,10 @@ using DistanceWorkspaceFn = size_t (*)(int64_t nq, int64_t nb, int64_t dim);
 struct DataFacts {
   detail::ValueStats values;
   int64_t dim = 0;
+  /// Device bytes a kept operand copy of the base may take (OperandCache; the pipeline sets it for a base that
+  /// stays on the device between searches, an Index's): a search of a kept base converts only its queries, which
+  /// makes the fused kernel pay for few queries. 0: no copy is kept (a one-shot search, too little memory).
+  size_t keep_bytes = 0;
 };
 
 /// Where a fused distance+selection entry writes one base tile's sorted top-k lists (see DistanceEntry::fused).
@@ -87,6 +111,8 @@ struct FusedResult {
 using FusedServesFn = bool (*)(int64_t k, int64_t dim, const DataFacts& facts);
 using FusedFn = FusedResult (*)(const DistanceInput& in, const DataFacts& facts, int64_t k, const FusedTarget& target,
                                 const DistanceContext& ctx);
+/// Device bytes of the fused kernel's operand copy of `rows` base rows (OperandCache) on these data.
+using FusedOperandBytesFn = size_t (*)(int64_t rows, int64_t dim, const DataFacts& facts);
 
 struct DistanceEntry {
   DistanceAlgorithm algorithm;
@@ -102,6 +128,7 @@ struct DistanceEntry {
   /// says so (the pipeline then skips the key matrix and the selection); elsewhere `run` is its two-stage path.
   FusedServesFn fused_serves;
   FusedFn fused;
+  FusedOperandBytesFn fused_operand_bytes;  ///< with `fused`: the size of a kept operand copy (OperandCache)
 };
 
 const DistanceEntry* find_distance(DistanceAlgorithm algorithm);

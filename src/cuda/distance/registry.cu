@@ -1,11 +1,12 @@
 // registry.cu: DistanceAlgorithm -> GPU kernel, which key metrics each serves, and Auto's choice. Each kernel
 // folder holds an entries.inc with one line, GKNN_DISTANCE_ENTRY(Id, supports, needs_norms, omits_query_norm, fn,
-// workspace, exact_on, fused_serves, fused): the enum value
+// workspace, exact_on, fused_serves, fused, fused_operand_bytes): the enum value
 // (gknn/algorithms.def), the key metrics it serves (a predicate of distance.cuh), whether the pipeline must
 // provide squared row norms, whether its squared L2 keys leave out |q|^2, its run function, its scratch size and,
 // for a lower-precision kernel, the data it is exact on, and for a fused distance+selection kernel where it
-// serves and its entry point (else nullptr, nullptr). src/CMakeLists.txt gathers every distance/*/entries.inc into
-// all_entries.inc, so a new folder is registered without editing a list here.
+// serves, its entry point and the size of its kept operand copy of a resident base (else three nullptr).
+// src/CMakeLists.txt gathers every distance/*/entries.inc into all_entries.inc, so a new folder is registered
+// without editing a list here.
 #include <iterator>
 
 #include "cuda/distance/kernels.cuh"
@@ -16,9 +17,11 @@ namespace {
 
 const DistanceEntry kDistanceEntries[] = {
 // One line per folder: GKNN_DISTANCE_ENTRY(Id, supports, needs_norms, omits_query_norm, fn, workspace, exact_on,
-// fused_serves, fused).
-#define GKNN_DISTANCE_ENTRY(id, supports, needs_norms, omits_query_norm, fn, workspace, exact_on, fused_serves, fused) \
-  {DistanceAlgorithm::id, supports, needs_norms, omits_query_norm, fn, workspace, exact_on, fused_serves, fused},
+// fused_serves, fused, fused_operand_bytes).
+#define GKNN_DISTANCE_ENTRY(id, supports, needs_norms, omits_query_norm, fn, workspace, exact_on, fused_serves, fused, \
+                            fused_operand_bytes)                                                                    \
+  {DistanceAlgorithm::id, supports, needs_norms, omits_query_norm, fn, workspace, exact_on, fused_serves, fused, \
+   fused_operand_bytes},
 #include "cuda/distance/all_entries.inc"
 #undef GKNN_DISTANCE_ENTRY
 };
@@ -33,6 +36,13 @@ constexpr int64_t kFp16MinQueries = 64;
 /// tiles' sorts dominate a short walk); Garcia's 16k x 4096: 0.61 vs 0.75; SIFT1M shape: 15.5 vs 33.6 ms.
 constexpr int64_t kFusedMinQueries = 16;
 constexpr int64_t kFusedMinPairs = int64_t(1) << 23;
+/// With a kept operand copy of the base (DataFacts::keep_bytes) a search converts only its queries, so the fused
+/// walk (n x 128 bytes for SIFT rows) beats SGEMM's n x d x 4 bytes and selection from one query on. Below this
+/// many base rows the first tiles' cuts and the selection over the splits' lists are most of its time. H100, an
+/// Index of uint8 rows, d = 128, k = 100, wall per call (gpu_bench_2026-11-24_kept_operands.md): q = 1 on 1M rows
+/// 0.17 ms fused vs 0.29 SGEMM, q = 16 0.27 vs 0.49, q = 128 0.64 vs 1.83; q = 1 on 128k rows 0.105 vs 0.120, on
+/// 32k rows 0.097 vs 0.094 (SGEMM).
+constexpr int64_t kFusedKeptMinRows = int64_t(1) << 17;
 
 }  // namespace
 
@@ -63,9 +73,14 @@ DistanceAlgorithm choose_distance(Metric key_metric, int64_t nq, int64_t nb, int
   if (!fp16_mma_exact_on(facts))
     return because(DistanceAlgorithm::Cublas, "the data are not integers in fp16_mma's exact range: fp32 SGEMM");
   const DistanceEntry* fused = find_distance(DistanceAlgorithm::Fused);
-  if (fused && nq >= kFusedMinQueries && nq * nb >= kFusedMinPairs && fused->fused_serves(k, facts.dim, facts))
-    return because(DistanceAlgorithm::Fused, "integer data, k <= 128, rows <= 256 bytes: the fused kernel (tensor "
-                                             "cores, exact; the key matrix is never written)");
+  if (fused && fused->fused_serves(k, facts.dim, facts)) {
+    if (nq >= kFusedMinQueries && nq * nb >= kFusedMinPairs)
+      return because(DistanceAlgorithm::Fused, "integer data, k <= 128, rows <= 256 bytes: the fused kernel (tensor "
+                                               "cores, exact; the key matrix is never written)");
+    if (nb >= kFusedKeptMinRows && fused->fused_operand_bytes(nb, facts.dim, facts) <= facts.keep_bytes)
+      return because(DistanceAlgorithm::Fused, "integer data, k <= 128, a resident base whose 8/16-bit operands are "
+                                               "kept between searches: the fused kernel reads them, no key matrix");
+  }
   if (nq < kFp16MinQueries)
     return because(DistanceAlgorithm::Cublas, "fewer than 64 queries: fp32 SGEMM (the fp16 base conversion costs more)");
   return because(DistanceAlgorithm::Fp16Mma, "integer data in fp16_mma's exact range: fp16 tensor cores, exact");

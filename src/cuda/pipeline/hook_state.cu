@@ -1,4 +1,4 @@
-// hook_state.cu: the texture hooks of cuda/hooks.hpp, kept in the dispatch layer (see hook_state.cuh).
+// hook_state.cu: the texture and operand-cache hooks of cuda/hooks.hpp, kept in the dispatch layer (see hook_state.cuh).
 #include <atomic>
 
 #include "cuda/hooks.hpp"
@@ -9,6 +9,8 @@ namespace {
 
 std::atomic<int64_t> g_texture_limit{0};
 std::atomic<int64_t> g_texture_fallbacks{0};
+std::atomic<bool> g_operand_cache{true};
+std::atomic<int64_t> g_operand_rows{0};
 
 }  // namespace
 
@@ -17,6 +19,12 @@ int64_t texture_fallback_count() { return g_texture_fallbacks.load(); }
 int64_t texture_limit_override() { return g_texture_limit.load(); }
 void count_texture_fallbacks(int64_t n) {
   if (n > 0) g_texture_fallbacks.fetch_add(n);
+}
+void set_operand_cache_enabled(bool on) { g_operand_cache.store(on); }
+bool operand_cache_enabled() { return g_operand_cache.load(); }
+int64_t operand_cache_rows_converted() { return g_operand_rows.load(); }
+void count_operand_rows(int64_t rows) {
+  if (rows > 0) g_operand_rows.fetch_add(rows);
 }
 
 }  // namespace gknn::detail::cuda

@@ -10,5 +10,9 @@ namespace gknn::detail::cuda {
 int64_t texture_limit_override();
 /// Adds a search's DistanceContext::fallbacks to texture_fallback_count().
 void count_texture_fallbacks(int64_t n);
+/// set_operand_cache_enabled's value (true unless a test or benchmark turned it off).
+bool operand_cache_enabled();
+/// Adds to operand_cache_rows_converted().
+void count_operand_rows(int64_t rows);
 
 }  // namespace gknn::detail::cuda

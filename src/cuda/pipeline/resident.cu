@@ -2,7 +2,9 @@
 //
 // Rows and their squared norms (for the cuBLAS distance) live in device buffers that grow geometrically, so a
 // database added in many small batches costs amortised O(1) copies per row. Searches run the tiled pipeline on
-// the resident rows (no base upload); the pipeline's streams and scratch are kept between searches.
+// the resident rows (no base upload); the pipeline's streams and scratch are kept between searches, and so is the
+// fused kernel's operand copy of the rows (OperandCache: n x 32..256 bytes, e.g. n x d for 8-bit data, made by
+// the first fused search where it fits half of the search's memory budget), freed whenever the rows change.
 #include <algorithm>
 #include <mutex>
 
@@ -26,6 +28,7 @@ class CudaStore final : public detail::ResidentStore {
     use_device(device_);
     Pipeline& p = pipeline();
     p.release_buffers();  // a search's tile buffers must not crowd out the growing database
+    operands_ = OperandCache();  // converted from the old rows (and facts): the next fused search makes it again
     reserve(p, size_ + rows.rows);
     if (rows.memory == Memory::Device)
       GKNN_CUDA_TRY(cudaMemcpy2DAsync(rows_.data() + size_ * dim_, static_cast<size_t>(dim_) * sizeof(float),
@@ -44,6 +47,7 @@ class CudaStore final : public detail::ResidentStore {
     std::lock_guard<std::mutex> lock(mutex_);
     use_device(device_);
     if (pipeline_) pipeline_->release_buffers();
+    operands_ = OperandCache();
     rows_ = DeviceBuffer<float>();
     norms_ = DeviceBuffer<float>();
     size_ = capacity_ = 0;
@@ -56,7 +60,7 @@ class CudaStore final : public detail::ResidentStore {
                    const detail::OutputSpec& out) const override {
     std::lock_guard<std::mutex> lock(mutex_);
     use_device(device_);
-    ResidentBase base(rows_.data(), size_, dim_, norms_.data());
+    ResidentBase base(rows_.data(), size_, dim_, norms_.data(), &operands_);
     Pipeline& p = pipeline();
     // The budget of a search shaped like the previous one is reused: no cudaMemGetInfo on repeated calls.
     if (p.prepare_for(PlanKey{queries.rows, size_, dim_, key_params.k, key_params.metric, key_params.distance,
@@ -94,6 +98,7 @@ class CudaStore final : public detail::ResidentStore {
   int64_t size_ = 0, capacity_ = 0;
   DeviceBuffer<float> rows_, norms_;
   detail::ValueStats stats_;  ///< of every stored row (decides the exact lower-precision paths)
+  mutable OperandCache operands_;  ///< the fused kernel's copy of the rows; searches fill it (under mutex_)
   mutable std::mutex mutex_;
   mutable std::unique_ptr<Pipeline> pipeline_;
 };

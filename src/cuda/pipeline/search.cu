@@ -102,6 +102,7 @@ struct TileJob {
   bool norms;
   StageTimer* timer;
   DataFacts facts;
+  OperandCache* operand_cache;  ///< the base's kept fused operands (sized for the whole base), or null
 };
 
 struct ListRef {
@@ -118,11 +119,15 @@ ListRef search_query_tile(const TileJob& job, const float* queries, int64_t quer
   ListRef cur{p.list_keys[2 * slot].data(), p.list_labels[2 * slot].data()};
   ListRef next{p.list_keys[2 * slot + 1].data(), p.list_labels[2 * slot + 1].data()};
   const ListRef tile{p.list_keys[4].data(), p.list_labels[4].data()};
-  if (job.norms) {
+  // The queries' squared norms: for the finaliser where the keys omit |q|^2 (then computed after the tiles, so
+  // that a one-query search starts its distance kernel a launch earlier), else for the kernels.
+  auto query_norms = [&] {
     stage_begin(job.timer, Stage::Distance, s);
     row_squared_norms(queries, qn, query_stride, job.dim, p.query_norms.data(), s);
     stage_end(job.timer, Stage::Distance, s);
-  }
+  };
+  const bool norms_first = job.norms && !job.distance.omits_query_norm;
+  if (norms_first) query_norms();
   int64_t cur_len = 0;
   for (int64_t b0 = 0; b0 < nb; b0 += job.base_tile) {
     const int64_t bn = std::min(job.base_tile, nb - b0);
@@ -134,8 +139,8 @@ ListRef search_query_tile(const TileJob& job, const float* queries, int64_t quer
       base_norms = p.base_norms.data();
     }
     const DistanceInput din{queries, query_stride, qn, rows.rows, rows.stride, bn, job.dim, job.kp.metric,
-                            static_cast<float>(job.kp.p), job.norms ? p.query_norms.data() : nullptr,
-                            job.norms ? base_norms : nullptr, texture_limit_override()};
+                            static_cast<float>(job.kp.p), norms_first ? p.query_norms.data() : nullptr,
+                            job.norms ? base_norms : nullptr, texture_limit_override(), job.operand_cache, b0};
     int64_t fallbacks = 0;
     const DistanceContext dctx{p.distance_workspace, s, p.device, &fallbacks};
     const int64_t kt = std::min(k, bn);
@@ -143,8 +148,12 @@ ListRef search_query_tile(const TileJob& job, const float* queries, int64_t quer
     const bool fused = job.distance.fused && job.distance.fused_serves(kt, job.dim, job.facts);
     SelectInput sin{p.distances.data(), nullptr, bn, qn, bn, b0};
     if (fused) {  // distances and selection in one kernel; splits of the base leave lists to select from
+      const OperandCache* cache = job.operand_cache;
+      const int layout_before = cache ? cache->layout : -1;
+      const int64_t rows_before = cache ? cache->rows : 0;
       const FusedResult r = job.distance.fused(
           din, job.facts, kt, FusedTarget{dst.keys, dst.labels, k, b0}, dctx);
+      if (cache) count_operand_rows(cache->rows - (cache->layout == layout_before ? rows_before : 0));
       sin = SelectInput{r.keys, r.labels, r.stride, qn, r.cols, 0};
       if (r.direct) sin.cols = 0;
     } else {
@@ -174,6 +183,7 @@ ListRef search_query_tile(const TileJob& job, const float* queries, int64_t quer
     std::swap(cur, next);
     cur_len = merged_len;
   }
+  if (job.norms && !norms_first) query_norms();
   return cur;
 }
 
@@ -399,11 +409,44 @@ void publish_stats(StageTimer* timer, int64_t query_tiles, int64_t base_tiles, S
 
 }  // namespace
 
+namespace {
+
+/// Sizes a kept base's operand cache for the fused search of `distance` (the kernel fills it) and returns it, or
+/// null where it does not fit `facts.keep_bytes` (the search then converts the base as a one-shot search does).
+/// A new allocation is taken off `*budget` and makes the next search of the pipeline measure its budget again.
+OperandCache* size_operand_cache(Pipeline& p, OperandCache* cache, const DistanceEntry& distance, int64_t nb,
+                                 const DataFacts& facts, size_t* budget) {
+  if (!cache || !distance.fused_operand_bytes) return nullptr;
+  const size_t need = distance.fused_operand_bytes(nb, facts.dim, facts);
+  if (need == 0 || need > facts.keep_bytes) return nullptr;
+  if (need > cache->bytes.capacity_bytes()) {
+    cache->invalidate();
+    cache->bytes = DeviceBuffer<unsigned char>();  // the old copy goes first
+    try {
+      cache->bytes.resize(need);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::OutOfMemory) throw;
+      return nullptr;  // the free memory is held by the pipeline's buffers: convert per search
+    }
+    p.has_last_key = false;
+  } else {
+    cache->bytes.resize(need);  // keeps the content; the kernel checks its layout
+  }
+  *budget -= std::min(*budget, need);
+  return cache;
+}
+
+}  // namespace
+
 void run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchParams& requested, size_t budget,
-                const DataFacts& facts, const detail::OutputSpec& out) {
+                const DataFacts& data, const detail::OutputSpec& out) {
   const auto setup_start = std::chrono::steady_clock::now();
   const int64_t nq = queries.rows, nb = base.rows(), dim = queries.cols, k = requested.k;
   if (nq == 0) return;
+  // A base kept on the device may keep its fused operands too, in half of the budget (or what it holds already).
+  DataFacts facts = data;
+  OperandCache* const cache = operand_cache_enabled() ? base.operand_cache() : nullptr;
+  if (cache) facts.keep_bytes = std::max(cache->bytes.capacity_bytes(), budget / 2);
   // Auto's choices from the measured plan table where it has a row for this search (else they stay Auto: rules).
   const SearchParams kp = measured_choice(requested, nq, nb, facts, p.device).params;
   GKNN_EXPECT(k >= 1 && k <= nb, ErrorCode::Internal, "run_search: k = ", k, " outside [1, ", nb, "]");
@@ -414,6 +457,7 @@ void run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchPa
   const bool host_out = out.memory == Memory::Host;
   // A fused kernel that serves k serves every tile (a tile's k is min(k, tile rows) <= k): no key matrix at all.
   const bool fused_only = distance.fused && distance.fused_serves(k, dim, facts);
+  OperandCache* const operands = fused_only ? size_operand_cache(p, cache, distance, nb, facts, &budget) : nullptr;
   const PlanInput plan_input{nq, nb, dim, k, budget, base.streamed(), select.workspace_bytes,
                              distance.workspace_bytes, host_out ? out.k : 0, !fused_only};
   const TilePlan plan = plan_search(plan_input);
@@ -435,7 +479,7 @@ void run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchPa
   QueryFeed feed(p, queries, tq, timer.get());
   ResultWriter writer(p.out_slots, out_slots, !host_out, out.destination, out.k, tq, nq, timer.get());
   const int64_t* ids = device_ids(p, out, s);
-  const TileJob job{p, base, distance, kp, dim, tb, norms, timer.get(), facts};
+  const TileJob job{p, base, distance, kp, dim, tb, norms, timer.get(), facts, operands};
   if (timer) {  // the device span starts here: everything above is host set-up
     timer->set_setup_ms(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - setup_start).count());
     timer->begin_device(s);

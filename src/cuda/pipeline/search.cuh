@@ -89,23 +89,29 @@ class BaseSource {
   virtual DeviceRows tile(int64_t begin, int64_t count, cudaStream_t compute) = 0;
   /// Work enqueued so far on compute is the last to read the latest tile.
   virtual void release(cudaStream_t compute) = 0;
+  /// The operand copy a fused kernel may keep of this base between searches; null for a base that lives for
+  /// one search (its copy would be converted once and read once: no gain).
+  virtual OperandCache* operand_cache() { return nullptr; }
 };
 
 class ResidentBase final : public BaseSource {
  public:
-  ResidentBase(const float* rows, int64_t count, int64_t dim, const float* norms)
-      : rows_(rows), count_(count), dim_(dim), norms_(norms) {}
+  /// `cache`: the owner's kept operand copy of these rows (it invalidates it when they change), or null.
+  ResidentBase(const float* rows, int64_t count, int64_t dim, const float* norms, OperandCache* cache = nullptr)
+      : rows_(rows), count_(count), dim_(dim), norms_(norms), cache_(cache) {}
   int64_t rows() const override { return count_; }
   bool streamed() const override { return false; }
   DeviceRows tile(int64_t begin, int64_t, cudaStream_t) override {
     return {rows_ + begin * dim_, dim_, norms_ ? norms_ + begin : nullptr};
   }
   void release(cudaStream_t) override {}
+  OperandCache* operand_cache() override { return cache_; }
 
  private:
   const float* rows_;
   int64_t count_, dim_;
   const float* norms_;
+  OperandCache* cache_;
 };
 
 /// The base source of a one-shot search: a device view used where it is (norms computed once), else the whole
@@ -115,6 +121,8 @@ std::unique_ptr<BaseSource> make_base_source(Pipeline& p, FloatView base, size_t
 
 /// Runs a search of validated key-form input (core/backend.hpp) against `base` and writes the finalised result
 /// through `out`. `queries` may be a host or a device view; `facts` describe base and queries together.
+/// A base with an operand cache gets it sized for a fused search where it fits half of `budget` (its bytes are
+/// then taken off the budget of the tiles) and the search converts only the queries when the cache is filled.
 void run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchParams& key_params, size_t budget,
                 const DataFacts& facts, const detail::OutputSpec& out);
 

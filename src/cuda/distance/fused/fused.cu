@@ -1,18 +1,22 @@
 // fused.cu: the fused distance + selection kernel (thesis, seed 000: distances and top-k in one kernel, so that
 // the q x n key matrix is never written). gknn's version runs on tensor cores and is exact on integer data.
 //
-// Each block owns 64 queries and one split of the base; it walks its split in tiles of 128 base rows:
+// Each block owns 64 queries (16 when there are at most 16: BlockShape) and one split of the base; it walks its
+// split in tiles of 128 base rows:
 //   1. the tile's rows arrive in shared memory (cp.async, 2-3 stages deep); the queries' operand fragments stay
 //      in registers for the whole walk;
-//   2. 8 warps (2 x 4, each 32 x 32 keys) multiply them with mma.sync: u8 x u8 or s8 x s8 -> s32 (m16n8k32), or
-//      f16 x f16 -> f32 (m16n8k16) for integers up to 2048;
+//   2. 16 warps (2 x 8, each 32 queries x 16 base rows; 1 x 8 warps of 16 x 16 for 16 queries) multiply them
+//      with mma.sync: u8 x u8 or s8 x s8 -> s32 (m16n8k32), or f16 x f16 -> f32 (m16n8k16) for integers up to 2048;
 //   3. every key below its row's running threshold (the k-th key kept so far) is appended to the row's buffer in
 //      shared memory; all others are dropped in registers. Once a row's buffer could overflow in the next tile,
 //      the block sorts the buffers (one warp per row, bitonic) and keeps the k best: the new thresholds.
 // Base rows are visited in increasing index order, so a later key equal to the threshold ranks after the k-th
 // (ties go to the smaller index) and is dropped rightly: the kept list is exact in the library's total order.
-// Several splits per query give every SM work when queries are few; their sorted lists (k each) are combined by
-// the pipeline with a selection over the splits' lists, which orders ties by label.
+// Several splits per query give every SM work when queries are few; their sorted lists (k each, interleaved by
+// rank) are combined by the pipeline with a selection over the splits' lists, which orders ties by label.
+// A resident base (an Index) keeps its operands between searches (OperandCache): a search converts only its
+// queries, which a few queries against a long base need (1M x 128 uint8 rows: 512 MB of floats read and 128 MB
+// written per search otherwise).
 //
 // Keys (gknn's GEMM form): squared L2 -> |x|^2 - 2 q.x (the finaliser adds |q|^2), inner product -> -q.x.
 // Exactness: products of integers are exact on tensor cores; s32 accumulation is exact; f32 accumulation is
@@ -20,6 +24,7 @@
 // float exactly under that bound. Data outside it are refused (exact_on), and k > 128 or rows longer than 256
 // bytes run the two-stage fp16 path (fp16_mma's GEMM, then selection).
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -38,18 +43,33 @@ namespace {
 
 enum class Elem { U8, S8, F16 };
 
-constexpr int kBM = 64;        // queries per block
 constexpr int kBN = 128;       // base rows per tile
 constexpr int kWarpsN = 8;     // warps across a tile's base rows
 constexpr int kWarpCols = kBN / kWarpsN;  // 16 base rows (two mma columns of 8) per warp
 constexpr int kNb = kWarpCols / 8;
-constexpr int kThreads = 2 * kWarpsN * 32;  // 16 warps: 2 (32 queries each) x 8 (16 base rows each)
 constexpr int kBuf = 256;      // buffer entries per query row: the kept list (k <= 128) + a whole tile's appends
 constexpr int kColumnBits = 32;  // composite keys: the ordered key above a 32-bit row within the split
 constexpr int kMaxFusedK = 128;
 constexpr int kMaxRowBytes = 256;
-constexpr int kWavesPerSplitPlan = 4;  // blocks per SM the split count aims at (1 block resident per SM)
+constexpr int kWavesPerSplitPlan = 4;  // waves of resident blocks the split count aims at, at most
 constexpr int64_t kMinSplitRows = 1024;
+
+/// A block's queries: WarpsM warps of Mt x 16 query rows each (and kWarpsN = 8 warps across a tile's base rows).
+/// Wide: 2 x 2 x 16 = 64 queries, 16 warps, one block per SM (the buffers take 128 KB). Narrow, for at most 16
+/// queries (the single-query case): 16 queries, 8 warps, 32 KB of buffers, two blocks per SM, and a quarter of the
+/// wide block's tensor-core and key work per tile, which the wide block spends on empty rows when queries are few.
+/// H100, 1M x 128 uint8 rows, one query, k = 100: distance stage 145 us with the wide block, 102 us with the narrow
+/// one, whose kernel (91 us, ncu: 2 blocks per SM, 24% achieved occupancy) reads 44% of the DRAM bandwidth: it
+/// waits on latency (16 warps per SM, a barrier per tile), not on the ~45 us the 128 MB need.
+template <int WarpsM, int Mt>
+struct BlockShape {
+  static constexpr int kMt = Mt;
+  static constexpr int kBM = WarpsM * Mt * 16;
+  static constexpr int kThreads = WarpsM * kWarpsN * 32;
+  static constexpr int kBlocksPerSm = kBM > 16 ? 1 : 2;
+};
+using WideBlock = BlockShape<2, 2>;
+using NarrowBlock = BlockShape<1, 1>;
 
 // ---- operand types and the tensor-core instruction -----------------------------------------------------------
 /// 8-bit integer operands: u8 x u8 or s8 x s8 -> s32, m16n8k32.
@@ -150,7 +170,7 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* smem_r
 constexpr int kKeepPerLane = kMaxFusedK / 32;
 
 struct Shared {
-  uint64_t* buf;  // kBM x kBuf composite keys (ordered key, row within the split): a sorted list, then appends
+  uint64_t* buf;  // kBM (BlockShape) x kBuf composite keys (ordered key, row within the split): a sorted list, then appends
   int* count;     // entries in a row's buffer
   int* kept;      // of which the first `kept` are sorted (the list)
   float* tau;     // a row's threshold: keys must be below it to enter
@@ -161,9 +181,10 @@ struct Shared {
 /// For every row with new entries: sorts the appends, merges them with the sorted list and keeps the k best; sets
 /// the thresholds. Called by the whole block. Sorting only the appends keeps a merge cheap once the thresholds
 /// have settled (a few appends a tile).
+template <class S>
 __device__ void keep_best(const Shared& sh, int k, int rows_valid) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  for (int r = warp; r < rows_valid; r += kThreads / 32) {
+  for (int r = warp; r < rows_valid; r += S::kThreads / 32) {
     const int c = sh.count[r], kp = sh.kept[r];
     if (c == kp) continue;
     uint64_t* v = sh.buf + r * kBuf;
@@ -202,14 +223,19 @@ struct KernelArgs {
   float scale;  // key = norm + scale * dot (int operands: -2 for L2, -1 for IP; f16 queries are pre-scaled: 1)
   float* out_keys;
   int64_t* out_labels;
-  int64_t out_stride;  // elements between query rows of the output; split s writes columns [s k, s k + k)
+  int64_t out_stride;  // elements between query rows of the output
+  // Split s writes rank j of its list at column s * split_step + j * rank_step: (k, 1) one list after the other
+  // (one split: the list itself), (1, splits) the splits' lists interleaved by rank, so that the selection over
+  // them meets every list's best keys first and its threshold settles at once (one list after the other, each
+  // sorted, kept it merging: 50 us for 132 lists of 100 keys on the H100).
+  int64_t split_step, rank_step;
   int64_t label_offset;
 };
 
-template <int kRowBytes, int kStages>
+template <int kRowBytes, int kStages, class S>
 constexpr size_t shared_bytes() {
-  return size_t(kBM) * kBuf * 8 + size_t(kStages) * kBN * (kRowBytes + 16) + size_t(kStages) * kBN * 4 +
-         4 * kBM * 4 + 16;
+  return size_t(S::kBM) * kBuf * 8 + size_t(kStages) * kBN * (kRowBytes + 16) + size_t(kStages) * kBN * 4 +
+         4 * S::kBM * 4 + 16;
 }
 
 /// Keys in the accumulator's domain. 8-bit operands: integers (every key of fp16_exact data is an integer below
@@ -234,8 +260,9 @@ struct KeyMath<float> {
   __device__ static float to_float(float key) { return key == 0.f ? 0.f : key; }  // -0 and +0: one bit pattern
 };
 
-template <Elem E, int kSteps, int kStages>
-__global__ void __launch_bounds__(kThreads, 1) fused_kernel(const KernelArgs a) {
+template <Elem E, int kSteps, int kStages, class S>
+__global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(const KernelArgs a) {
+  constexpr int kBM = S::kBM, kThreads = S::kThreads, kMt = S::kMt, kWarpRows = kMt * 16;
   using M = Mma<E>;
   using Acc = typename M::Acc;
   using K = KeyMath<Acc>;
@@ -311,12 +338,12 @@ __global__ void __launch_bounds__(kThreads, 1) fused_kernel(const KernelArgs a) 
   }
 
   // The queries' fragments, for the whole walk.
-  uint32_t af[2][kSteps][4];
+  uint32_t af[kMt][kSteps][4];
 #pragma unroll
-  for (int mt = 0; mt < 2; ++mt)
+  for (int mt = 0; mt < kMt; ++mt)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int row = m0 + wm * 32 + mt * 16 + g + 8 * h;
+      const int row = m0 + wm * kWarpRows + mt * 16 + g + 8 * h;
       const unsigned char* q = a.queries + int64_t(row) * kRowBytes + 4 * t4;
 #pragma unroll
       for (int ks = 0; ks < kSteps; ++ks) {
@@ -325,24 +352,24 @@ __global__ void __launch_bounds__(kThreads, 1) fused_kernel(const KernelArgs a) 
       }
     }
   __syncthreads();
-  Acc tau[2][2];
+  Acc tau[kMt][2];
   auto read_thresholds = [&] {
 #pragma unroll
-    for (int mt = 0; mt < 2; ++mt)
+    for (int mt = 0; mt < kMt; ++mt)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) tau[mt][h] = K::threshold(sh.tau[wm * 32 + mt * 16 + g + 8 * h]);
+      for (int h = 0; h < 2; ++h) tau[mt][h] = K::threshold(sh.tau[wm * kWarpRows + mt * 16 + g + 8 * h]);
   };
   read_thresholds();
   // ldmatrix row of this lane: matrix l / 8 = (mma column block l / 16, byte half (l / 8) % 2), row l % 8.
   const int ld_row = wn * kWarpCols + (lane >> 4) * 8 + (lane & 7), ld_byte = ((lane >> 3) & 1) * 16;
   static_assert(kNb == 2, "one ldmatrix.x4 per reduction step covers two mma columns");
 
-  Acc key[2][kNb][4];
+  Acc key[kMt][kNb][4];
   // Appends the keys of one row group (a thread's row mt * 16 + g + 8 h) below the row's threshold. A full buffer
   // drops the key and raises the flag: the tile is then taken back and appended again after the buffers were cut
   // to k (which leaves room for a whole tile).
   auto append_row = [&](int mt, int h, uint32_t col0) {
-    const int row = wm * 32 + mt * 16 + g + 8 * h;
+    const int row = wm * kWarpRows + mt * 16 + g + 8 * h;
 #pragma unroll
     for (int nb = 0; nb < kNb; ++nb)
 #pragma unroll
@@ -365,9 +392,9 @@ __global__ void __launch_bounds__(kThreads, 1) fused_kernel(const KernelArgs a) 
     load_stage = load_stage + 1 == kStages ? 0 : load_stage + 1;
     const unsigned char* tile = tiles + stage * kBN * kPitch;
 
-    Acc acc[2][kNb][4];
+    Acc acc[kMt][kNb][4];
 #pragma unroll
-    for (int mt = 0; mt < 2; ++mt)
+    for (int mt = 0; mt < kMt; ++mt)
 #pragma unroll
       for (int nb = 0; nb < kNb; ++nb)
 #pragma unroll
@@ -377,7 +404,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_kernel(const KernelArgs a) 
       uint32_t r[4];
       ldmatrix_x4(r, tile + ld_row * kPitch + ks * 32 + ld_byte);
 #pragma unroll
-      for (int mt = 0; mt < 2; ++mt)
+      for (int mt = 0; mt < kMt; ++mt)
 #pragma unroll
         for (int nb = 0; nb < kNb; ++nb) M::run(acc[mt][nb], af[mt][ks], r[2 * nb], r[2 * nb + 1]);
     }
@@ -394,7 +421,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_kernel(const KernelArgs a) 
     // first, the appends run only where one is below.
     const uint32_t col0 = static_cast<uint32_t>(t) * kBN + wn * kWarpCols;
 #pragma unroll
-    for (int mt = 0; mt < 2; ++mt)
+    for (int mt = 0; mt < kMt; ++mt)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         Acc least = K::kNever;
@@ -411,10 +438,10 @@ __global__ void __launch_bounds__(kThreads, 1) fused_kernel(const KernelArgs a) 
     if (*sh.flag) {  // a buffer overflowed: take the tile's appends back, cut every list to k, append again
       if (tid < kBM) sh.count[tid] = sh.at_tile[tid];
       __syncthreads();
-      keep_best(sh, a.k, rows_valid);
+      keep_best<S>(sh, a.k, rows_valid);
       read_thresholds();
 #pragma unroll
-      for (int mt = 0; mt < 2; ++mt)
+      for (int mt = 0; mt < kMt; ++mt)
 #pragma unroll
         for (int h = 0; h < 2; ++h) append_row(mt, h, col0);
       __syncthreads();
@@ -423,18 +450,17 @@ __global__ void __launch_bounds__(kThreads, 1) fused_kernel(const KernelArgs a) 
   }
   cp_async_wait<0>();
   __syncthreads();
-  keep_best(sh, a.k, rows_valid);
+  keep_best<S>(sh, a.k, rows_valid);
 
   // A split shorter than k (possible only at the end of the base) pads its list with +infinity: the selection
   // over the splits' lists never reaches them, since the splits together hold at least k finite keys.
   for (int r = warp; r < rows_valid; r += kThreads / 32) {
     const uint64_t* v = sh.buf + r * kBuf;
     const int kept = sh.kept[r];
-    float* keys = a.out_keys + int64_t(m0 + r) * a.out_stride + int64_t(blockIdx.y) * a.k;
-    int64_t* labels = a.out_labels + int64_t(m0 + r) * a.out_stride + int64_t(blockIdx.y) * a.k;
+    const int64_t at = int64_t(m0 + r) * a.out_stride + int64_t(blockIdx.y) * a.split_step;
     for (int j = lane; j < a.k; j += 32) {
-      keys[j] = j < kept ? key_from_ordered(composite_ordered(v[j], kColumnBits)) : INFINITY;
-      labels[j] = j < kept ? a.label_offset + b_begin + composite_column(v[j], kColumnBits) : -1;
+      a.out_keys[at + j * a.rank_step] = j < kept ? key_from_ordered(composite_ordered(v[j], kColumnBits)) : INFINITY;
+      a.out_labels[at + j * a.rank_step] = j < kept ? a.label_offset + b_begin + composite_column(v[j], kColumnBits) : -1;
     }
   }
 }
@@ -456,17 +482,18 @@ int row_bytes_for(int64_t dim, Elem e) {
   return 0;
 }
 
-/// Splits of the base per query tile. A block's time is about (tiles of its split + a fixed cost: the queries'
-/// fragments, the first sorts, the output) and blocks run in waves of one per SM, so the count minimises
-/// waves x (tiles + that cost) over 1 .. (enough blocks for kWavesPerSplitPlan waves), each split >= max(k, 1024) rows.
-int64_t split_count(int64_t nq, int64_t nb, int64_t k, int sms) {
+/// Splits of the base per query tile of `bm` queries. A block's time is about (tiles of its split + a fixed cost:
+/// the queries' fragments, the first sorts, the output) and blocks run in waves of `per_sm` per SM, so the count
+/// minimises waves x (tiles + that cost) over 1 .. (enough blocks for kWavesPerSplitPlan waves), each split
+/// >= max(k, 1024) rows.
+int64_t split_count(int64_t nq, int64_t nb, int64_t k, int sms, int bm, int per_sm) {
   constexpr int64_t kFixedCostTiles = 6;
-  const int64_t qtiles = (nq + kBM - 1) / kBM;
-  const int64_t want = (int64_t(kWavesPerSplitPlan) * sms + qtiles - 1) / qtiles;
+  const int64_t qtiles = (nq + bm - 1) / bm, slots = int64_t(sms) * per_sm;
+  const int64_t want = (int64_t(kWavesPerSplitPlan) * slots + qtiles - 1) / qtiles;
   const int64_t most = std::clamp<int64_t>(nb / std::max<int64_t>(k, kMinSplitRows), 1, want);
   int64_t best = 1, best_cost = INT64_MAX;
   for (int64_t s = 1; s <= most; ++s) {
-    const int64_t waves = (qtiles * s + sms - 1) / sms, rows = (nb + s - 1) / s;
+    const int64_t waves = (qtiles * s + slots - 1) / slots, rows = (nb + s - 1) / s;
     const int64_t cost = waves * ((rows + kBN - 1) / kBN + kFixedCostTiles);
     if (cost < best_cost) best = s, best_cost = cost;
   }
@@ -485,43 +512,83 @@ void convert(const float* rows, int64_t stride, int64_t count, int64_t dim, int 
   GKNN_CUDA_CHECK_LAUNCH();
 }
 
-template <Elem E, int kSteps>
-void launch(const KernelArgs& args, int64_t splits, cudaStream_t s) {
+template <Elem E, int kSteps, class S>
+void launch(const KernelArgs& args, int64_t splits, int device, cudaStream_t s) {
   constexpr int kStages = kSteps >= 8 ? 2 : 3;
-  constexpr size_t bytes = shared_bytes<kSteps * 32, kStages>();
-  auto* kernel = fused_kernel<E, kSteps, kStages>;
-  GKNN_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
-  const dim3 grid(static_cast<unsigned>((args.nq + kBM - 1) / kBM), static_cast<unsigned>(splits));
-  kernel<<<grid, kThreads, bytes, s>>>(args);
+  constexpr size_t bytes = shared_bytes<kSteps * 32, kStages, S>();
+  auto* kernel = fused_kernel<E, kSteps, kStages, S>;
+  // Once per kernel and device (each device's context keeps its own attributes): the call costs microseconds,
+  // which a one-query search feels.
+  static std::atomic<uint64_t> attributed{0};
+  const uint64_t bit = device >= 0 && device < 64 ? uint64_t(1) << device : 0;
+  if (!(attributed.load(std::memory_order_relaxed) & bit)) {
+    GKNN_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+    // All of L1 as shared memory (the tiles bypass L1), so that the narrow shape's two blocks per SM (180 KB) do
+    // not depend on the driver's default split (ncu on the H100: 2 blocks per SM with it).
+    GKNN_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                       cudaSharedmemCarveoutMaxShared));
+    attributed.fetch_or(bit, std::memory_order_relaxed);
+  }
+  const dim3 grid(static_cast<unsigned>((args.nq + S::kBM - 1) / S::kBM), static_cast<unsigned>(splits));
+  kernel<<<grid, S::kThreads, bytes, s>>>(args);
   GKNN_CUDA_CHECK_LAUNCH();
 }
 
-template <Elem E>
-void launch_for_rows(const KernelArgs& args, int row_bytes, int64_t splits, cudaStream_t s) {
+template <Elem E, class S>
+void launch_for_rows(const KernelArgs& args, int row_bytes, int64_t splits, int device, cudaStream_t s) {
   switch (row_bytes) {
-    case 32: return launch<E, 1>(args, splits, s);
-    case 64: return launch<E, 2>(args, splits, s);
-    case 128: return launch<E, 4>(args, splits, s);
-    default: return launch<E, 8>(args, splits, s);
+    case 32: return launch<E, 1, S>(args, splits, device, s);
+    case 64: return launch<E, 2, S>(args, splits, device, s);
+    case 128: return launch<E, 4, S>(args, splits, device, s);
+    default: return launch<E, 8, S>(args, splits, device, s);
   }
 }
 
+/// The base tile's operands: the kept copy's rows (in.base_cache, `kept`), the rows it lacks converted into it
+/// first, else the tile converted into `scratch`.
 template <Elem E>
-void convert_and_launch(const DistanceInput& in, KernelArgs args, int row_bytes, int64_t splits, void* q_ops,
-                        void* b_ops, cudaStream_t s) {
+const unsigned char* base_operands(const DistanceInput& in, int row_bytes, bool kept, void* scratch,
+                                   cudaStream_t s) {
+  if (!kept) {
+    convert<E>(in.base, in.base_stride, in.nb, in.dim, row_bytes, 1.f, scratch, s);
+    return static_cast<const unsigned char*>(scratch);
+  }
+  OperandCache& cache = *in.base_cache;
+  const int64_t end = in.base_row0 + in.nb;
+  GKNN_EXPECT(cache.bytes.bytes() >= static_cast<size_t>(end) * row_bytes, ErrorCode::Internal,
+              "fused kernel: the kept operand copy holds ", cache.bytes.bytes(), " bytes, not ", end, " rows");
+  unsigned char* rows = cache.bytes.data();
+  if (cache.rows < end) {
+    const int64_t from = cache.rows - in.base_row0;
+    convert<E>(in.base + from * in.base_stride, in.base_stride, in.nb - from, in.dim, row_bytes, 1.f,
+               rows + cache.rows * row_bytes, s);
+    cache.rows = end;
+  }
+  return rows + in.base_row0 * row_bytes;
+}
+
+template <Elem E>
+void convert_and_launch(const DistanceInput& in, KernelArgs args, int row_bytes, int64_t splits, bool kept,
+                        void* q_ops, void* b_ops, int device, cudaStream_t s) {
   const bool l2 = in.metric == Metric::SquaredL2;
   // f16 queries carry the factor (-2 q or -q: exact, even integers up to 4096 are fp16 values); 8-bit operands
-  // cannot, so their keys apply it to the exact s32 dot product.
+  // cannot, so their keys apply it to the exact s32 dot product. The base's operands carry none (so a kept copy
+  // serves both metrics).
   const float factor = l2 ? -2.f : -1.f;
   convert<E>(in.queries, in.query_stride, in.nq, in.dim, row_bytes, E == Elem::F16 ? factor : 1.f, q_ops, s);
-  convert<E>(in.base, in.base_stride, in.nb, in.dim, row_bytes, 1.f, b_ops, s);
   args.queries = static_cast<const unsigned char*>(q_ops);
-  args.base = static_cast<const unsigned char*>(b_ops);
+  args.base = base_operands<E>(in, row_bytes, kept, b_ops, s);
   args.scale = E == Elem::F16 ? 1.f : factor;
-  launch_for_rows<E>(args, row_bytes, splits, s);
+  if (in.nq <= NarrowBlock::kBM) launch_for_rows<E, NarrowBlock>(args, row_bytes, splits, device, s);
+  else launch_for_rows<E, WideBlock>(args, row_bytes, splits, device, s);
 }
 
 }  // namespace
+
+size_t fused_operand_bytes(int64_t rows, int64_t dim, const DataFacts& facts) {
+  const int row_bytes = fused_exact_on(facts) ? row_bytes_for(dim, element_for(facts)) : 0;
+  return static_cast<size_t>(rows) * static_cast<size_t>(row_bytes);
+}
 
 bool fused_serves(int64_t k, int64_t dim, const DataFacts& facts) {
   return k >= 1 && k <= kMaxFusedK && fp16_exact(facts) && row_bytes_for(dim, element_for(facts)) > 0;
@@ -537,10 +604,22 @@ FusedResult fused_search(const DistanceInput& in, const DataFacts& facts, int64_
   GKNN_EXPECT(!l2 || in.base_norms, ErrorCode::Internal, "fused kernel: base norms not provided");
   const Elem elem = element_for(facts);
   const int row_bytes = row_bytes_for(in.dim, elem);
-  const int64_t splits = split_count(in.nq, in.nb, k, device_props(ctx.device).sm_count);
+  const bool narrow = in.nq <= NarrowBlock::kBM;  // the block shape convert_and_launch() takes
+  const int64_t splits = split_count(in.nq, in.nb, k, device_props(ctx.device).sm_count,
+                                     narrow ? NarrowBlock::kBM : WideBlock::kBM,
+                                     narrow ? NarrowBlock::kBlocksPerSm : WideBlock::kBlocksPerSm);
 
   const size_t q_bytes = aligned(static_cast<size_t>(in.nq) * row_bytes);
-  const size_t b_bytes = aligned(static_cast<size_t>(in.nb) * row_bytes);
+  // The kept operand copy of the base serves the tile when its converted rows reach the tile (base tiles come in
+  // order, so it grows as a prefix); a copy of another layout (other data: 8-bit then f16, say) starts again.
+  OperandCache* cache = in.base_cache;
+  const int layout = static_cast<int>(elem) * 1024 + row_bytes;
+  if (cache && cache->layout != layout) {
+    cache->layout = layout;
+    cache->rows = 0;
+  }
+  const bool kept = cache && cache->rows >= in.base_row0;
+  const size_t b_bytes = kept ? 0 : aligned(static_cast<size_t>(in.nb) * row_bytes);
   // The splits' lists (keys and labels) live in the scratch too: the pipeline sizes no key matrix for a search
   // this kernel serves (fused_workspace bounds them).
   const size_t partial = splits > 1 ? static_cast<size_t>(in.nq * splits * k) : 0;
@@ -560,19 +639,25 @@ FusedResult fused_search(const DistanceInput& in, const DataFacts& facts, int64_
     args.out_keys = target.keys;
     args.out_labels = target.labels;
     args.out_stride = target.stride;
+    args.split_step = k;
+    args.rank_step = 1;
     result.direct = true;
   } else {
     args.out_keys = reinterpret_cast<float*>(scratch + q_bytes + b_bytes + label_bytes);
     args.out_labels = reinterpret_cast<int64_t*>(scratch + q_bytes + b_bytes);
     args.out_stride = splits * k;
+    args.split_step = 1;  // interleaved by rank (KernelArgs)
+    args.rank_step = splits;
     result = FusedResult{false, args.out_keys, args.out_labels, splits * k, splits * k};
   }
   void* q_ops = scratch;
   void* b_ops = scratch + q_bytes;
+  const int d = ctx.device;
+  const cudaStream_t s = ctx.stream;
   switch (elem) {
-    case Elem::U8: convert_and_launch<Elem::U8>(in, args, row_bytes, splits, q_ops, b_ops, ctx.stream); break;
-    case Elem::S8: convert_and_launch<Elem::S8>(in, args, row_bytes, splits, q_ops, b_ops, ctx.stream); break;
-    case Elem::F16: convert_and_launch<Elem::F16>(in, args, row_bytes, splits, q_ops, b_ops, ctx.stream); break;
+    case Elem::U8: convert_and_launch<Elem::U8>(in, args, row_bytes, splits, kept, q_ops, b_ops, d, s); break;
+    case Elem::S8: convert_and_launch<Elem::S8>(in, args, row_bytes, splits, kept, q_ops, b_ops, d, s); break;
+    case Elem::F16: convert_and_launch<Elem::F16>(in, args, row_bytes, splits, kept, q_ops, b_ops, d, s); break;
   }
   return result;
 }
@@ -584,11 +669,14 @@ void fused_distance(const DistanceInput& in, const DistanceOutput& out, const Di
 
 size_t fused_workspace(int64_t nq, int64_t nb, int64_t dim) {
   // Operands (at most 256 bytes a row) and the splits' lists (labels and keys). split_count() gives nq x splits
-  // <= kBM x (query tiles + kWavesPerSplitPlan x SMs), and splits x k <= nb; the device is not known here, so
-  // 160 SMs bound every Hopper part.
+  // <= bm x (query tiles + kWavesPerSplitPlan x blocks per SM x SMs) for the block shape of nq (bm queries a
+  // block), and splits x k <= nb; the device is not known here, so 160 SMs bound every Hopper part.
   constexpr int64_t kMaxSms = 160;
-  const int64_t qtiles = (nq + kBM - 1) / kBM;
-  const size_t entries = std::min(static_cast<size_t>(kBM) * (kWavesPerSplitPlan * kMaxSms + qtiles) * kMaxFusedK,
+  const bool narrow = nq <= NarrowBlock::kBM;
+  const int64_t bm = narrow ? NarrowBlock::kBM : WideBlock::kBM;
+  const int64_t per_sm = narrow ? NarrowBlock::kBlocksPerSm : WideBlock::kBlocksPerSm;
+  const int64_t qtiles = (nq + bm - 1) / bm;
+  const size_t entries = std::min(static_cast<size_t>(bm) * (kWavesPerSplitPlan * per_sm * kMaxSms + qtiles) * kMaxFusedK,
                                   static_cast<size_t>(nq) * static_cast<size_t>(nb));
   const size_t fused = aligned(static_cast<size_t>(nq) * kMaxRowBytes) + aligned(static_cast<size_t>(nb) * kMaxRowBytes) +
                        aligned(entries * sizeof(int64_t)) + entries * sizeof(float);
