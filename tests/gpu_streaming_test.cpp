@@ -85,6 +85,21 @@ INSTANTIATE_TEST_SUITE_P(Gpu, GpuStreamingMetric,
                          ::testing::Values(Metric::SquaredL2, Metric::InnerProduct, Metric::L1),
                          [](const ::testing::TestParamInfo<Metric>& info) { return to_string(info.param); });
 
+TEST(GpuStreaming, MovedDeviceBufferKeepsItsCapacity) {
+  detail::cuda::DeviceBuffer<float> a(1000);
+  float* const p = a.data();
+  detail::cuda::DeviceBuffer<float> b(std::move(a));
+  EXPECT_EQ(b.capacity_bytes(), 4000u);
+  EXPECT_EQ(a.capacity_bytes(), 0u);
+  b.resize(10);  // within the capacity: no new allocation
+  EXPECT_EQ(b.data(), p);
+  detail::cuda::DeviceBuffer<float> c;
+  c = std::move(b);
+  EXPECT_EQ(c.capacity_bytes(), 4000u);
+  c.resize(1000);
+  EXPECT_EQ(c.data(), p);
+}
+
 TEST(GpuStreaming, ImpossibleDeviceAllocationNamesItsSize) {
   const size_t count = size_t{1} << 50;  // 4 PiB of floats: no device has it
   try {
