@@ -260,7 +260,7 @@ TEST_P(SelectSuite, UsesLabelsForOutputAndTies) {
   const FloatView view{rc.values.data(), rc.rows, rc.cols, 0};
   const SelectExpectation expected = expected_select(view, labels.data(), Order::Ascending);
   for (int64_t k : k_values(rc.cols, c.max_k)) {
-    if (sanitized_skips(c, rc, Order::Ascending, k, /*labelled=*/true)) continue;  // labelled entries: their own kernels
+    if (sanitized_skips(c, rc, Order::Ascending, k, /*labelled=*/true)) continue;  // labelled: their own kernels
     SCOPED_TRACE("k=" + std::to_string(k));
     Result got;
     ASSERT_NO_THROW(got = select_k(view, labels.data(), k, Order::Ascending, params));

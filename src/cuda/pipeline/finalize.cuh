@@ -28,4 +28,22 @@ struct FinalizeArgs {
 
 void finalize_rows(const FinalizeArgs& args, cudaStream_t stream);
 
+/// The arguments for `rows` ascending lists of k entries each (keys and labels k apart, all kept) written into
+/// `values`/`indices` in the user's metric and k; the caller adds row offsets and ids where it has them.
+inline FinalizeArgs finalize_args(const float* keys, const int64_t* labels, int64_t k, int64_t rows, Metric metric,
+                                  double p, int64_t out_k, float* values, int64_t* indices) {
+  FinalizeArgs a;
+  a.keys = keys;
+  a.labels = labels;
+  a.in_stride = k;
+  a.kept = k;
+  a.rows = rows;
+  a.metric = metric;
+  a.p = static_cast<float>(p);
+  a.k = out_k;
+  a.values = values;
+  a.indices = indices;
+  return a;
+}
+
 }  // namespace gknn::detail::cuda

@@ -499,18 +499,9 @@ void run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchPa
     feed.release(s);
     const ResultWriter::Target target = writer.target(out_slot, q0);
     stage_begin(timer.get(), Stage::Finalize, s);
-    FinalizeArgs fa;
-    fa.keys = top.keys;
-    fa.labels = top.labels;
-    fa.in_stride = k;
-    fa.kept = k;
-    fa.rows = qn;
+    FinalizeArgs fa =
+        finalize_args(top.keys, top.labels, k, qn, out.metric, out.p, out.k, target.values, target.indices);
     fa.row_offsets = norms && distance.omits_query_norm ? p.query_norms.data() : nullptr;
-    fa.metric = out.metric;
-    fa.p = static_cast<float>(out.p);
-    fa.k = out.k;
-    fa.values = target.values;
-    fa.indices = target.indices;
     fa.ids = ids;
     finalize_rows(fa, s);
     stage_end(timer.get(), Stage::Finalize, s);

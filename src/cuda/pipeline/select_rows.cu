@@ -130,18 +130,8 @@ void run_select_into(Pipeline& p, FloatView values, const int64_t* labels, int64
     if (key_stager) key_stager->release(s);
     if (label_stager) label_stager->release(s);
     const ResultWriter::Target target = writer.target(slot, r0);
-    FinalizeArgs fa;
-    fa.keys = lists.keys;
-    fa.labels = lists.labels;
-    fa.in_stride = k;
-    fa.kept = k;
-    fa.rows = n;
-    fa.metric = out.metric;
-    fa.p = static_cast<float>(out.p);
-    fa.k = out.k;
-    fa.values = target.values;
-    fa.indices = target.indices;
-    finalize_rows(fa, s);
+    finalize_rows(
+        finalize_args(lists.keys, lists.labels, k, n, out.metric, out.p, out.k, target.values, target.indices), s);
     writer.commit(slot, r0, n, s);
     writer.land_ready(landed);
   }
