@@ -32,6 +32,9 @@ class Index {
   Result search(FloatView queries, int64_t k) const;
   Result search(FloatView queries, const SearchParams& params) const;
   /// Writes the result into caller-provided host or device arrays (see ResultView); allocates nothing.
+  /// Queries holding NaN or Inf throw InvalidArgument naming the row and column, as everywhere; on a cuda index the
+  /// scan of large host query sets runs beside the search, so `out` may then have been written (its contents are
+  /// unspecified after any error).
   void search(FloatView queries, const SearchParams& params, const ResultView& out) const;
   void reset();
 
