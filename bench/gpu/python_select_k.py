@@ -6,25 +6,12 @@ call plus a synchronisation (torch). Checks that gknn's values equal topk's (sor
 Usage: PYTHONPATH=build-device/python python3 bench/gpu/python_select_k.py [--rows 10000 --cols 100000 --k 100]
 """
 import argparse
-import statistics
 import sys
 
 import numpy as np
 
 import gknn
-
-
-def timed(torch, run, reps):
-    """Median milliseconds of run() between CUDA events on the current stream (the call is synchronous)."""
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        out = run()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times), out
+from torch_common import time_cuda
 
 
 def main():
@@ -43,9 +30,9 @@ def main():
     for largest in (False, True):
         run_gknn = lambda: gknn.select_k(values, args.k, largest=largest)  # noqa: E731
         run_topk = lambda: torch.topk(values, args.k, dim=1, largest=largest, sorted=True)  # noqa: E731
-        run_gknn(), run_topk()  # warm-up
-        g_ms, (V, I) = timed(torch, run_gknn, args.reps)
-        t_ms, ref = timed(torch, run_topk, args.reps)
+        g_ms = time_cuda(run_gknn, 1, args.reps)
+        t_ms = time_cuda(run_topk, 1, args.reps)
+        (V, I), ref = run_gknn(), run_topk()
         same = torch.equal(V, ref.values) and torch.equal(I, ref.indices)
         ok &= same
         print(f"largest={largest!s:5}  gknn.select_k {g_ms:8.3f} ms   torch.topk {t_ms:8.3f} ms   "
