@@ -8,8 +8,6 @@ Usage: PYTHONPATH=build-device/python python3 bench/gpu/python_select_k.py [--ro
 import argparse
 import sys
 
-import numpy as np
-
 import gknn
 from torch_common import time_cuda
 
