@@ -217,8 +217,9 @@ TEST(GpuIndex, AddWithIdsReportsIdsAndResetEmpties) {
 }
 
 /// The scan of a cuda index's host queries overlaps the search (index.cpp, QueryFacts): the plan takes a guess of
-/// their value facts (the last queries', at first the rows'), and a guess the scan contradicts runs the search
-/// again. Integer rows make the first guess an exact 8-bit plan, which fractional queries must not keep.
+/// their value facts (the earlier queries', at first the rows'), and a guess the scan contradicts runs the search
+/// again (check_facts_guess). Integer rows make the first guess an exact 8-bit plan, which fractional queries must
+/// not keep; wider integers after them run the float plan their guess gives, exact on these values too.
 TEST(GpuIndex, QueryFactsGuessedBesideTheSearchStayExact) {
   const int64_t dim = 32, rows = 3000, nq = 2100;  // 67,200 query values: above the overlap's 64K
   const HostMatrix<float> base = integer_matrix(rows, dim, 0, 255, 21);

@@ -149,6 +149,30 @@ TEST(OverlapJob, DestructorWaitsForAnUnjoinedTask) {
   EXPECT_EQ(1, ran.load());
 }
 
+TEST(FactsGuess, CoversWhatItsPlanHoldsForAndWidensWithinAKind) {
+  const ValueStats u8{true, true, 255.f}, small{true, true, 100.f}, wide{true, false, 300.f},
+      unit{false, true, 0.99f}, unit2{false, true, 0.995f}, big{false, false, 1e6f};
+  // Integer guesses: a plan made for them holds within their sign and magnitude only.
+  EXPECT_TRUE(check_facts_guess(u8, small).covered);
+  EXPECT_FALSE(check_facts_guess(u8, wide).covered);
+  EXPECT_FALSE(check_facts_guess(small, u8).covered);
+  EXPECT_FALSE(check_facts_guess(u8, unit).covered);
+  // Non-integral guesses: float plans rely on no fact.
+  EXPECT_TRUE(check_facts_guess(unit, big).covered);
+  EXPECT_TRUE(check_facts_guess(unit, u8).covered);
+  // The next guess widens within a kind (no miss for the batch after a larger one) ...
+  const ValueStats after = check_facts_guess(small, u8).next_guess;
+  EXPECT_TRUE(after.integral);
+  EXPECT_EQ(after.max_abs, 255.f);
+  EXPECT_TRUE(check_facts_guess(after, small).covered);
+  EXPECT_EQ(check_facts_guess(unit, unit2).next_guess.max_abs, 0.995f);
+  // ... and follows the queries when their kind changes (integer queries after float ones get integer plans).
+  const ValueStats back = check_facts_guess(unit, u8).next_guess;
+  EXPECT_TRUE(back.integral);
+  EXPECT_EQ(back.max_abs, 255.f);
+  EXPECT_FALSE(check_facts_guess(u8, unit).next_guess.integral);
+}
+
 TEST(HostParallel, PopulatedResultIsAWritableResultOfTheShape) {
   // The values are left uninitialised (the search writes every entry): only the shape and the storage count.
   for (const auto& [rows, k] : {std::pair<int64_t, int64_t>{0, 5}, {3, 7}, {2000, 1000}, {1001, 2048}}) {

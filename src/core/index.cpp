@@ -111,11 +111,11 @@ SearchParams index_params(const Index::Impl& impl, FloatView queries, const Sear
 /// The value facts of a search's queries. Their scan overlaps the device's search where that pays off: host
 /// queries of a cuda index (the host only waits for the device meanwhile), of at least 64K values (below, the
 /// scan costs less than handing it to a thread; Garcia's 4096 x 128 queries took 0.06-0.3 ms of a 0.7 ms call
-/// before the device started). The search is then planned with a guess, the facts of the index's last queries
+/// before the device started). The search is then planned with a guess, the facts of the index's earlier queries
 /// (at first, of its rows), and check() compares the scan's facts with it afterwards: NaN or Inf throws as an
-/// upfront scan does (the output is then unspecified), and facts the guess does not cover (fractions where it
-/// said integers, negative values, a larger magnitude: an exact low-precision plan might not hold) ask for the
-/// search to run again with them. Every plan exact under the guess is exact under facts it covers.
+/// upfront scan does (the output is then unspecified), and facts the guess does not cover (check_facts_guess:
+/// fractions where it said integers, negative values, a larger magnitude) ask for the search to run again with
+/// them. Every plan exact under the guess is exact under facts it covers.
 class QueryFacts {
  public:
   QueryFacts(const Index::Impl& impl, FloatView queries) : impl_(impl), queries_(queries) {
@@ -145,15 +145,13 @@ class QueryFacts {
     if (!job_) return std::nullopt;
     job_->join();
     job_.reset();
+    const detail::FactsGuessCheck verdict = detail::check_facts_guess(*guess_, scanned_);
+    guess_.reset();
     {
       std::lock_guard<std::mutex> lock(impl_.guess_mutex);
-      impl_.query_guess = scanned_;
+      impl_.query_guess = verdict.next_guess;
     }
-    const detail::ValueStats& g = *guess_;
-    const bool covered = (!g.integral || scanned_.integral) && (!g.nonnegative || scanned_.nonnegative) &&
-                         scanned_.max_abs <= g.max_abs;
-    guess_.reset();
-    if (covered) return std::nullopt;
+    if (verdict.covered) return std::nullopt;
     return scanned_;
   }
 

@@ -88,6 +88,18 @@ ValueStats scan_host_values(FloatView m, std::string_view what, int max_parts) {
   return ValueStats{facts.integral(), facts.nonnegative(), facts.max_abs(), true};
 }
 
+FactsGuessCheck check_facts_guess(const ValueStats& guess, const ValueStats& scanned) {
+  // Every exact lower-precision path needs integers (fused, fp16_mma: value_facts.hpp's facts decide them), so a
+  // plan made for non-integral facts relies on none of them and holds for any values; a plan made for integers
+  // holds for integers within its sign and magnitude. Revisit when a float path depends on the facts.
+  const bool covered = !guess.integral || (scanned.integral && (!guess.nonnegative || scanned.nonnegative) &&
+                                           scanned.max_abs <= guess.max_abs);
+  // The next guess widens while the queries stay of one kind (integers or not), so that batches whose largest
+  // value differs do not miss in turn, and follows the queries when their kind changes.
+  const ValueStats next = covered && guess.integral == scanned.integral ? guess.merged(scanned) : scanned;
+  return {covered, next};
+}
+
 void validate_result_view(const ResultView& out, int64_t rows, int64_t k) {
   GKNN_EXPECT(out.rows == rows && out.k == k, ErrorCode::InvalidArgument, "result storage is shaped ", out.rows,
               " x ", out.k, ", the search returns ", rows, " x ", k);

@@ -21,6 +21,15 @@ ValueStats validate_matrix(FloatView m, std::string_view what, bool allow_empty_
 void validate_shape(FloatView m, std::string_view what, bool allow_empty_rows);
 /// validate_matrix's scan of a host matrix whose shape is valid, on at most `max_parts` threads.
 ValueStats scan_host_values(FloatView m, std::string_view what, int max_parts);
+
+/// A search planned with `guess` as its queries' value facts, checked against their scanned facts (the overlapped
+/// scan of Index::search): `covered` when every plan made for the guess is exact on the scanned values, and the
+/// guess for the next queries.
+struct FactsGuessCheck {
+  bool covered;
+  ValueStats next_guess;
+};
+FactsGuessCheck check_facts_guess(const ValueStats& guess, const ValueStats& scanned);
 /// Throws InvalidArgument naming the first non-finite column of `row` (host memory), row `row_index` of `what`:
 /// the message of every scan, host or device, that found a non-finite value in that row.
 [[noreturn]] void reject_non_finite_row(const float* row, int64_t cols, std::string_view what, int64_t row_index);
