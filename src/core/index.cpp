@@ -22,11 +22,11 @@ struct Index::Impl {
   std::unique_ptr<detail::ResidentStore> store;
   std::vector<int64_t> ids;  // empty unless add_with_ids was used
   bool has_ids = false;
-  // The plan's guess of the next queries' value facts when their scan overlaps the search (QueryFacts): the
-  // facts of the last queries searched, at first those of the rows added. Searches may run concurrently.
+  // The plan's guess of the next queries' value facts when their scan overlaps the search (QueryFacts): at
+  // first the facts of the rows added (a plan reads them merged with the rows' anyway), then those each search's
+  // scan leaves (check_facts_guess). Searches may run concurrently.
   mutable std::mutex guess_mutex;
   mutable std::optional<detail::ValueStats> query_guess;
-  std::optional<detail::ValueStats> rows_facts;
 };
 
 Index::Index(int64_t dimension, Metric metric, Backend backend) {
@@ -62,7 +62,7 @@ void append_rows(Index::Impl& impl, FloatView vectors) {
   }
   std::lock_guard<std::mutex> lock(impl.guess_mutex);
   const detail::ValueStats added = impl.metric == Metric::Cosine ? detail::ValueStats{false, false, 1.f} : stats;
-  impl.rows_facts = impl.rows_facts ? impl.rows_facts->merged(added) : added;
+  impl.query_guess = impl.query_guess ? impl.query_guess->merged(added) : added;
 }
 }  // namespace
 
@@ -125,7 +125,7 @@ class QueryFacts {
                          impl.metric != Metric::Cosine && queries.rows * queries.cols >= kOverlapValues;
     if (overlap) {
       std::lock_guard<std::mutex> lock(impl.guess_mutex);
-      guess_ = impl.query_guess ? impl.query_guess : impl.rows_facts;
+      guess_ = impl.query_guess;
     }
     if (guess_) {
       // On one thread: the pool stays free for the search's own copies, and the device takes longer anyway.
@@ -221,7 +221,6 @@ void Index::search(FloatView queries, const SearchParams& params_in, const Resul
 void Index::reset() {
   {
     std::lock_guard<std::mutex> lock(impl_->guess_mutex);
-    impl_->rows_facts.reset();
     impl_->query_guess.reset();
   }
   impl_->store->clear();
