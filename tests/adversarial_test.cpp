@@ -110,9 +110,12 @@ std::vector<AdversarialCase> cases() {
   for (int64_t bucket : {32, 64, 128, 256, 512, 1024, 2048, 4096})
     for (int64_t k : {bucket - 1, bucket + 1}) ks.push_back(k);
   c.push_back({"off_by_one_4097", integer_matrix(4097, 3, -3, 3, 9), integer_matrix(3, 3, -3, 3, 10), ks});
-  for (int64_t n : {31, 33, 127, 129, 255, 257, 1023, 1025})
+  // Sanitized: the side above each edge only (the 4097-row case keeps both sides of every bucket).
+  for (int64_t n : {31, 33, 127, 129, 255, 257, 1023, 1025}) {
+    if (sanitize_mode() && n % 2 == 1 && (n + 1) % 32 == 0) continue;
     c.push_back({"off_by_one_" + std::to_string(n), integer_matrix(n, 5, -2, 2, uint64_t(20 + n)),
                  integer_matrix(n % 7 + 1, 5, -2, 2, uint64_t(30 + n)), {n - 1, n, n + 1}});
+  }
   c.push_back({"queries_257", integer_matrix(300, 6, -2, 2, 40), integer_matrix(257, 6, -2, 2, 41), {7}});
   return c;
 }
@@ -135,11 +138,21 @@ const std::vector<OracleRow>& shared_oracle(size_t case_index, Metric metric) {
 
 class Adversarial : public ::testing::TestWithParam<Entry> {};
 
+/// The k values an entry meets in a case. Sanitizer-sized run (testing/sanitize.hpp): a distance entry (selection
+/// Auto) takes each case's last k (k >= n mostly: padding, the largest selection the case plans), and the first too
+/// on the 4097-row case; its kernels see the same rows whatever k is, and compute-sanitizer spent 30-100+ s on each
+/// distance entry's every-k run under racecheck (2026-11-25, H100). Selection entries keep every k.
+std::vector<int64_t> ks_for(const Entry& e, const AdversarialCase& tc) {
+  if (!sanitize_mode() || e.select != SelectAlgorithm::Auto || tc.ks.size() < 2) return tc.ks;
+  if (tc.base.rows == 4097) return {tc.ks.front(), tc.ks.back()};
+  return {tc.ks.back()};
+}
+
 TEST_P(Adversarial, MatchesTheOracle) {
   const Entry& e = GetParam();
   for (size_t ci = 0; ci < shared_cases().size(); ++ci) {
     const AdversarialCase& tc = shared_cases()[ci];
-    for (int64_t k : tc.ks) {
+    for (int64_t k : ks_for(e, tc)) {
       if (std::min(k, tc.base.rows) > e.max_k) continue;  // beyond this selection's registered maximum
       SCOPED_TRACE(tc.name + " k=" + std::to_string(k));
       SearchParams params;

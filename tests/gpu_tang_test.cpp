@@ -209,11 +209,17 @@ TEST(GpuTang, KAtBucketEdges) {
   // Sanitizer-sized: rows still longer than the largest k (1024) and a last warp with idle lanes.
   const HostRows h = make_rows(sized(65, 33), sized(3001, 1101), sized(3001, 1101), 21, false, false);
   const HostRows ties = make_rows(33, sized(2047, 1031), sized(2047, 1031), 22, true, false);
+  // Sanitized: every flag off and every flag on, each bucket at its largest k and the next at its smallest (k - 1
+  // runs the kernel of k); the 576 selections took memcheck past 180 s (2026-11-25). The select suite gives every
+  // flag combination its buckets.
   std::vector<Job> jobs;
   for (SelectAlgorithm a : kQueues)
     for (int bits = 0; bits < 8; ++bits)
       for (int64_t k : {1, 31, 32, 33, 127, 128, 129, 511, 512, 513, 1023, 1024})
-        for (const HostRows* rows : {&h, &ties}) jobs.push_back({a, flags(bits), rows, k});
+        for (const HostRows* rows : {&h, &ties}) {
+          if (sanitize_mode() && ((bits != 0 && bits != 7) || k == 31 || k == 127 || k == 511 || k == 1023)) continue;
+          jobs.push_back({a, flags(bits), rows, k});
+        }
   EXPECT_EQ("", run_batch(jobs));
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -97,6 +98,21 @@ Fixture& fixture() {
   return f;
 }
 
+/// Sanitizer-sized run: the cases a combination meets. A distance entry (selection Auto) keeps the cases that shape its
+/// tiles and rows (odd sizes, ties, k = n, k > n, n = 1, d = 1, q = 1, d = 1000, many rows); the others (random k = 10,
+/// all equal, duplicates, k = 1) reach no kernel path those do not, and adversarial_gpu gives every distance entry
+/// all-equal rows and k = 1 again. A selection entry (distance Auto) keeps the cases that shape its rows: odd sizes,
+/// ties, k = n, k > n, n = 1, many rows; the select suite gives it every bucket and kind. compute-sanitizer spent up
+/// to 22 s on one combination's 13 cases under racecheck (2026-11-25, H100).
+bool sanitized_case_skip(const Combo& c, const Case& tc) {
+  if (!sanitize_mode()) return false;
+  static const std::set<std::string> distance_cases{"random_odd_sizes", "integer_ties", "k_equals_n",
+                                                    "k_greater_than_n", "n1", "d1", "q1", "d1000", "many_rows"};
+  static const std::set<std::string> select_cases{"random_odd_sizes", "integer_ties", "k_equals_n",
+                                                  "k_greater_than_n", "n1", "many_rows"};
+  return !(c.select == SelectAlgorithm::Auto ? distance_cases : select_cases).contains(tc.name);
+}
+
 class SearchSuite : public ::testing::TestWithParam<Combo> {};
 
 TEST_P(SearchSuite, MatchesOracleOnEveryCase) {
@@ -117,7 +133,7 @@ TEST_P(SearchSuite, MatchesOracleOnEveryCase) {
         if (s.algorithm == c.select) return std::min(tc.k, tc.base.rows) <= s.max_k;
       return true;
     }();
-    if (!fits) continue;
+    if (!fits || sanitized_case_skip(c, tc)) continue;
     SCOPED_TRACE("case " + tc.name);
     if (distance_requires_integer_data(c.distance) && !all_integers(tc)) {
       EXPECT_THROW(search(tc.base.view(), tc.queries.view(), params), Error);  // refused, never inexact
