@@ -1,7 +1,7 @@
 // gpu_fused_test.cpp: the fused distance + selection kernel (distance "fused", issue 13): ids and values identical
 // to the float64 oracle on every operand type it picks (u8, s8, f16 for integers up to 2048), every row length
 // (32..256 bytes), query and base sizes off its 64 x 128 tiles, one split and many (the splits' lists combined
-// by a selection), ties (duplicates, all-equal rows), k = 1 .. 128, k beyond 128 (its two-stage path), and equal
+// by a selection, or by the kernel itself for a few queries), ties (duplicates, all-equal rows), k = 1 .. 128, k beyond 128 (its two-stage path), and equal
 // to fp16_mma's two-stage result bit for bit; an Index's kept operand copy of its rows (made once, made again
 // after add, reset or a change of operand type, never by one-shot searches; Auto takes it for one query). Label gpu. Sanitizer-sized run (GKNN_TEST_SANITIZE=1,
 // testing/sanitize.hpp): fewer base rows and queries, still off the tiles, with one split and many.
@@ -71,6 +71,15 @@ std::vector<FusedCase> cases() {
                integer_matrix(129, 16, 0, 9, 16), {1, 20, 128}});
   c.push_back({"all_equal", integer_matrix(sized(3000, 600), 8, 4, 4, 17), integer_matrix(5, 8, 0, 9, 18), {1, 128}});
   c.push_back({"k_equals_n", integer_matrix(100, 8, 0, 3, 19), integer_matrix(9, 8, 0, 3, 20), {100}});
+  // A few queries against a long base: the last block merges the splits' lists in the kernel; ties spread over
+  // every list (all-equal rows: the lists' entries below the sample's threshold overflow a merge round, so it
+  // takes several) and clustered (repeats).
+  c.push_back({"few_queries_all_equal", integer_matrix(sized(60000, 12000), 8, 4, 4, 23),
+               integer_matrix(2, 8, 0, 9, 24), {1, 37, 128}});
+  c.push_back({"few_queries_duplicates", repeated_rows(sized(100000, 20000), 16, 13, 0, 9, 25),
+               integer_matrix(3, 16, 0, 9, 26), {1, 20, 128}});
+  c.push_back({"four_queries_d128", integer_matrix(sized(150001, 30001), 128, 0, 255, 27),
+               integer_matrix(4, 128, 0, 255, 28), {100}});
   // k beyond the fused range: the entry's two-stage path.
   c.push_back({"beyond_fused_k", integer_matrix(sized(3000, 1000), 24, 0, 50, 21),
                integer_matrix(40, 24, 0, 50, 22), {129, 700}});
@@ -91,6 +100,30 @@ TEST(GpuFused, EqualsTheOracleExactly) {
         exact.tolerance = m == Metric::L2 ? 2e-7 : 0.0;  // integer values: exact (L2: one sqrt rounding)
         EXPECT_EQ("", check_search(got, tc.base.view(), tc.queries.view(), p, exact, &truth));
       }
+    }
+  }
+}
+
+// The kernel's merge of the splits' lists (few queries) against the pipeline's selection over them.
+TEST(GpuFused, SplitMergeInTheKernelEqualsTheSelection) {
+  const HostMatrix<float> base = integer_matrix(sized(300007, 40009), 64, 0, 255, 40);
+  for (int64_t nq : {1, 2, 4}) {
+    const HostMatrix<float> queries = integer_matrix(nq, 64, 0, 255, 41 + nq);
+    for (int64_t k : {1, 64, 128}) {
+      SCOPED_TRACE("q=" + std::to_string(nq) + " k=" + std::to_string(k));
+      const SearchParams p = fused_params(k, Metric::SquaredL2);
+      const Result merged = search(base.view(), queries.view(), p);
+      detail::cuda::set_fused_split_merge_enabled(false);
+      Result selected;
+      try {
+        selected = search(base.view(), queries.view(), p);
+      } catch (...) {
+        detail::cuda::set_fused_split_merge_enabled(true);
+        throw;
+      }
+      detail::cuda::set_fused_split_merge_enabled(true);
+      EXPECT_EQ(merged.indices, selected.indices);
+      EXPECT_EQ(merged.distances, selected.distances);
     }
   }
 }

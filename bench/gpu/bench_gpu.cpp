@@ -18,8 +18,10 @@
 // the search call, which allocates the new Result; freeing the previous run's Result is left out of it.
 // The calls_q* configurations time many small searches (1,000 calls of q = 1, 16, 128 queries against the 1M base;
 // calls_q1_n32k / _n128k against smaller bases) and report the per-call overhead beyond device time, for Auto, Auto
-// without the Index's kept operand copy (hooks.hpp: the per-search conversion, as before that copy) and each
-// exact GEMM-form distance forced (--filter selects them as 'distance/auto', the second as 'auto-nokeep/auto').
+// without the Index's kept operand copy (hooks.hpp: the per-search conversion, as before that copy), Auto with the
+// fused kernel's splits' lists left to the pipeline's selection (hooks.hpp: as before the kernel merged them) and
+// each exact GEMM-form distance forced (--filter selects them as 'distance/auto', the second and third as
+// 'auto-nokeep/auto' and 'auto-nomerge/auto').
 // The *_float configurations use uniform [0, 1) floats.
 #include <algorithm>
 #include <chrono>
@@ -199,16 +201,26 @@ Sample run_once(const Index& index, const std::vector<float>& queries, const Con
   return {wall_s, detail::cuda::last_stage_times(), p.stats ? p.stats->check_ms : 0.0};
 }
 
+/// A calls_* variant: a distance, whether the Index keeps its operand copy and whether the fused kernel merges
+/// the splits' lists (hooks.hpp).
+struct CallVariant {
+  DistanceAlgorithm distance;
+  bool keep = true, merge = true;
+  std::string name() const { return to_string(distance) + (keep ? "" : "-nokeep") + (merge ? "" : "-nomerge"); }
+};
+
 /// Many small searches: median wall per call over `calls` calls without timing events, and the device time of
-/// one call (events on); the difference is the per-call overhead beyond device time. `keep`: the Index may keep
-/// its fused operand copy (off: every search converts the base, as before the copy existed).
+/// one call (events on); the difference is the per-call overhead beyond device time.
 std::string measure_calls(const Index& index, const std::vector<float>& queries, const Config& c,
-                          DistanceAlgorithm distance, bool keep, std::vector<int64_t>* ids_out) {
+                          const CallVariant& v, std::vector<int64_t>* ids_out) {
+  const DistanceAlgorithm distance = v.distance;
+  const bool keep = v.keep;
   SearchParams p;
   p.k = c.k;
   p.backend = Backend::Cuda;
   p.distance = distance;
   detail::cuda::set_operand_cache_enabled(keep);
+  detail::cuda::set_fused_split_merge_enabled(v.merge);
   const FloatView q{queries.data(), c.nq, c.dim, 0};
   std::vector<float> d(static_cast<size_t>(c.nq * c.k));
   std::vector<int64_t> ids(d.size());
@@ -241,9 +253,10 @@ std::string measure_calls(const Index& index, const std::vector<float>& queries,
   };
   detail::cuda::set_stage_timing(true);
   detail::cuda::set_operand_cache_enabled(true);
+  detail::cuda::set_fused_split_merge_enabled(true);
   *ids_out = ids;
   const double w = wall[wall.size() / 2], dv = median(device);
-  const std::string name = to_string(distance) + (keep ? "" : "-nokeep");
+  const std::string name = v.name();
   // Columns as the table's; the bandwidth columns are left empty (the stages' per-call times are in 'ms').
   return "| " + c.name + " | " + name + " | auto (" + std::to_string(c.calls) + " calls of q = " + std::to_string(c.nq) +
          ") | " + fmt("%.4f", w) + " | " + fmt("%.4f", dv) + " | " + fmt("%.1f", 100 * (w - dv) / w) + " | " +
@@ -378,24 +391,26 @@ int main(int argc, char** argv) {
                     "): " + fmt("%.1f", seconds_since(t0) * 1e3) + " ms");
     if (c.calls > 0) {
       // Auto with and without the kept operand copy, then each exact GEMM-form distance forced; all must agree.
-      std::vector<std::pair<DistanceAlgorithm, bool>> variants{{DistanceAlgorithm::Auto, true},
-                                                               {DistanceAlgorithm::Auto, false}};
+      std::vector<CallVariant> variants{{DistanceAlgorithm::Auto, true, true},
+                                        {DistanceAlgorithm::Auto, false, true},
+                                        {DistanceAlgorithm::Auto, true, false}};
       for (DistanceAlgorithm d : {DistanceAlgorithm::Fused, DistanceAlgorithm::Cublas, DistanceAlgorithm::Fp16Mma})
-        variants.push_back({d, true});
+        variants.push_back({d, true, true});
       std::vector<int64_t> first_ids;
-      for (const auto& [d, keep] : variants) {
-        const std::string pair = to_string(d) + (keep ? "" : "-nokeep") + "/auto";
+      for (const CallVariant& v : variants) {
+        const std::string pair = v.name() + "/auto";
         if (!std::regex_search(pair, filter)) continue;
         std::vector<int64_t> ids;
         std::string line;
         try {
-          line = measure_calls(index, queries, c, d, keep, &ids);
+          line = measure_calls(index, queries, c, v, &ids);
           const bool same = first_ids.empty() || ids == first_ids;
           if (first_ids.empty()) first_ids = ids;
           if (!same) ++failures;
           line += same ? " yes |" : " **NO** |";
         } catch (const Error& e) {
           detail::cuda::set_operand_cache_enabled(true);
+          detail::cuda::set_fused_split_merge_enabled(true);
           line = "| " + c.name + " | " + pair + " | error: " + e.what() + " | | | | | | | | | | | | | |";
           ++failures;
         }

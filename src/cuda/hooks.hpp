@@ -24,6 +24,9 @@ int64_t texture_fallback_count();
 /// and Auto chooses as for a one-shot search, so that tests and benchmarks compare with the per-search conversion.
 /// On by default.
 void set_operand_cache_enabled(bool on);
+/// Off: the fused kernel leaves the splits' lists of a few-query search to the pipeline's selection instead of
+/// merging them itself (FusedTarget::merge_splits), so that tests and benchmarks compare both. On by default.
+void set_fused_split_merge_enabled(bool on);
 /// Base rows converted into kept operand copies since the process started (a search that finds the copy filled
 /// converts none): tests see that the copy is used, and made again after the base changed.
 int64_t operand_cache_rows_converted();

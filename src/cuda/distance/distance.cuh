@@ -97,6 +97,9 @@ struct FusedTarget {
   int64_t* labels;
   int64_t stride;
   int64_t label_offset;    ///< added to the base row index within the tile
+  /// The kernel may merge the splits' lists itself where that is cheaper (few queries); off: it leaves them to the
+  /// caller's selection (set_fused_split_merge_enabled, for tests and benchmarks).
+  bool merge_splits = true;
 };
 /// What a fused call left: the lists in the target (direct), or the splits' lists, `cols` sorted entries per row
 /// (`stride` apart, labels beside them; in the call's workspace, valid until its next use), of which the caller

@@ -1,4 +1,4 @@
-// hook_state.cu: the texture and operand-cache hooks of cuda/hooks.hpp, kept in the dispatch layer (see hook_state.cuh).
+// hook_state.cu: the texture, operand-cache and fused-merge hooks of cuda/hooks.hpp, kept in the dispatch layer (see hook_state.cuh).
 #include <atomic>
 
 #include "cuda/hooks.hpp"
@@ -11,6 +11,7 @@ std::atomic<int64_t> g_texture_limit{0};
 std::atomic<int64_t> g_texture_fallbacks{0};
 std::atomic<bool> g_operand_cache{true};
 std::atomic<int64_t> g_operand_rows{0};
+std::atomic<bool> g_fused_split_merge{true};
 
 }  // namespace
 
@@ -22,6 +23,8 @@ void count_texture_fallbacks(int64_t n) {
 }
 void set_operand_cache_enabled(bool on) { g_operand_cache.store(on); }
 bool operand_cache_enabled() { return g_operand_cache.load(); }
+void set_fused_split_merge_enabled(bool on) { g_fused_split_merge.store(on); }
+bool fused_split_merge_enabled() { return g_fused_split_merge.load(); }
 int64_t operand_cache_rows_converted() { return g_operand_rows.load(); }
 void count_operand_rows(int64_t rows) {
   if (rows > 0) g_operand_rows.fetch_add(rows);

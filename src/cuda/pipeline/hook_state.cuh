@@ -12,6 +12,8 @@ int64_t texture_limit_override();
 void count_texture_fallbacks(int64_t n);
 /// set_operand_cache_enabled's value (true unless a test or benchmark turned it off).
 bool operand_cache_enabled();
+/// set_fused_split_merge_enabled's value (true unless a test or benchmark turned it off), for FusedTarget.
+bool fused_split_merge_enabled();
 /// Adds to operand_cache_rows_converted().
 void count_operand_rows(int64_t rows);
 

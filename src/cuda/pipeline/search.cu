@@ -152,7 +152,7 @@ ListRef search_query_tile(const TileJob& job, const float* queries, int64_t quer
       const int layout_before = cache ? cache->layout : -1;
       const int64_t rows_before = cache ? cache->rows : 0;
       const FusedResult r = job.distance.fused(
-          din, job.facts, kt, FusedTarget{dst.keys, dst.labels, k, b0}, dctx);
+          din, job.facts, kt, FusedTarget{dst.keys, dst.labels, k, b0, fused_split_merge_enabled()}, dctx);
       if (cache) count_operand_rows(cache->rows - (cache->layout == layout_before ? rows_before : 0));
       sin = SelectInput{r.keys, r.labels, r.stride, qn, r.cols, 0};
       if (r.direct) sin.cols = 0;

@@ -13,7 +13,9 @@
 // Base rows are visited in increasing index order, so a later key equal to the threshold ranks after the k-th
 // (ties go to the smaller index) and is dropped rightly: the kept list is exact in the library's total order.
 // Several splits per query give every SM work when queries are few; their sorted lists (k each, interleaved by
-// rank) are combined by the pipeline with a selection over the splits' lists, which orders ties by label.
+// rank) are combined by the pipeline with a selection over the splits' lists, which orders ties by label, or, for
+// at most kMergeMaxRows queries, by the last block of the query tile to finish (merge_splits: the selection's two
+// launches and ~35 us for one query against 1M rows on the H100 become a few us at the kernel's end).
 // A resident base (an Index) keeps its operands between searches (OperandCache): a search converts only its
 // queries, which a few queries against a long base need (1M x 128 uint8 rows: 512 MB of floats read and 128 MB
 // written per search otherwise).
@@ -53,6 +55,12 @@ constexpr int kMaxFusedK = 128;
 constexpr int kMaxRowBytes = 256;
 constexpr int kWavesPerSplitPlan = 4;  // waves of resident blocks the split count aims at, at most
 constexpr int64_t kMinSplitRows = 1024;
+// The splits' lists of at most kMergeMaxRows queries are merged inside the kernel by the last block of the query
+// tile to finish (merge_splits), at most kMaxMergeSplits lists a query, kMergeCap entries in shared memory at once.
+constexpr int kMergeMaxRows = 4;
+constexpr int kMaxMergeSplits = 1024;
+constexpr int kMergeCap = 2048;
+static_assert(kMergeCap - kMaxFusedK >= kMaxFusedK, "a merge round must take any one list whole");
 
 /// A block's queries: WarpsM warps of Mt x 16 query rows each (and kWarpsN = 8 warps across a tile's base rows).
 /// Wide: 2 x 2 x 16 = 64 queries, 16 warps, one block per SM (the buffers take 128 KB). Narrow, for at most 16
@@ -123,12 +131,17 @@ __device__ uint32_t pack_word(const float* row, int64_t dim, int64_t first, floa
 }
 
 /// rows x row_bytes operand rows (zero padded), one 4-byte word per thread; f16 rows are multiplied by `scale`.
+/// Also sets zeros[0, zero_count) to 0: the fused kernel's arrival counters, cleared by the query conversion that
+/// precedes every launch rather than by a launch of their own.
 template <Elem E>
 __global__ void convert_kernel(const float* __restrict__ src, int64_t stride, int64_t rows, int64_t dim,
-                               int row_bytes, float scale, uint32_t* __restrict__ dst) {
+                               int row_bytes, float scale, uint32_t* __restrict__ dst, uint32_t* __restrict__ zeros,
+                               int zero_count) {
   constexpr int kPerWord = 4 / Mma<E>::kElemBytes;
   const int64_t words_per_row = row_bytes / 4, total = rows * words_per_row;
-  for (int64_t w = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; w < total; w += int64_t(gridDim.x) * blockDim.x) {
+  const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (first < zero_count) zeros[first] = 0;
+  for (int64_t w = first; w < total; w += int64_t(gridDim.x) * blockDim.x) {
     const int64_t r = w / words_per_row, c = (w % words_per_row) * kPerWord;
     dst[w] = pack_word<E>(src + r * stride, dim, c, scale);
   }
@@ -230,7 +243,130 @@ struct KernelArgs {
   // sorted, kept it merging: 50 us for 132 lists of 100 keys on the H100).
   int64_t split_step, rank_step;
   int64_t label_offset;
+  // Merged in the kernel (merge_splits; null: the pipeline selects over the splits' lists): every split's sorted
+  // list of composite keys (ordered key, row within the base tile), nq x splits x k, and one arrival counter per
+  // query tile (zeroed by the query conversion). The output (out_*) is then the query's merged list.
+  uint64_t* lists;
+  unsigned* arrivals;
 };
+
+// ---- the splits' lists merged in the kernel ----------------------------------------------------------------------
+/// Ascending bitonic sort of v[0, n) in shared memory by the whole block (n a power of two); barriers before and
+/// after.
+template <int kThreads>
+__device__ void block_sort(uint64_t* v, uint32_t n) {
+  __syncthreads();
+  for (uint32_t size = 2; size <= n; size <<= 1)
+    for (uint32_t stride = size / 2; stride > 0; stride >>= 1) {
+      for (uint32_t i = threadIdx.x; i < n / 2; i += kThreads) {
+        const uint32_t lo = 2 * i - (i & (stride - 1)), hi = lo + stride;  // lo: index i with bit `stride` clear
+        const uint64_t x = v[lo], y = v[hi];
+        if ((y < x) == ((lo & size) == 0)) {  // out of order for this half's direction (keys are distinct)
+          v[lo] = y;
+          v[hi] = x;
+        }
+      }
+      __syncthreads();
+    }
+}
+
+/// The k best of one query's `splits` sorted lists (lists[s * k + j], composite keys, unique since every row is
+/// in one list; short lists padded with ~0) into cand[0, k), exactly: a sample (each list's first m entries, at
+/// least k in all) gives k real entries and a threshold tau (their k-th); then every list's entries below tau are
+/// gathered (a binary search counts them), sorted with the k kept so far and cut to k, which lowers tau. A round
+/// takes lists in order while they fit the kMergeCap entries of shared memory; typical data need one round of a
+/// few dozen entries (ties spread over many lists can need several, each taking at least one whole list).
+/// Called by the whole block after every split's list is visible; reads the lists through L2 (other blocks wrote
+/// them).
+template <int kThreads>
+__device__ void merge_one_query(const uint64_t* lists, int splits, int k, uint64_t* cand, int* warp_totals) {
+  constexpr int kPerThread = kMaxMergeSplits / kThreads;  // lists of a thread: tid * kPerThread + i, in order
+  constexpr uint64_t kNone = ~uint64_t(0);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int m = splits >= k ? 1 : (k + splits - 1) / splits;
+  const int n0 = splits * m;
+  const uint32_t p0 = bitonic::next_pow2(static_cast<uint32_t>(n0));
+  for (int i = tid; i < static_cast<int>(p0); i += kThreads)
+    cand[i] = i < n0 ? __ldcg(lists + (i / m) * k + i % m) : kNone;
+  block_sort<kThreads>(cand, p0);
+  uint64_t tau = cand[k - 1];
+  int pos[kPerThread];
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i) pos[i] = tid * kPerThread + i < splits ? m : k;
+  constexpr int kBudget = kMergeCap - kMaxFusedK;  // entries a round may gather beside the k kept
+  for (;;) {
+    int cnt[kPerThread], mine = 0;
+#pragma unroll
+    for (int i = 0; i < kPerThread; ++i) {
+      cnt[i] = 0;
+      if (pos[i] < k) {
+        const uint64_t* list = lists + int64_t(tid * kPerThread + i) * k;
+        int lo = pos[i], hi = k;
+        if (__ldcg(list + lo) >= tau) hi = lo;  // most lists: nothing below tau
+        while (lo < hi) {
+          const int mid = (lo + hi) >> 1;
+          if (__ldcg(list + mid) < tau) lo = mid + 1;
+          else hi = mid;
+        }
+        cnt[i] = lo - pos[i];
+        mine += cnt[i];
+      }
+    }
+    // Exclusive prefix of the counts in list order (a warp scan, then the warps' totals).
+    int incl = mine;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const int v = __shfl_up_sync(0xFFFFFFFFu, incl, d);
+      if (lane >= d) incl += v;
+    }
+    if (lane == 31) warp_totals[warp] = incl;
+    __syncthreads();
+    int before = incl - mine, total = 0;
+    for (int w = 0; w < kThreads / 32; ++w) {
+      const int t = warp_totals[w];
+      if (w < warp) before += t;
+      total += t;
+    }
+    if (total == 0) break;
+    const int take = min(total, kBudget);
+    const uint32_t p = bitonic::next_pow2(static_cast<uint32_t>(k + take));
+    for (int i = k + tid; i < static_cast<int>(p); i += kThreads) cand[i] = kNone;
+    __syncthreads();  // also: every thread read warp_totals before the next round writes it
+    // A list is gathered whole (its entries below tau) when the counts up to it fit the budget: a prefix of the
+    // lists, never empty (one list holds at most k <= kBudget).
+#pragma unroll
+    for (int i = 0; i < kPerThread; ++i) {
+      if (cnt[i] > 0 && before + cnt[i] <= kBudget) {
+        const uint64_t* list = lists + int64_t(tid * kPerThread + i) * k + pos[i];
+        for (int j = 0; j < cnt[i]; ++j) cand[k + before + j] = __ldcg(list + j);
+        pos[i] = k;  // the rest of the list is >= tau, and tau only falls
+      }
+      before += cnt[i];
+    }
+    block_sort<kThreads>(cand, p);
+    tau = cand[k - 1];
+    if (total <= kBudget) break;  // every list's entries below the old tau were gathered
+  }
+}
+
+/// The last block of a query tile: every query's merged list into the output.
+template <int kThreads>
+__device__ void merge_splits(const KernelArgs& a, unsigned char* smem, int m0, int rows_valid) {
+  uint64_t* cand = reinterpret_cast<uint64_t*>(smem);
+  int* warp_totals = reinterpret_cast<int*>(cand + kMergeCap);
+  const int splits = static_cast<int>(gridDim.y);
+  for (int r = 0; r < rows_valid; ++r) {
+    merge_one_query<kThreads>(a.lists + int64_t(m0 + r) * splits * a.k, splits, a.k, cand, warp_totals);
+    const int64_t at = int64_t(m0 + r) * a.out_stride;
+    for (int j = threadIdx.x; j < a.k; j += kThreads) {
+      const uint64_t c = cand[j];
+      const bool real = c != ~uint64_t(0);  // always, as the splits hold >= k rows together
+      a.out_keys[at + j] = real ? key_from_ordered(composite_ordered(c, kColumnBits)) : INFINITY;
+      a.out_labels[at + j] = real ? a.label_offset + composite_column(c, kColumnBits) : -1;
+    }
+    __syncthreads();  // the next query reuses cand
+  }
+}
 
 template <int kRowBytes, int kStages, class S>
 constexpr size_t shared_bytes() {
@@ -452,6 +588,26 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
   __syncthreads();
   keep_best<S>(sh, a.k, rows_valid);
 
+  // Every split's list to memory; the tile's last block to finish merges them (merge_splits). Only the narrow
+  // block merges (fused_search: a few queries), so the wide kernels are compiled without it.
+  if (kBM == NarrowBlock::kBM && a.lists) {
+    for (int r = warp; r < rows_valid; r += kThreads / 32) {
+      const uint64_t* v = sh.buf + r * kBuf;
+      const int kept = sh.kept[r];
+      uint64_t* dst = a.lists + (int64_t(m0 + r) * gridDim.y + blockIdx.y) * a.k;
+      for (int j = lane; j < a.k; j += 32)
+        dst[j] = j < kept ? composite_key(composite_ordered(v[j], kColumnBits),
+                                          static_cast<uint32_t>(b_begin) + composite_column(v[j], kColumnBits),
+                                          kColumnBits)
+                          : ~uint64_t(0);
+    }
+    __threadfence();  // the list is visible device-wide before this block counts as arrived
+    const bool last = __syncthreads_or(tid == 0 && atomicAdd(a.arrivals + blockIdx.x, 1u) == gridDim.y - 1);
+    if (!last) return;
+    __threadfence();  // and the other blocks' lists are read after their arrivals
+    if constexpr (kBM == NarrowBlock::kBM) merge_splits<kThreads>(a, smem, m0, rows_valid);
+    return;
+  }
   // A split shorter than k (possible only at the end of the base) pads its list with +infinity: the selection
   // over the splits' lists never reaches them, since the splits together hold at least k finite keys.
   for (int r = warp; r < rows_valid; r += kThreads / 32) {
@@ -504,11 +660,12 @@ size_t aligned(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
 template <Elem E>
 void convert(const float* rows, int64_t stride, int64_t count, int64_t dim, int row_bytes, float scale, void* dst,
-             cudaStream_t s) {
-  const int64_t words = count * row_bytes / 4;
+             cudaStream_t s, unsigned* zeros = nullptr, int zero_count = 0) {
+  const int64_t words = std::max<int64_t>(count * row_bytes / 4, zero_count);
   if (words == 0) return;
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((words + 255) / 256, 1 << 16));
-  convert_kernel<E><<<blocks, 256, 0, s>>>(rows, stride, count, dim, row_bytes, scale, static_cast<uint32_t*>(dst));
+  convert_kernel<E><<<blocks, 256, 0, s>>>(rows, stride, count, dim, row_bytes, scale, static_cast<uint32_t*>(dst),
+                                           zeros, zero_count);
   GKNN_CUDA_CHECK_LAUNCH();
 }
 
@@ -516,6 +673,7 @@ template <Elem E, int kSteps, class S>
 void launch(const KernelArgs& args, int64_t splits, int device, cudaStream_t s) {
   constexpr int kStages = kSteps >= 8 ? 2 : 3;
   constexpr size_t bytes = shared_bytes<kSteps * 32, kStages, S>();
+  static_assert(bytes >= kMergeCap * 8 + S::kThreads / 32 * 4, "merge_splits reuses the shared memory");
   auto* kernel = fused_kernel<E, kSteps, kStages, S>;
   // Once per kernel and device (each device's context keeps its own attributes): the call costs microseconds,
   // which a one-query search feels.
@@ -575,7 +733,9 @@ void convert_and_launch(const DistanceInput& in, KernelArgs args, int row_bytes,
   // cannot, so their keys apply it to the exact s32 dot product. The base's operands carry none (so a kept copy
   // serves both metrics).
   const float factor = l2 ? -2.f : -1.f;
-  convert<E>(in.queries, in.query_stride, in.nq, in.dim, row_bytes, E == Elem::F16 ? factor : 1.f, q_ops, s);
+  const int zero_count = args.arrivals ? static_cast<int>((in.nq + NarrowBlock::kBM - 1) / NarrowBlock::kBM) : 0;
+  convert<E>(in.queries, in.query_stride, in.nq, in.dim, row_bytes, E == Elem::F16 ? factor : 1.f, q_ops, s,
+             args.arrivals, zero_count);
   args.queries = static_cast<const unsigned char*>(q_ops);
   args.base = base_operands<E>(in, row_bytes, kept, b_ops, s);
   args.scale = E == Elem::F16 ? 1.f : factor;
@@ -624,8 +784,11 @@ FusedResult fused_search(const DistanceInput& in, const DataFacts& facts, int64_
   // this kernel serves (fused_workspace bounds them).
   const size_t partial = splits > 1 ? static_cast<size_t>(in.nq * splits * k) : 0;
   const size_t label_bytes = aligned(partial * sizeof(int64_t));
-  auto* scratch =
-      static_cast<unsigned char*>(ctx.workspace.get(q_bytes + b_bytes + label_bytes + partial * sizeof(float)));
+  // Few queries: the last block of the query tile merges the splits' lists (composite keys where the labels
+  // would be, then one arrival counter), which saves the selection's launches and most of its time.
+  const bool merge = splits > 1 && target.merge_splits && in.nq <= kMergeMaxRows && splits <= kMaxMergeSplits;
+  auto* scratch = static_cast<unsigned char*>(
+      ctx.workspace.get(q_bytes + b_bytes + label_bytes + (merge ? sizeof(unsigned) : partial * sizeof(float))));
 
   KernelArgs args{};
   args.norms = l2 ? in.base_norms : nullptr;
@@ -635,7 +798,11 @@ FusedResult fused_search(const DistanceInput& in, const DataFacts& facts, int64_
   args.split_rows = (in.nb + splits - 1) / splits;
   args.label_offset = target.label_offset;
   FusedResult result;
-  if (splits == 1) {  // one list per query: straight into the destination
+  if (splits == 1 || merge) {  // one list per query: straight into the destination
+    if (merge) {
+      args.lists = reinterpret_cast<uint64_t*>(scratch + q_bytes + b_bytes);
+      args.arrivals = reinterpret_cast<unsigned*>(scratch + q_bytes + b_bytes + label_bytes);
+    }
     args.out_keys = target.keys;
     args.out_labels = target.labels;
     args.out_stride = target.stride;
@@ -678,8 +845,9 @@ size_t fused_workspace(int64_t nq, int64_t nb, int64_t dim) {
   const int64_t qtiles = (nq + bm - 1) / bm;
   const size_t entries = std::min(static_cast<size_t>(bm) * (kWavesPerSplitPlan * per_sm * kMaxSms + qtiles) * kMaxFusedK,
                                   static_cast<size_t>(nq) * static_cast<size_t>(nb));
+  // (A merge in the kernel needs one arrival counter where the keys would be.)
   const size_t fused = aligned(static_cast<size_t>(nq) * kMaxRowBytes) + aligned(static_cast<size_t>(nb) * kMaxRowBytes) +
-                       aligned(entries * sizeof(int64_t)) + entries * sizeof(float);
+                       aligned(entries * sizeof(int64_t)) + std::max(entries * sizeof(float), sizeof(unsigned));
   return std::max(fused, gemm_keys_workspace(nq, nb, dim, GemmPrecision::Fp16));
 }
 
