@@ -104,11 +104,14 @@ TEST(GpuFused, EqualsTheOracleExactly) {
   }
 }
 
-// The kernel's merge of the splits' lists (few queries) against the pipeline's selection over them.
+// The kernel's merge of the splits' lists against the pipeline's selection over them: a few queries against a long
+// base (hundreds of splits: merge_splits) and many queries against a short one (<= 4 splits: merge_few_splits).
 TEST(GpuFused, SplitMergeInTheKernelEqualsTheSelection) {
-  const HostMatrix<float> base = integer_matrix(sized(300007, 40009), 64, 0, 255, 40);
-  for (int64_t nq : {1, 2, 4}) {
-    const HostMatrix<float> queries = integer_matrix(nq, 64, 0, 255, 41 + nq);
+  const HostMatrix<float> long_base = integer_matrix(sized(300007, 40009), 64, 0, 255, 40);
+  const HostMatrix<float> short_base = integer_matrix(4099, 64, 0, 255, 41);
+  for (int64_t nq : {1, 2, 4, 100}) {
+    const HostMatrix<float>& base = nq <= 4 ? long_base : short_base;
+    const HostMatrix<float> queries = integer_matrix(nq, 64, 0, 255, 42 + nq);
     for (int64_t k : {1, 64, 128}) {
       SCOPED_TRACE("q=" + std::to_string(nq) + " k=" + std::to_string(k));
       const SearchParams p = fused_params(k, Metric::SquaredL2);

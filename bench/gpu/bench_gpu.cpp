@@ -21,7 +21,7 @@
 // without the Index's kept operand copy (hooks.hpp: the per-search conversion, as before that copy), Auto with the
 // fused kernel's splits' lists left to the pipeline's selection (hooks.hpp: as before the kernel merged them) and
 // each exact GEMM-form distance forced (--filter selects them as 'distance/auto', the second and third as
-// 'auto-nokeep/auto' and 'auto-nomerge/auto').
+// 'auto-nokeep/auto' and 'auto-nomerge/auto'; the other configurations also run 'auto-nomerge').
 // The *_float configurations use uniform [0, 1) floats.
 #include <algorithm>
 #include <chrono>
@@ -422,11 +422,14 @@ int main(int argc, char** argv) {
     }
     Result reference;
     bool have_reference = false;
-    std::vector<DistanceAlgorithm> distances{DistanceAlgorithm::Auto};
-    for (DistanceAlgorithm d : distance_algorithms(Backend::Cuda, Metric::SquaredL2)) distances.push_back(d);
-    for (DistanceAlgorithm d : distances)
+    // (distance, whether the fused kernel may merge the splits' lists itself): Auto also without that merge.
+    std::vector<std::pair<DistanceAlgorithm, bool>> distances{{DistanceAlgorithm::Auto, true},
+                                                              {DistanceAlgorithm::Auto, false}};
+    for (DistanceAlgorithm d : distance_algorithms(Backend::Cuda, Metric::SquaredL2)) distances.push_back({d, true});
+    for (const auto& [d, merge] : distances)
       for (SelectAlgorithm s : selections(o, c.k)) {
-        const std::string pair = to_string(d) + "/" + to_string(s);
+        const std::string dname = to_string(d) + (merge ? "" : "-nomerge");
+        const std::string pair = dname + "/" + to_string(s);
         if (!std::regex_search(pair, filter)) continue;
         Row row;
         const auto g = garcia_seconds.find(pair);
@@ -440,8 +443,10 @@ int main(int argc, char** argv) {
           p.distance = d;
           p.select = s;
           Result got;
+          detail::cuda::set_fused_split_merge_enabled(merge);
           try {
             row = measure(index, queries, c, p, o, &got);
+            detail::cuda::set_fused_split_merge_enabled(true);
             fill_rates(row, c, copy_gbs);
             if (!have_reference) {
               reference = got;
@@ -453,13 +458,14 @@ int main(int argc, char** argv) {
             if (!row.same) ++failures;
             if (c.name == "garcia") garcia_seconds[pair] = row.median.wall_s;
           } catch (const Error& e) {
+            detail::cuda::set_fused_split_merge_enabled(true);
             row.status = std::string("error: ") + e.what();
             // A lower-precision kernel refusing data it is not exact on is the expected answer, not a failure.
             if (!(c.float_data && distance_requires_integer_data(d))) ++failures;
           }
         }
         row.config = c.name;
-        row.distance = to_string(d);
+        row.distance = dname;
         row.select = to_string(s);
         lines.push_back(table_line(row));
         std::printf("%s\n", lines.back().c_str());

@@ -13,9 +13,10 @@
 // Base rows are visited in increasing index order, so a later key equal to the threshold ranks after the k-th
 // (ties go to the smaller index) and is dropped rightly: the kept list is exact in the library's total order.
 // Several splits per query give every SM work when queries are few; their sorted lists (k each, interleaved by
-// rank) are combined by the pipeline with a selection over the splits' lists, which orders ties by label, or, for
-// at most kMergeMaxRows queries, by the last block of the query tile to finish (merge_splits: the selection's two
-// launches and ~35 us for one query against 1M rows on the H100 become a few us at the kernel's end).
+// rank) are combined by the pipeline with a selection over the splits' lists, which orders ties by label, or by
+// the last block of the query tile to finish: pairwise for at most kFewSplits lists (merge_few_splits), by a
+// threshold and sorted rounds for at most kMergeMaxRows queries (merge_splits: the selection's two launches and
+// ~35 us for one query against 1M rows on the H100 become a few us at the kernel's end).
 // A resident base (an Index) keeps its operands between searches (OperandCache): a search converts only its
 // queries, which a few queries against a long base need (1M x 128 uint8 rows: 512 MB of floats read and 128 MB
 // written per search otherwise).
@@ -58,6 +59,8 @@ constexpr int64_t kMinSplitRows = 1024;
 // The splits' lists of at most kMergeMaxRows queries are merged inside the kernel by the last block of the query
 // tile to finish (merge_splits), at most kMaxMergeSplits lists a query, kMergeCap entries in shared memory at once.
 constexpr int kMergeMaxRows = 4;
+// ... and those of any number of queries where there are at most kFewSplits lists a query (merge_few_splits).
+constexpr int kFewSplits = 4;
 constexpr int kMaxMergeSplits = 1024;
 constexpr int kMergeCap = 2048;
 static_assert(kMergeCap - kMaxFusedK >= kMaxFusedK, "a merge round must take any one list whole");
@@ -349,6 +352,38 @@ __device__ void merge_one_query(const uint64_t* lists, int splits, int k, uint64
   }
 }
 
+/// The last block of a query tile, at most kFewSplits lists a query: every query's lists merged pairwise by one
+/// warp (merge path), k entries kept after each, in the query's buffer of shared memory, then into the output.
+template <int kThreads>
+__device__ void merge_few_splits(const KernelArgs& a, uint64_t* buf, int m0, int rows_valid) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, splits = static_cast<int>(gridDim.y), k = a.k;
+  for (int r = warp; r < rows_valid; r += kThreads / 32) {
+    const uint64_t* lists = a.lists + int64_t(m0 + r) * splits * k;
+    uint64_t* v = buf + r * kBuf;  // the kept k, then the next list (kBuf >= 2 k)
+    for (int j = lane; j < k; j += 32) v[j] = __ldcg(lists + j);
+    for (int s = 1; s < splits; ++s) {
+      for (int j = lane; j < k; j += 32) v[k + j] = __ldcg(lists + s * k + j);
+      __syncwarp();
+      uint64_t out[kKeepPerLane];
+#pragma unroll
+      for (int u = 0; u < kKeepPerLane; ++u)
+        if (lane + 32 * u < k) out[u] = bitonic::merged_at(v, k, v + k, k, lane + 32 * u);
+      __syncwarp();
+#pragma unroll
+      for (int u = 0; u < kKeepPerLane; ++u)
+        if (lane + 32 * u < k) v[lane + 32 * u] = out[u];
+    }
+    __syncwarp();
+    const int64_t at = int64_t(m0 + r) * a.out_stride;
+    for (int j = lane; j < k; j += 32) {
+      const uint64_t c = v[j];
+      const bool real = c != ~uint64_t(0);  // always, as the splits hold >= k rows together
+      a.out_keys[at + j] = real ? key_from_ordered(composite_ordered(c, kColumnBits)) : INFINITY;
+      a.out_labels[at + j] = real ? a.label_offset + composite_column(c, kColumnBits) : -1;
+    }
+  }
+}
+
 /// The last block of a query tile: every query's merged list into the output.
 template <int kThreads>
 __device__ void merge_splits(const KernelArgs& a, unsigned char* smem, int m0, int rows_valid) {
@@ -588,9 +623,9 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
   __syncthreads();
   keep_best<S>(sh, a.k, rows_valid);
 
-  // Every split's list to memory; the tile's last block to finish merges them (merge_splits). Only the narrow
-  // block merges (fused_search: a few queries), so the wide kernels are compiled without it.
-  if (kBM == NarrowBlock::kBM && a.lists) {
+  // Every split's list to memory; the tile's last block to finish merges them (merge_few_splits, or for a few
+  // queries merge_splits, which only the narrow block runs: fused_search).
+  if (a.lists) {
     for (int r = warp; r < rows_valid; r += kThreads / 32) {
       const uint64_t* v = sh.buf + r * kBuf;
       const int kept = sh.kept[r];
@@ -605,7 +640,8 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
     const bool last = __syncthreads_or(tid == 0 && atomicAdd(a.arrivals + blockIdx.x, 1u) == gridDim.y - 1);
     if (!last) return;
     __threadfence();  // and the other blocks' lists are read after their arrivals
-    if constexpr (kBM == NarrowBlock::kBM) merge_splits<kThreads>(a, smem, m0, rows_valid);
+    if (gridDim.y <= kFewSplits) merge_few_splits<kThreads>(a, sh.buf, m0, rows_valid);
+    else if constexpr (kBM == NarrowBlock::kBM) merge_splits<kThreads>(a, smem, m0, rows_valid);
     return;
   }
   // A split shorter than k (possible only at the end of the base) pads its list with +infinity: the selection
@@ -733,7 +769,8 @@ void convert_and_launch(const DistanceInput& in, KernelArgs args, int row_bytes,
   // cannot, so their keys apply it to the exact s32 dot product. The base's operands carry none (so a kept copy
   // serves both metrics).
   const float factor = l2 ? -2.f : -1.f;
-  const int zero_count = args.arrivals ? static_cast<int>((in.nq + NarrowBlock::kBM - 1) / NarrowBlock::kBM) : 0;
+  const int bm = in.nq <= NarrowBlock::kBM ? NarrowBlock::kBM : WideBlock::kBM;  // the block shape launched below
+  const int zero_count = args.arrivals ? static_cast<int>((in.nq + bm - 1) / bm) : 0;  // a counter per query tile
   convert<E>(in.queries, in.query_stride, in.nq, in.dim, row_bytes, E == Elem::F16 ? factor : 1.f, q_ops, s,
              args.arrivals, zero_count);
   args.queries = static_cast<const unsigned char*>(q_ops);
@@ -786,9 +823,11 @@ FusedResult fused_search(const DistanceInput& in, const DataFacts& facts, int64_
   const size_t label_bytes = aligned(partial * sizeof(int64_t));
   // Few queries: the last block of the query tile merges the splits' lists (composite keys where the labels
   // would be, then one arrival counter), which saves the selection's launches and most of its time.
-  const bool merge = splits > 1 && target.merge_splits && in.nq <= kMergeMaxRows && splits <= kMaxMergeSplits;
-  auto* scratch = static_cast<unsigned char*>(
-      ctx.workspace.get(q_bytes + b_bytes + label_bytes + (merge ? sizeof(unsigned) : partial * sizeof(float))));
+  // Few splits (any number of queries): the last block of each query tile merges them pairwise.
+  const bool merge = splits > 1 && target.merge_splits &&
+                     (splits <= kFewSplits || (in.nq <= kMergeMaxRows && splits <= kMaxMergeSplits));
+  auto* scratch =
+      static_cast<unsigned char*>(ctx.workspace.get(q_bytes + b_bytes + label_bytes + partial * sizeof(float)));
 
   KernelArgs args{};
   args.norms = l2 ? in.base_norms : nullptr;
@@ -801,7 +840,7 @@ FusedResult fused_search(const DistanceInput& in, const DataFacts& facts, int64_
   if (splits == 1 || merge) {  // one list per query: straight into the destination
     if (merge) {
       args.lists = reinterpret_cast<uint64_t*>(scratch + q_bytes + b_bytes);
-      args.arrivals = reinterpret_cast<unsigned*>(scratch + q_bytes + b_bytes + label_bytes);
+      args.arrivals = reinterpret_cast<unsigned*>(scratch + q_bytes + b_bytes + label_bytes);  // where keys would be
     }
     args.out_keys = target.keys;
     args.out_labels = target.labels;
@@ -845,9 +884,9 @@ size_t fused_workspace(int64_t nq, int64_t nb, int64_t dim) {
   const int64_t qtiles = (nq + bm - 1) / bm;
   const size_t entries = std::min(static_cast<size_t>(bm) * (kWavesPerSplitPlan * per_sm * kMaxSms + qtiles) * kMaxFusedK,
                                   static_cast<size_t>(nq) * static_cast<size_t>(nb));
-  // (A merge in the kernel needs one arrival counter where the keys would be.)
+  // (A merge in the kernel keeps a counter per query tile where the keys would be: fewer than the entries.)
   const size_t fused = aligned(static_cast<size_t>(nq) * kMaxRowBytes) + aligned(static_cast<size_t>(nb) * kMaxRowBytes) +
-                       aligned(entries * sizeof(int64_t)) + std::max(entries * sizeof(float), sizeof(unsigned));
+                       aligned(entries * sizeof(int64_t)) + entries * sizeof(float);
   return std::max(fused, gemm_keys_workspace(nq, nb, dim, GemmPrecision::Fp16));
 }
 
