@@ -80,15 +80,15 @@ def case_count(entry):  # test cases of a GoogleTest entry (its filter applied);
 with ThreadPoolExecutor(16) as pool:
     counts = list(pool.map(case_count, tests))
 # Seconds of the slowest tool (racecheck, mostly) per entry, summed over its shards, for the shard count (about 60 s
-# a shard) and the order (longest first): run 6 (H100, 2026-11-25), scaled by the cuts made after it; an entry not
-# listed is guessed from its COST (seconds of the normal run) times 4. A one-case entry (gpu_streaming_*) cannot be
-# cut into shards: listing it high starts it first.
+# a shard) and the order (longest first): runs 6 and 7 (H100, 2026-11-25), scaled by the cuts made after them; an
+# entry not listed is guessed from its COST (seconds of the normal run) times 4. A one-case entry (gpu_streaming_*)
+# cannot be cut into shards: listing it high starts it first.
 SANITIZE_SECONDS = {
-    "adversarial_gpu": 600, "search_suite_gpu": 480, "gpu_select_small": 400, "select_suite_gpu": 270,
-    "gpu_streaming_inner_product": 250, "gpu_streaming_l1": 250, "gpu_sharded_index_test": 200,
-    "select_suite_gpu_tang_merge": 180, "join_gpu_test": 160, "select_suite_gpu_tang_heap": 110,
-    "gpu_tang": 90, "gpu_output": 84, "select_suite_gpu_tang_insertion": 72,
-    "select_suite_gpu_tang_insertion_buffered": 72, "gpu_large_k": 60, "python_gpu_test": 30,
+    "adversarial_gpu": 700, "search_suite_gpu": 400, "gpu_select_small": 360, "select_suite_gpu": 350,
+    "join_gpu_test": 340, "gpu_streaming_inner_product": 200, "gpu_streaming_l1": 200, "gpu_sharded_index_test": 200,
+    "select_suite_gpu_tang_merge": 180, "select_suite_gpu_tang_heap": 100, "gpu_tang": 90, "gpu_output": 84,
+    "select_suite_gpu_tang_insertion": 72, "select_suite_gpu_tang_insertion_buffered": 72, "gpu_large_k": 60,
+    "python_gpu_test": 30,
 }
 jobs = []
 for (t, props), count in zip(tests, counts):
