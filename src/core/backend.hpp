@@ -91,7 +91,6 @@ ValueStats device_value_stats(FloatView m, std::string_view what);
 /// The search with its result finalised on the device and written to out (host or device destination).
 void search_into(FloatView base, FloatView queries, const SearchParams& key_params, const ValueStats& base_stats,
                  const ValueStats& query_stats, const OutputSpec& out);
-Result select_k(FloatView keys, const int64_t* labels, int64_t k, const SelectParams& params);
 /// select_k of `values` (host or device view; labels in the same memory, same stride, or null) written through
 /// `out` (host or device destination, out.k >= k, the excess padded), finalised on the device. Ascending keys
 /// unless `negate`: then the rows are negated on the device first (Descending; out.metric converts back).

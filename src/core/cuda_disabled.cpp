@@ -14,7 +14,6 @@ ValueStats device_value_stats(FloatView, std::string_view) { return ValueStats{f
 void search_into(FloatView, FloatView, const SearchParams&, const ValueStats&, const ValueStats&, const OutputSpec&) {
   no_cuda();
 }
-Result select_k(FloatView, const int64_t*, int64_t, const SelectParams&) { no_cuda(); }
 void select_into(FloatView, const int64_t*, int64_t, bool, const SelectParams&, const OutputSpec&) { no_cuda(); }
 void device_reject_nan(FloatView, std::string_view) {}
 std::unique_ptr<ResidentStore> make_store(int64_t, int) { no_cuda(); }

@@ -176,7 +176,9 @@ void select_on_device(FloatView values, const int64_t* labels, int64_t k, Order 
 
 Result select_k(FloatView values, const int64_t* labels, int64_t k, Order order, const SelectParams& params) {
   check_select(values, k);
-  if (values.memory == Memory::Device) {
+  // Device views, and host rows that the cuda backend selects (staged in row tiles, negated and finalised on the
+  // device, copied out through pinned slots): one path.
+  if (values.memory == Memory::Device || detail::resolve_backend(params) == Backend::Cuda) {
     Result result;  // 0 rows stay empty; else the destination makes it while the device selects
     result.k = k;
     detail::OutputSpec spec = select_output(order, k);
@@ -188,7 +190,7 @@ Result select_k(FloatView values, const int64_t* labels, int64_t k, Order order,
     return result;
   }
   reject_nan(values);
-  // Keys are ascending: a descending request selects on negated values (exact), then negates back.
+  // The CPU's keys are ascending: a descending request selects on negated values (exact), then negates back.
   std::vector<float> negated;
   FloatView keys = values;
   const bool large = values.rows * values.cols > (int64_t(1) << 18);
@@ -208,10 +210,7 @@ Result select_k(FloatView values, const int64_t* labels, int64_t k, Order order,
         packed_labels[static_cast<size_t>(i * values.cols + j)] = labels[i * label_stride + j];
     labels = packed_labels.data();
   }
-  const int64_t k_eff = std::min(k, values.cols);
-  const Backend backend = detail::resolve_backend(params);
-  Result r = backend == Backend::Cuda ? detail::cuda::select_k(keys, labels, k_eff, params)
-                                      : detail::cpu::select_k(keys, labels, k_eff, params);
+  Result r = detail::cpu::select_k(keys, labels, std::min(k, values.cols), params);
   return detail::finalize(std::move(r), order == Order::Descending ? Metric::InnerProduct : Metric::SquaredL2, 2.0,
                           k);
 }

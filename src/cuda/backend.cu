@@ -38,13 +38,6 @@ void search_into(FloatView base, FloatView queries, const SearchParams& key_para
              out);
 }
 
-Result select_k(FloatView keys, const int64_t* labels, int64_t k, const SelectParams& params) {
-  use_device(params.device);
-  PipelineLease pipeline(params.device);  // streams, buffers and staging kept between calls
-  // Free memory now, not counting what the pipeline holds: its buffers from earlier searches stay allocated.
-  return run_select(*pipeline, keys, labels, k, params, memory_budget(0));
-}
-
 void select_into(FloatView values, const int64_t* labels, int64_t k, bool negate, const SelectParams& params,
                  const OutputSpec& out) {
   use_device(params.device);

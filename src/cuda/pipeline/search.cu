@@ -207,7 +207,7 @@ size_t Pipeline::held_bytes() const {
 }
 
 size_t Pipeline::staging_bytes() const {
-  return query_slots.bytes() + label_slots.bytes() + select_results.bytes();
+  return query_slots.bytes() + label_slots.bytes();
 }
 
 void Pipeline::release_staging() {
@@ -215,7 +215,6 @@ void Pipeline::release_staging() {
   upload.sync();
   query_slots.release();
   label_slots.release();
-  select_results.release();
 }
 
 void Pipeline::release_buffers() {

@@ -63,7 +63,6 @@ struct Pipeline {
   DeviceBuffer<int64_t> list_labels[5];
   StagingSlots<float> query_slots;  ///< pinned + device slots of the query uploads (and of select_k's keys)
   StagingSlots<int64_t> label_slots;  ///< pinned + device slots of select_k's labels
-  ResultStaging select_results;       ///< pinned slots of select_k's results
   OutputSlot out_slots[kOutputSlots];  ///< finalised tiles on their way to a host destination
   DeviceBuffer<int64_t> ids;        ///< user ids of an Index (add_with_ids), uploaded when they change
   const int64_t* ids_source = nullptr;

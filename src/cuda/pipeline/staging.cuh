@@ -48,29 +48,6 @@ struct StagingSlots {
   }
 };
 
-/// The pinned buffers of a ResultSlots, kept by a Pipeline across select_k calls (they only grow).
-struct ResultStaging {
-  struct Slot {
-    PinnedBuffer<float> keys;
-    PinnedBuffer<int64_t> labels;
-    Event done{cudaEventDisableTiming};
-    int64_t row0 = 0, rows = 0;
-    bool pending = false;
-  };
-  Slot slots[2];
-  size_t bytes() const {
-    size_t n = 0;
-    for (const Slot& s : slots) n += s.keys.size() * sizeof(float) + s.labels.size() * sizeof(int64_t);
-    return n;
-  }
-  void release() {
-    for (Slot& s : slots) {
-      s.keys = PinnedBuffer<float>();
-      s.labels = PinnedBuffer<int64_t>();
-    }
-  }
-};
-
 template <class T>
 class Stager {
  public:
@@ -135,57 +112,6 @@ class Stager {
   StageTimer* timer_;
   std::unique_ptr<StagingSlots<T>> own_;
   StagingSlots<T>& s_;
-};
-
-/// Result tiles device -> host through two pinned slots: a tile's copy is enqueued behind its compute, and the
-/// host unpacks it only when the slot is needed again (or at the end), so the host never waits for the tile
-/// that is still computing.
-class ResultSlots {
- public:
-  /// `storage` (kept by the caller across calls) or, when null, buffers of its own.
-  ResultSlots(int64_t max_rows, int64_t k, StageTimer* timer, ResultStaging* storage = nullptr)
-      : max_rows_(max_rows), k_(k), timer_(timer), own_(storage ? nullptr : std::make_unique<ResultStaging>()),
-        slots_((storage ? *storage : *own_).slots) {
-    for (int i = 0; i < 2; ++i) slots_[i].pending = false;  // a previous call ended synchronised
-  }
-
-  /// Enqueues on `stream` the copy of `rows` lists (device stride k) meant for result rows [row0, row0 + rows).
-  void download(int slot_index, const float* keys, const int64_t* labels, int64_t row0, int64_t rows,
-                cudaStream_t stream) {
-    Slot& slot = slots_[slot_index];
-    const size_t need = static_cast<size_t>(max_rows_ * k_);
-    if (slot.keys.size() < need) slot.keys = PinnedBuffer<float>(need);
-    if (slot.labels.size() < need) slot.labels = PinnedBuffer<int64_t>(need);
-    const size_t n = static_cast<size_t>(rows * k_);
-    stage_begin(timer_, Stage::Download, stream);
-    GKNN_CUDA_TRY(cudaMemcpyAsync(slot.keys.data(), keys, n * sizeof(float), cudaMemcpyDeviceToHost, stream));
-    GKNN_CUDA_TRY(cudaMemcpyAsync(slot.labels.data(), labels, n * sizeof(int64_t), cudaMemcpyDeviceToHost, stream));
-    stage_end(timer_, Stage::Download, stream);
-    slot.done.record(stream);
-    slot.row0 = row0;
-    slot.rows = rows;
-    slot.pending = true;
-  }
-
-  /// Waits for the slot's copy (if one is pending) and writes it into `out` (rows x k, row-major); returns the
-  /// number of rows written.
-  int64_t finish(int slot_index, Result& out) {
-    Slot& slot = slots_[slot_index];
-    if (!slot.pending) return 0;
-    GKNN_CUDA_TRY(cudaEventSynchronize(slot.done.get()));
-    const size_t n = static_cast<size_t>(slot.rows * k_), at = static_cast<size_t>(slot.row0 * k_);
-    std::copy_n(slot.keys.data(), n, out.distances.begin() + static_cast<std::ptrdiff_t>(at));
-    std::copy_n(slot.labels.data(), n, out.indices.begin() + static_cast<std::ptrdiff_t>(at));
-    slot.pending = false;
-    return slot.rows;
-  }
-
- private:
-  using Slot = ResultStaging::Slot;
-  int64_t max_rows_, k_;
-  StageTimer* timer_;
-  std::unique_ptr<ResultStaging> own_;
-  Slot* slots_;  ///< the two slots of own_ or of the caller's storage
 };
 
 }  // namespace gknn::detail::cuda
