@@ -1,13 +1,12 @@
 // search.cu: the tiled search pipeline (see search.cuh).
 #include <algorithm>
 #include <chrono>
-#include <map>
-#include <mutex>
 #include <optional>
 #include <vector>
 #include <utility>
 
 #include "cuda/common/device.cuh"
+#include "cuda/common/idle_pool.hpp"
 #include "cuda/distance/cublas/handle_pool.cuh"
 #include "cuda/distance/distance.cuh"
 #include "cuda/hooks.hpp"
@@ -48,16 +47,19 @@ class OwnedResidentBase final : public BaseSource {
 };
 
 /// A base the caller keeps in device memory: used where it is; its norms are computed once per search, into the
-/// pipeline's grow-only buffer (a repeated search allocates nothing).
+/// pipeline's grow-only buffer (a repeated search allocates nothing), at the first tile: the tile buffers are sized
+/// by then, and sizing may release every buffer of the pipeline.
 class DeviceViewBase final : public BaseSource {
  public:
-  DeviceViewBase(Pipeline& p, FloatView base) : base_(base), norms_(p.view_norms) {
-    norms_.resize(static_cast<size_t>(base.rows));
-    row_squared_norms(base.data, base.rows, base.row_stride(), base.cols, norms_.data(), p.compute.get());
-  }
+  DeviceViewBase(Pipeline& p, FloatView base) : base_(base), norms_(p.view_norms) {}
   int64_t rows() const override { return base_.rows; }
   bool streamed() const override { return false; }
-  DeviceRows tile(int64_t begin, int64_t, cudaStream_t) override {
+  DeviceRows tile(int64_t begin, int64_t, cudaStream_t s) override {
+    if (!norms_ready_) {
+      norms_.resize(static_cast<size_t>(base_.rows));
+      row_squared_norms(base_.data, base_.rows, base_.row_stride(), base_.cols, norms_.data(), s);
+      norms_ready_ = true;
+    }
     return {base_.data + begin * base_.row_stride(), base_.row_stride(), norms_.data() + begin};
   }
   void release(cudaStream_t) override {}
@@ -65,6 +67,7 @@ class DeviceViewBase final : public BaseSource {
  private:
   FloatView base_;
   DeviceBuffer<float>& norms_;
+  bool norms_ready_ = false;
 };
 
 /// A base copied from the host tile by tile (double-buffered, staging.cuh); norms are left to the pipeline.
@@ -224,6 +227,7 @@ void Pipeline::release_buffers() {
   distances = DeviceBuffer<float>();
   query_norms = DeviceBuffer<float>();
   base_norms = DeviceBuffer<float>();
+  view_norms = DeviceBuffer<float>();
   for (int i = 0; i < 5; ++i) {
     list_keys[i] = DeviceBuffer<float>();
     list_labels[i] = DeviceBuffer<int64_t>();
@@ -266,61 +270,31 @@ size_t pipeline_budget(const Pipeline& p, size_t requested) {
 
 namespace {
 
-/// Cached pipelines per device. Never destroyed: at process exit the CUDA runtime may already be gone, and the
-/// driver releases a process's memory anyway.
-struct PipelineCache {
-  std::mutex mutex;
-  std::map<int, std::vector<std::unique_ptr<Pipeline>>> idle;
-};
-PipelineCache& pipeline_cache() {
-  static PipelineCache* cache = new PipelineCache;
-  return *cache;
-}
 constexpr size_t kCachedPipelinesPerDevice = 2;
 
 }  // namespace
 
 PipelineLease::PipelineLease(int device) : device_(device) {
-  PipelineCache& c = pipeline_cache();
-  {
-    std::lock_guard<std::mutex> lock(c.mutex);
-    auto& idle = c.idle[device];
-    if (!idle.empty()) {
-      p_ = std::move(idle.back());
-      idle.pop_back();
-    }
-  }
-  if (!p_) p_ = std::make_unique<Pipeline>(device);
+  if (std::optional<std::unique_ptr<Pipeline>> idle = idle_pool<std::unique_ptr<Pipeline>>().take(device))
+    p_ = std::move(*idle);
+  else
+    p_ = std::make_unique<Pipeline>(device);
 }
 
 PipelineLease::~PipelineLease() {
   try {
     // Scratch is not counted in held_bytes (plans do not reuse it), but a large one is not kept either.
     const size_t scratch = p_->distance_workspace.capacity_bytes() + p_->select_workspace.capacity_bytes();
-    if (p_->held_bytes() + scratch > kKeptPipelineBytes) {
-      p_->release_buffers();
-      p_->view_norms = DeviceBuffer<float>();  // not a tile buffer, but part of what is kept
-    }
+    if (p_->held_bytes() + scratch > kKeptPipelineBytes) p_->release_buffers();
     if (p_->staging_bytes() > kKeptStagingBytes) p_->release_staging();
-    PipelineCache& c = pipeline_cache();
-    std::lock_guard<std::mutex> lock(c.mutex);
-    auto& idle = c.idle[device_];
-    if (idle.size() < kCachedPipelinesPerDevice) idle.push_back(std::move(p_));
+    idle_pool<std::unique_ptr<Pipeline>>().give(device_, p_, kCachedPipelinesPerDevice);  // else p_ dies with us
   } catch (...) {
     // a failed release leaves the pipeline to its destructor
   }
 }
 
 void release_cached_device_resources() {
-  std::vector<std::unique_ptr<Pipeline>> cached;
-  {
-    PipelineCache& c = pipeline_cache();
-    std::lock_guard<std::mutex> lock(c.mutex);
-    for (auto& entry : c.idle)
-      for (auto& p : entry.second) cached.push_back(std::move(p));
-    c.idle.clear();
-  }
-  cached.clear();  // the destructors free streams, device and pinned buffers, outside the lock
+  idle_pool<std::unique_ptr<Pipeline>>().drain();  // the destructors free streams, device and pinned buffers
   release_scan_slots();
   release_cublas_handles();
 }

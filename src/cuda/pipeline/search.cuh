@@ -55,9 +55,8 @@ struct Pipeline {
   Workspace select_workspace;
   DeviceBuffer<float> distances;  ///< one query tile x base tile of keys
   DeviceBuffer<float> query_norms, base_norms;
-  /// Squared norms of a device-view base (one-shot search of a caller's device rows), computed before the tiles
-  /// are planned: counted in held_bytes, but kept by release_buffers (a plan's growth must not free them in use);
-  /// released with the pipeline, or by the lease when it keeps too much.
+  /// Squared norms of a device-view base (one-shot search of a caller's device rows), computed at its first tile,
+  /// after the tiles are planned and sized (release_buffers frees them with the tile buffers).
   DeviceBuffer<float> view_norms;
   DeviceBuffer<float> list_keys[5];  ///< [2s], [2s+1]: running/merged lists of query slot s; [4]: tile list
   DeviceBuffer<int64_t> list_labels[5];

@@ -9,9 +9,7 @@
 // The first non-finite row (smallest index) is copied to the host and named as the host scan names it.
 // select_k's NaN check of a device view (device_reject_nan) is the same kernel with a row bad when it holds a NaN
 // (infinities are valid keys there).
-#include <map>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "core/backend.hpp"
@@ -20,6 +18,7 @@
 #include "cuda/common/buffer.cuh"
 #include "cuda/common/device.cuh"
 #include "cuda/common/error.cuh"
+#include "cuda/common/idle_pool.hpp"
 #include "cuda/pipeline/value_scan.cuh"
 
 namespace gknn::detail::cuda {
@@ -79,33 +78,15 @@ struct ScanSlot {
   PinnedBuffer<ScanResult> host{1};
 };
 
-/// Idle slots per device. Never destroyed: at process exit the CUDA runtime may already be gone.
-struct ScanSlots {
-  std::mutex mutex;
-  std::map<int, std::vector<std::unique_ptr<ScanSlot>>> idle;
-};
-ScanSlots& scan_slots() {
-  static ScanSlots* slots = new ScanSlots;
-  return *slots;
-}
-
 class SlotLease {
  public:
   explicit SlotLease(int device) : device_(device) {
-    {
-      std::lock_guard<std::mutex> lock(scan_slots().mutex);
-      auto& idle = scan_slots().idle[device];
-      if (!idle.empty()) {
-        slot_ = std::move(idle.back());
-        idle.pop_back();
-      }
-    }
-    if (!slot_) slot_ = std::make_unique<ScanSlot>();  // the current device is `device`: its stream and memory
+    if (std::optional<std::unique_ptr<ScanSlot>> idle = idle_pool<std::unique_ptr<ScanSlot>>().take(device))
+      slot_ = std::move(*idle);
+    else
+      slot_ = std::make_unique<ScanSlot>();  // the current device is `device`: its stream and memory
   }
-  ~SlotLease() {
-    std::lock_guard<std::mutex> lock(scan_slots().mutex);
-    scan_slots().idle[device_].push_back(std::move(slot_));
-  }
+  ~SlotLease() { idle_pool<std::unique_ptr<ScanSlot>>().give(device_, slot_); }
   SlotLease(const SlotLease&) = delete;
   SlotLease& operator=(const SlotLease&) = delete;
   ScanSlot& operator*() const { return *slot_; }
@@ -152,12 +133,7 @@ std::pair<int, const float*> device_address(const float* data, std::string_view 
 }  // namespace
 
 void release_scan_slots() {
-  std::map<int, std::vector<std::unique_ptr<ScanSlot>>> idle;
-  {
-    std::lock_guard<std::mutex> lock(scan_slots().mutex);
-    idle.swap(scan_slots().idle);
-  }
-  idle.clear();  // the destructors free the streams and buffers, outside the lock
+  idle_pool<std::unique_ptr<ScanSlot>>().drain();  // the destructors free the streams and buffers
 }
 
 namespace {
