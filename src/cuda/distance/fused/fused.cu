@@ -276,26 +276,37 @@ __device__ void block_sort(uint64_t* v, uint32_t n) {
 /// The k best of one query's `splits` sorted lists (lists[s * k + j], composite keys, unique since every row is
 /// in one list; short lists padded with ~0) into cand[0, k), exactly: a sample (each list's first m entries, at
 /// least k in all) gives k real entries and a threshold tau (their k-th); then every list's entries below tau are
-/// gathered (a binary search counts them), sorted with the k kept so far and cut to k, which lowers tau. A round
-/// takes lists in order while they fit the kMergeCap entries of shared memory; typical data need one round of a
-/// few dozen entries (ties spread over many lists can need several, each taking at least one whole list).
-/// Called by the whole block after every split's list is visible; reads the lists through L2 (other blocks wrote
-/// them).
+/// gathered, sorted with the k kept so far and cut to k, which lowers tau. A round takes lists while they fit the
+/// kMergeCap entries of shared memory; typical data need one round of a few dozen entries (ties spread over many
+/// lists can need several, each taking at least one whole list). Which lists a round takes does not matter for
+/// the result (a list is taken whole: all its entries below tau), so the counts are scanned in thread order.
+/// The lists are read through L2 (other blocks wrote them), with few dependent round trips: each thread owns the
+/// lists tid + i kThreads and loads their next kProbe entries together with the sample; only a list with more
+/// than kProbe entries below tau is binary-searched and read again.
+/// Called by the whole block after every split's list is visible.
 template <int kThreads>
 __device__ void merge_one_query(const uint64_t* lists, int splits, int k, uint64_t* cand, int* warp_totals) {
-  constexpr int kPerThread = kMaxMergeSplits / kThreads;  // lists of a thread: tid * kPerThread + i, in order
+  constexpr int kPerThread = kMaxMergeSplits / kThreads;
+  constexpr int kProbe = 4;
   constexpr uint64_t kNone = ~uint64_t(0);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int m = splits >= k ? 1 : (k + splits - 1) / splits;
+  int pos[kPerThread];  // a list's entries before pos are in the sample (or the list is done: pos = k)
+  uint64_t probe[kPerThread][kProbe];  // entries pos .. pos + kProbe - 1 (kNone past the end)
+#pragma unroll
+  for (int i = 0; i < kPerThread; ++i) {
+    const int list = tid + i * kThreads;
+    pos[i] = list < splits ? m : k;
+#pragma unroll
+    for (int e = 0; e < kProbe; ++e)
+      probe[i][e] = pos[i] + e < k ? __ldcg(lists + int64_t(list) * k + pos[i] + e) : kNone;
+  }
   const int n0 = splits * m;
   const uint32_t p0 = bitonic::next_pow2(static_cast<uint32_t>(n0));
   for (int i = tid; i < static_cast<int>(p0); i += kThreads)
     cand[i] = i < n0 ? __ldcg(lists + (i / m) * k + i % m) : kNone;
   block_sort<kThreads>(cand, p0);
   uint64_t tau = cand[k - 1];
-  int pos[kPerThread];
-#pragma unroll
-  for (int i = 0; i < kPerThread; ++i) pos[i] = tid * kPerThread + i < splits ? m : k;
   constexpr int kBudget = kMergeCap - kMaxFusedK;  // entries a round may gather beside the k kept
   for (;;) {
     int cnt[kPerThread], mine = 0;
@@ -303,19 +314,22 @@ __device__ void merge_one_query(const uint64_t* lists, int splits, int k, uint64
     for (int i = 0; i < kPerThread; ++i) {
       cnt[i] = 0;
       if (pos[i] < k) {
-        const uint64_t* list = lists + int64_t(tid * kPerThread + i) * k;
-        int lo = pos[i], hi = k;
-        if (__ldcg(list + lo) >= tau) hi = lo;  // most lists: nothing below tau
-        while (lo < hi) {
-          const int mid = (lo + hi) >> 1;
-          if (__ldcg(list + mid) < tau) lo = mid + 1;
-          else hi = mid;
+#pragma unroll
+        for (int e = 0; e < kProbe; ++e) cnt[i] += probe[i][e] < tau;  // still the next entries: pos did not move
+        if (cnt[i] == kProbe && pos[i] + kProbe < k) {  // more below tau: a binary search of the rest
+          const uint64_t* list = lists + int64_t(tid + i * kThreads) * k;
+          int lo = pos[i] + kProbe, hi = k;
+          while (lo < hi) {
+            const int mid = (lo + hi) >> 1;
+            if (__ldcg(list + mid) < tau) lo = mid + 1;
+            else hi = mid;
+          }
+          cnt[i] = lo - pos[i];
         }
-        cnt[i] = lo - pos[i];
         mine += cnt[i];
       }
     }
-    // Exclusive prefix of the counts in list order (a warp scan, then the warps' totals).
+    // Exclusive prefix of the counts in thread order (a warp scan, then the warps' totals).
     int incl = mine;
 #pragma unroll
     for (int d = 1; d < 32; d <<= 1) {
@@ -335,13 +349,16 @@ __device__ void merge_one_query(const uint64_t* lists, int splits, int k, uint64
     const uint32_t p = bitonic::next_pow2(static_cast<uint32_t>(k + take));
     for (int i = k + tid; i < static_cast<int>(p); i += kThreads) cand[i] = kNone;
     __syncthreads();  // also: every thread read warp_totals before the next round writes it
-    // A list is gathered whole (its entries below tau) when the counts up to it fit the budget: a prefix of the
-    // lists, never empty (one list holds at most k <= kBudget).
+    // A list is taken when the counts up to it fit the budget: never none (one list holds at most k <= kBudget).
 #pragma unroll
     for (int i = 0; i < kPerThread; ++i) {
       if (cnt[i] > 0 && before + cnt[i] <= kBudget) {
-        const uint64_t* list = lists + int64_t(tid * kPerThread + i) * k + pos[i];
-        for (int j = 0; j < cnt[i]; ++j) cand[k + before + j] = __ldcg(list + j);
+        uint64_t* dst = cand + k + before;
+#pragma unroll
+        for (int e = 0; e < kProbe; ++e)
+          if (e < cnt[i]) dst[e] = probe[i][e];
+        const uint64_t* rest = lists + int64_t(tid + i * kThreads) * k + pos[i];
+        for (int j = kProbe; j < cnt[i]; ++j) dst[j] = __ldcg(rest + j);
         pos[i] = k;  // the rest of the list is >= tau, and tau only falls
       }
       before += cnt[i];
