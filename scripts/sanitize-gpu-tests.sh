@@ -13,7 +13,8 @@
 #
 # Verdict per job: the test's exit code (0; 77 = skipped counts as not clean: a GPU test must run here) and the
 # tool's count: the sum of every "ERROR SUMMARY: N errors" line (one per checked process), and for racecheck the
-# sum of "RACECHECK SUMMARY: N hazards" (errors and warnings alike). No summary line at all => "?" (not clean).
+# sum of "RACECHECK SUMMARY: N hazards" (errors and warnings alike). No summary line at all => "?" (not clean); a
+# test's line sums what its shards found and adds "+?" when a shard's count is unknown (errors are never hidden).
 # Output in --out: sanitize-<tool>.txt (one line per test: rc, errors, seconds summed over shards, slowest shard),
 # sanitize-cases.txt (the slowest GoogleTest cases of every job, and the case a timed-out job was in),
 # sanitize-summary.txt (one line per tool and the wall time), logs in sanitize-logs/.
@@ -182,10 +183,11 @@ for tool in "${tool_list[@]}"; do
       sec[name] += s[2]; if (s[2] > slowest[name]) slowest[name] = s[2]
     } END {
       for (n in seen) printf "%s rc=%s errors=%s seconds=%d slowest_shard=%d\n", n, (n in bad_rc) ? bad_rc[n] : "0",
-        (n in unknown) ? "?" : err[n] + 0, sec[n], slowest[n]
+        (n in unknown) ? err[n] + 0 "+?" : err[n] + 0, sec[n], slowest[n]
     }' "$out/sanitize-jobs.txt" | sort >"$f"
   binaries=$(wc -l <"$f")
-  errors=$(awk '{ split($3, e, "="); if (e[2] ~ /^[0-9]+$/) n += e[2] } END { print n + 0 }' "$f")
+  # A test with a shard of unknown count ("N+?": timed out, not run) still adds the errors its other shards found.
+  errors=$(awk '{ split($3, e, "="); n += e[2] + 0 } END { print n + 0 }' "$f")
   bad=$(awk '{ split($2, r, "="); split($3, e, "=")
                if (r[2] != "0" || e[2] != "0") printf "%s(%s %s) ", $1, $2, $3 }' "$f")
   seconds=$(awk '{ split($4, s, "="); n += s[2] } END { print n + 0 }' "$f")
