@@ -44,6 +44,14 @@ HostMatrix<float> repeated_rows(int64_t rows, int64_t cols, int64_t distinct, in
   return out;
 }
 
+/// One column falling with the row index: (rows - 1 - r) / tie rows, so a query at 0 finds its neighbours in the
+/// last rows (the last splits' lists), in ties of `tie` rows.
+HostMatrix<float> falling_rows(int64_t rows, int64_t tie) {
+  HostMatrix<float> out = integer_matrix(rows, 1, 0, 0, 0);
+  for (int64_t r = 0; r < rows; ++r) out.data[r] = static_cast<float>((rows - 1 - r) / tie);
+  return out;
+}
+
 std::vector<FusedCase> cases() {
   std::vector<FusedCase> c;
   // u8 operands, 128-byte rows (SIFT-like), sizes off the tiles, a few splits.
@@ -78,6 +86,9 @@ std::vector<FusedCase> cases() {
                integer_matrix(2, 8, 0, 9, 24), {1, 37, 128}});
   c.push_back({"few_queries_duplicates", repeated_rows(sized(100000, 20000), 16, 13, 0, 9, 25),
                integer_matrix(3, 16, 0, 9, 26), {1, 20, 128}});
+  // Neighbours in the last splits: the kernel's merge takes lists in thread order, so later rounds find them.
+  c.push_back({"few_queries_falling", falling_rows(sized(60000, 12000), 30), integer_matrix(2, 1, 0, 1, 29),
+               {1, 37, 128}});
   c.push_back({"four_queries_d128", integer_matrix(sized(150001, 30001), 128, 0, 255, 27),
                integer_matrix(4, 128, 0, 255, 28), {100}});
   // k beyond the fused range: the entry's two-stage path.

@@ -63,7 +63,7 @@ constexpr int kMergeMaxRows = 4;
 constexpr int kFewSplits = 4;
 constexpr int kMaxMergeSplits = 1024;
 constexpr int kMergeCap = 2048;
-static_assert(kMergeCap - kMaxFusedK >= kMaxFusedK, "a merge round must take any one list whole");
+static_assert(kMergeCap >= kMaxFusedK, "a merge round must take any one list whole");
 
 /// A block's queries: WarpsM warps of Mt x 16 query rows each (and kWarpsN = 8 warps across a tile's base rows).
 /// Wide: 2 x 2 x 16 = 64 queries, 16 warps, one block per SM (the buffers take 128 KB). Narrow, for at most 16
@@ -254,30 +254,55 @@ struct KernelArgs {
 };
 
 // ---- the splits' lists merged in the kernel ----------------------------------------------------------------------
-/// Ascending bitonic sort of v[0, n) in shared memory by the whole block (n a power of two); barriers before and
-/// after.
+/// The min(k, n) smallest of v[0, n) (n a power of two), sorted, into out[0, min(k, n)); tmp holds n entries and
+/// v is overwritten. Warps sort runs of up to 64 entries (warp barriers only), then pairs of runs are merged level
+/// by level (merge path, one output entry a thread), each cut to k: a few block barriers where a bitonic sort of
+/// the block needs log2(n) (log2(n) + 1) / 2 (H100: 45 barriers for 512 entries took a few us at the end of the
+/// kernel). Barriers before and after.
 template <int kThreads>
-__device__ void block_sort(uint64_t* v, uint32_t n) {
+__device__ void block_top_k(uint64_t* v, uint64_t* tmp, int n, int k, uint64_t* out) {
+  constexpr int kWarps = kThreads / 32;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  int stride = min(n, 64);
   __syncthreads();
-  for (uint32_t size = 2; size <= n; size <<= 1)
-    for (uint32_t stride = size / 2; stride > 0; stride >>= 1) {
-      for (uint32_t i = threadIdx.x; i < n / 2; i += kThreads) {
-        const uint32_t lo = 2 * i - (i & (stride - 1)), hi = lo + stride;  // lo: index i with bit `stride` clear
-        const uint64_t x = v[lo], y = v[hi];
-        if ((y < x) == ((lo & size) == 0)) {  // out of order for this half's direction (keys are distinct)
-          v[lo] = y;
-          v[hi] = x;
-        }
-      }
-      __syncthreads();
+  for (int r = warp; r * stride < n; r += kWarps) bitonic::warp_sort_padded(v + r * stride, stride, lane);
+  int len = min(stride, k), runs = n / stride;
+  uint64_t *src = v, *dst = tmp;
+  while (runs > 1) {
+    __syncthreads();
+    const int out_len = min(2 * len, k), outputs = runs / 2 * out_len;
+    for (int o = threadIdx.x; o < outputs; o += kThreads) {
+      const int pair = o / out_len, j = o - pair * out_len;
+      const uint64_t* a = src + 2 * pair * stride;
+      dst[2 * pair * stride + j] = bitonic::merged_at(a, len, a + stride, len, j);
     }
+    stride *= 2;
+    len = out_len;
+    runs /= 2;
+    uint64_t* t = src;
+    src = dst;
+    dst = t;
+  }
+  __syncthreads();
+  for (int j = threadIdx.x; j < len; j += kThreads) out[j] = src[j];
+  __syncthreads();
 }
 
+/// Shared memory of merge_splits: the k kept (acc), a second copy for their merge, and two work areas.
+struct MergeShared {
+  uint64_t* acc;          // kMaxFusedK
+  uint64_t* acc_next;     // kMaxFusedK
+  uint64_t* work;         // kMergeCap
+  uint64_t* tmp;          // kMergeCap
+  int* warp_totals;       // a block's warps
+  static constexpr size_t bytes(int threads) { return (2 * kMaxFusedK + 2 * kMergeCap) * 8 + threads / 32 * 4; }
+};
+
 /// The k best of one query's `splits` sorted lists (lists[s * k + j], composite keys, unique since every row is
-/// in one list; short lists padded with ~0) into cand[0, k), exactly: a sample (each list's first m entries, at
+/// in one list; short lists padded with ~0) into sm.acc[0, k), exactly: a sample (each list's first m entries, at
 /// least k in all) gives k real entries and a threshold tau (their k-th); then every list's entries below tau are
-/// gathered, sorted with the k kept so far and cut to k, which lowers tau. A round takes lists while they fit the
-/// kMergeCap entries of shared memory; typical data need one round of a few dozen entries (ties spread over many
+/// gathered, their best merged with the k kept so far, which lowers tau. A round takes lists while they fit the
+/// kMergeCap entries of the work area; typical data need one round of a few dozen entries (ties spread over many
 /// lists can need several, each taking at least one whole list). Which lists a round takes does not matter for
 /// the result (a list is taken whole: all its entries below tau), so the counts are scanned in thread order.
 /// The lists are read through L2 (other blocks wrote them), with few dependent round trips: each thread owns the
@@ -285,7 +310,7 @@ __device__ void block_sort(uint64_t* v, uint32_t n) {
 /// than kProbe entries below tau is binary-searched and read again.
 /// Called by the whole block after every split's list is visible.
 template <int kThreads>
-__device__ void merge_one_query(const uint64_t* lists, int splits, int k, uint64_t* cand, int* warp_totals) {
+__device__ void merge_one_query(const uint64_t* lists, int splits, int k, const MergeShared& sm) {
   constexpr int kPerThread = kMaxMergeSplits / kThreads;
   constexpr int kProbe = 4;
   constexpr uint64_t kNone = ~uint64_t(0);
@@ -302,12 +327,10 @@ __device__ void merge_one_query(const uint64_t* lists, int splits, int k, uint64
       probe[i][e] = pos[i] + e < k ? __ldcg(lists + int64_t(list) * k + pos[i] + e) : kNone;
   }
   const int n0 = splits * m;
-  const uint32_t p0 = bitonic::next_pow2(static_cast<uint32_t>(n0));
-  for (int i = tid; i < static_cast<int>(p0); i += kThreads)
-    cand[i] = i < n0 ? __ldcg(lists + (i / m) * k + i % m) : kNone;
-  block_sort<kThreads>(cand, p0);
-  uint64_t tau = cand[k - 1];
-  constexpr int kBudget = kMergeCap - kMaxFusedK;  // entries a round may gather beside the k kept
+  const int p0 = static_cast<int>(bitonic::next_pow2(static_cast<uint32_t>(n0)));
+  for (int i = tid; i < p0; i += kThreads) sm.work[i] = i < n0 ? __ldcg(lists + (i / m) * k + i % m) : kNone;
+  block_top_k<kThreads>(sm.work, sm.tmp, p0, k, sm.acc);
+  uint64_t tau = sm.acc[k - 1];
   for (;;) {
     int cnt[kPerThread], mine = 0;
 #pragma unroll
@@ -336,36 +359,64 @@ __device__ void merge_one_query(const uint64_t* lists, int splits, int k, uint64
       const int v = __shfl_up_sync(0xFFFFFFFFu, incl, d);
       if (lane >= d) incl += v;
     }
-    if (lane == 31) warp_totals[warp] = incl;
+    if (lane == 31) sm.warp_totals[warp] = incl;
     __syncthreads();
     int before = incl - mine, total = 0;
     for (int w = 0; w < kThreads / 32; ++w) {
-      const int t = warp_totals[w];
+      const int t = sm.warp_totals[w];
       if (w < warp) before += t;
       total += t;
     }
     if (total == 0) break;
-    const int take = min(total, kBudget);
-    const uint32_t p = bitonic::next_pow2(static_cast<uint32_t>(k + take));
-    for (int i = k + tid; i < static_cast<int>(p); i += kThreads) cand[i] = kNone;
-    __syncthreads();  // also: every thread read warp_totals before the next round writes it
-    // A list is taken when the counts up to it fit the budget: never none (one list holds at most k <= kBudget).
+    const int take = min(total, kMergeCap);
+    const int p = static_cast<int>(bitonic::next_pow2(static_cast<uint32_t>(take)));
+    for (int i = take + tid; i < p; i += kThreads) sm.work[i] = kNone;
+    // A list is taken when the counts up to it fit the work area: never none (one list holds at most k). Every
+    // entry of [0, take) belongs to one list's range: its entries, or kNone where the list waits for a later round.
 #pragma unroll
     for (int i = 0; i < kPerThread; ++i) {
-      if (cnt[i] > 0 && before + cnt[i] <= kBudget) {
-        uint64_t* dst = cand + k + before;
+      uint64_t* dst = sm.work + before;
+      if (cnt[i] > 0 && before + cnt[i] <= kMergeCap) {
 #pragma unroll
         for (int e = 0; e < kProbe; ++e)
           if (e < cnt[i]) dst[e] = probe[i][e];
         const uint64_t* rest = lists + int64_t(tid + i * kThreads) * k + pos[i];
         for (int j = kProbe; j < cnt[i]; ++j) dst[j] = __ldcg(rest + j);
         pos[i] = k;  // the rest of the list is >= tau, and tau only falls
+      } else {
+        for (int j = 0; j < cnt[i] && before + j < take; ++j) dst[j] = kNone;
       }
       before += cnt[i];
     }
-    block_sort<kThreads>(cand, p);
-    tau = cand[k - 1];
-    if (total <= kBudget) break;  // every list's entries below the old tau were gathered
+    // (block_top_k's first barrier also keeps this round's warp_totals apart from the next round's.)
+    const int best = min(p, k);
+    block_top_k<kThreads>(sm.work, sm.tmp, p, k, sm.work);
+    for (int j = tid; j < k; j += kThreads) sm.acc_next[j] = bitonic::merged_at(sm.acc, k, sm.work, best, j);
+    __syncthreads();
+    for (int j = tid; j < k; j += kThreads) sm.acc[j] = sm.acc_next[j];
+    __syncthreads();
+    tau = sm.acc[k - 1];
+    if (total <= kMergeCap) break;  // every list's entries below the old tau were gathered
+  }
+}
+
+/// The last block of a query tile: every query's merged list into the output.
+template <int kThreads>
+__device__ void merge_splits(const KernelArgs& a, unsigned char* smem, int m0, int rows_valid) {
+  uint64_t* words = reinterpret_cast<uint64_t*>(smem);
+  const MergeShared sm{words, words + kMaxFusedK, words + 2 * kMaxFusedK, words + 2 * kMaxFusedK + kMergeCap,
+                       reinterpret_cast<int*>(words + 2 * kMaxFusedK + 2 * kMergeCap)};
+  const int splits = static_cast<int>(gridDim.y);
+  for (int r = 0; r < rows_valid; ++r) {
+    merge_one_query<kThreads>(a.lists + int64_t(m0 + r) * splits * a.k, splits, a.k, sm);
+    const int64_t at = int64_t(m0 + r) * a.out_stride;
+    for (int j = threadIdx.x; j < a.k; j += kThreads) {
+      const uint64_t c = sm.acc[j];
+      const bool real = c != ~uint64_t(0);  // always, as the splits hold >= k rows together
+      a.out_keys[at + j] = real ? key_from_ordered(composite_ordered(c, kColumnBits)) : INFINITY;
+      a.out_labels[at + j] = real ? a.label_offset + composite_column(c, kColumnBits) : -1;
+    }
+    __syncthreads();  // the next query reuses the shared memory
   }
 }
 
@@ -398,25 +449,6 @@ __device__ void merge_few_splits(const KernelArgs& a, uint64_t* buf, int m0, int
       a.out_keys[at + j] = real ? key_from_ordered(composite_ordered(c, kColumnBits)) : INFINITY;
       a.out_labels[at + j] = real ? a.label_offset + composite_column(c, kColumnBits) : -1;
     }
-  }
-}
-
-/// The last block of a query tile: every query's merged list into the output.
-template <int kThreads>
-__device__ void merge_splits(const KernelArgs& a, unsigned char* smem, int m0, int rows_valid) {
-  uint64_t* cand = reinterpret_cast<uint64_t*>(smem);
-  int* warp_totals = reinterpret_cast<int*>(cand + kMergeCap);
-  const int splits = static_cast<int>(gridDim.y);
-  for (int r = 0; r < rows_valid; ++r) {
-    merge_one_query<kThreads>(a.lists + int64_t(m0 + r) * splits * a.k, splits, a.k, cand, warp_totals);
-    const int64_t at = int64_t(m0 + r) * a.out_stride;
-    for (int j = threadIdx.x; j < a.k; j += kThreads) {
-      const uint64_t c = cand[j];
-      const bool real = c != ~uint64_t(0);  // always, as the splits hold >= k rows together
-      a.out_keys[at + j] = real ? key_from_ordered(composite_ordered(c, kColumnBits)) : INFINITY;
-      a.out_labels[at + j] = real ? a.label_offset + composite_column(c, kColumnBits) : -1;
-    }
-    __syncthreads();  // the next query reuses cand
   }
 }
 
@@ -726,7 +758,7 @@ template <Elem E, int kSteps, class S>
 void launch(const KernelArgs& args, int64_t splits, int device, cudaStream_t s) {
   constexpr int kStages = kSteps >= 8 ? 2 : 3;
   constexpr size_t bytes = shared_bytes<kSteps * 32, kStages, S>();
-  static_assert(bytes >= kMergeCap * 8 + S::kThreads / 32 * 4, "merge_splits reuses the shared memory");
+  static_assert(bytes >= MergeShared::bytes(S::kThreads), "merge_splits reuses the shared memory");
   auto* kernel = fused_kernel<E, kSteps, kStages, S>;
   // Once per kernel and device (each device's context keeps its own attributes): the call costs microseconds,
   // which a one-query search feels.
