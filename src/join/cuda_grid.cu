@@ -6,7 +6,10 @@
 // outward ring by ring inside the kernel before it fails.
 // Beyond the seed's kernel, which kept every lane's list in global memory: the lists live in shared memory when
 // they fit (k up to a few hundred), and a batch runs as a pipeline of chunks, the host scattering one chunk's rows
-// into the result while the device computes the next.
+// into the result while the device computes the next. And the kernel prunes: ring 1 is visited nearest cells
+// first, the group keeps a bound that its query's k-th distance cannot exceed (group_bound), and a cell whose every
+// point lies beyond it is neither looked up nor read (at 6-D most of the 729), nor is a farther candidate ranked;
+// the points of a batch of t cells are dealt over the t lanes as one sequence, so no lane idles at a cell's end.
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -91,6 +94,7 @@ struct GridView {
   const float* points;    ///< base coordinates in cell order
   int64_t cells;
   const int64_t* dense;   ///< when the grid has few cells in all: key -> ids[dense[key], dense[key+1]); else null
+  const uint16_t* near_first;  ///< the 3^d offsets of ring 1, fewest non-zero deltas first (nearest_first_order)
 
   /// The points of the cell with this key: [start, end), empty for an empty cell.
   __device__ void range(uint64_t key, int64_t& start, int64_t& end) const {
@@ -213,19 +217,57 @@ __device__ LaneList lane_list(const QueryBatch& b, int64_t slot, int lane, unsig
   return {b.list_d + list * b.k, b.list_i + list * b.k, b.list_n + list, 1, b.k};
 }
 
-/// Candidate `id` at coordinates x: skipped when it is the query itself, kept when within `keep`.
+/// Candidate `id` at coordinates x: skipped when it is the query itself, kept when within `bound` (the group's
+/// pruning bound: no farther candidate can be among the query's k nearest, nor count for its certainty).
 template <int Dim>
-__device__ void consider(const QueryBatch& b, const double* qv, int64_t q, double keep, const LaneList& mine, int& n,
+__device__ void consider(const QueryBatch& b, const double* qv, int64_t q, double bound, const LaneList& mine, int& n,
                          uint32_t id, const float* x) {
   if (b.self && id == q) return;
   const double d = exact_squared<Dim>(qv, x);
-  if (d <= keep) insert_sorted(mine, n, b.k, d, id);
+  if (d <= bound) insert_sorted(mine, n, b.k, d, id);
+}
+
+/// Cell number `offset` of the cube within `ring` around `centre` (GridGeometry::ring_cell, same cells and keys),
+/// and `lower`, a squared distance below that of every base point the grid put in the cell. `u` is the query in
+/// cell units ((x - lo) / side). Along dimension j the cell's points lie at least max(c - u, u - c - 1) cells
+/// away; a point's cell and u are each off by at most 2^-31 cells (grid_geometry.hpp), so 1e-5 cells less is a
+/// lower bound whose rounding (relative 1e-15) stays far below the margin it leaves (>= 1e-10 / 200 relative).
+template <int Dim>
+__device__ bool cell_and_bound(const GridGeometry& g, const int64_t* centre, const double* u, int ring, int offset,
+                               uint64_t& key, double& lower) {
+  const int width = 2 * ring + 1;
+  bool on_shell = ring == 1;
+  key = 0;
+  double sum = 0;
+#pragma unroll
+  for (int j = 0; j < Dim; ++j, offset /= width) {
+    const int delta = offset % width - ring;
+    on_shell = on_shell || delta == ring || delta == -ring;
+    const int64_t c = centre[j] + delta;
+    if (!g.inside(j, c)) return false;
+    key += static_cast<uint64_t>(c) * g.stride[j];
+    const double gap = fmax(double(c) - u[j], u[j] - double(c) - 1.0) - 1e-5;
+    if (gap > 0) sum += gap * gap;
+  }
+  lower = sum * g.side * g.side;
+  return on_shell;
+}
+
+/// The group's pruning bound: each of its t lanes holds at least ceil(k / t) candidates no farther than its entry
+/// ceil(k / t) - 1, so the group holds k no farther than the largest of those, and the k-th nearest is not farther
+/// (lists only improve). `keep` while a lane holds fewer. With t = 1 this is the query's current k-th distance.
+__device__ double group_bound(const LaneList& mine, int n, int k, int t, unsigned mask, double keep) {
+  const int need = (k + t - 1) / t;
+  double b = n >= need ? mine.dist(need - 1) : keep;
+  for (int offset = t / 2; offset > 0; offset /= 2) b = fmax(b, __shfl_xor_sync(mask, b, offset));
+  return fmin(b, keep);
 }
 
 /// Dim: the dimension as a constant, so that the query, its cell and the distance loops live in registers.
 template <int Dim>
 __global__ void range_query_kernel(GridView grid, QueryBatch b) {
   extern __shared__ __align__(16) unsigned char shared_lists[];
+  __shared__ int64_t batch_first[kBlock], batch_before[kBlock];  // per lane: its cell of the group's batch
   const int64_t thread = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   const int64_t slot = thread / b.t;
   const int lane = static_cast<int>(thread % b.t);
@@ -234,12 +276,13 @@ __global__ void range_query_kernel(GridView grid, QueryBatch b) {
   const unsigned mask = b.t == 32 ? 0xffffffffu : ((1u << b.t) - 1u) << (warp_lane & ~unsigned(b.t - 1));
   const GridGeometry& g = grid.g;
   const int64_t q = b.query_ids[slot];
-  double qv[Dim];
+  double qv[Dim], u[Dim];
   int64_t centre[Dim];
 #pragma unroll
   for (int j = 0; j < Dim; ++j) {
     qv[j] = b.queries[q * Dim + j];
     centre[j] = g.coord(j, b.queries[q * Dim + j]);
+    u[j] = (qv[j] - g.lo[j]) / g.side;
   }
   const double keep = g.trusted_sq(b.rings);  // farther candidates can never be part of a certain answer
   const LaneList mine = lane_list(b, slot, lane, shared_lists);
@@ -249,28 +292,56 @@ __global__ void range_query_kernel(GridView grid, QueryBatch b) {
     const int64_t offsets = g.ring_offsets(ring);
     // The t lanes look up t cells at once (each a load from the dense table or a binary search), then take each of
     // them in turn, its points split over the lanes: one lookup per cell and group instead of one per lane.
+    // Ring 1 goes nearest cells first, so that the bound tightens early; a cell entirely beyond the group's bound
+    // is neither looked up nor read (at 6-D most of the 729 cells once the query's k nearest are roughly known).
     for (int64_t first = 0; first < offsets; first += b.t) {
+      const double bound = group_bound(mine, n, b.k, b.t, mask, keep);
       int64_t my_start = 0, my_end = 0;
       uint64_t key = 0;
-      if (first + lane < offsets && g.ring_cell<Dim>(centre, ring, first + lane, key))
-        grid.range(key, my_start, my_end);
-      for (int from = 0; from < b.t; ++from) {
-        const int64_t start = __shfl_sync(mask, my_start, from, b.t), end = __shfl_sync(mask, my_end, from, b.t);
-        int64_t p = start + lane;
-        // Two candidates per step, both loaded before either is ranked: twice the loads in flight.
-        for (; p + b.t < end; p += 2 * b.t) {
-          const uint32_t id0 = grid.ids[p], id1 = grid.ids[p + b.t];
-          float x0[Dim], x1[Dim];
-#pragma unroll
-          for (int j = 0; j < Dim; ++j) {
-            x0[j] = grid.points[p * Dim + j];
-            x1[j] = grid.points[(p + b.t) * Dim + j];
-          }
-          consider<Dim>(b, qv, q, keep, mine, n, id0, x0);
-          consider<Dim>(b, qv, q, keep, mine, n, id1, x1);
-        }
-        if (p < end) consider<Dim>(b, qv, q, keep, mine, n, grid.ids[p], grid.points + p * Dim);
+      double lower = 0;
+      if (first + lane < offsets) {
+        const int offset = ring == 1 ? int(grid.near_first[first + lane]) : int(first + lane);
+        if (cell_and_bound<Dim>(g, centre, u, ring, offset, key, lower) && !(lower > bound))
+          grid.range(key, my_start, my_end);
       }
+      // The points of the t cells, numbered one after the other, are dealt to the lanes in turn: every lane busy
+      // while the batch lasts (cell by cell, a cell of 12 points kept 4 of 8 lanes idle half the time), two
+      // candidates in flight per lane. The cells' first points and how many points come before each, per group
+      // in shared memory; `total` points in all.
+      int64_t before = my_end - my_start;
+      for (int offset = 1; offset < b.t; offset *= 2) {
+        const int64_t other = __shfl_up_sync(mask, before, offset, b.t);
+        if (lane >= offset) before += other;
+      }
+      const int64_t total = __shfl_sync(mask, before, b.t - 1, b.t);
+      before -= my_end - my_start;  // exclusive
+      const int group = threadIdx.x - lane;
+      batch_first[threadIdx.x] = my_start;
+      batch_before[threadIdx.x] = before;
+      __syncwarp(mask);
+      int c = 0;  // the cell of the lane's next candidate (the numbering only grows)
+      const auto locate = [&](int64_t j) {
+        while (c + 1 < b.t && batch_before[group + c + 1] <= j) ++c;
+        return batch_first[group + c] + (j - batch_before[group + c]);
+      };
+      int64_t j = lane;
+      for (; j + b.t < total; j += 2 * b.t) {
+        const int64_t p0 = locate(j), p1 = locate(j + b.t);
+        const uint32_t id0 = grid.ids[p0], id1 = grid.ids[p1];
+        float x0[Dim], x1[Dim];
+#pragma unroll
+        for (int d = 0; d < Dim; ++d) {
+          x0[d] = grid.points[p0 * Dim + d];
+          x1[d] = grid.points[p1 * Dim + d];
+        }
+        consider<Dim>(b, qv, q, bound, mine, n, id0, x0);
+        consider<Dim>(b, qv, q, bound, mine, n, id1, x1);
+      }
+      if (j < total) {
+        const int64_t p = locate(j);
+        consider<Dim>(b, qv, q, bound, mine, n, grid.ids[p], grid.points + p * Dim);
+      }
+      __syncwarp(mask);  // the group's next batch overwrites its cells
     }
     // Certain when the group holds k candidates within this ring's trusted radius (every lane sees the same sum).
     const double bound = g.trusted_sq(ring);
@@ -315,6 +386,21 @@ LaunchShape launch_shape(int64_t k, int device) {
   return shape;
 }
 
+/// The 3^dim offsets of ring 1 (ring_cell's numbering: base-3 digits, delta = digit - 1) ordered by their number of
+/// non-zero deltas, then by offset: the query's own cell, then the cells sharing a face with it, and so on.
+std::vector<uint16_t> nearest_first_order(int dim) {
+  int count = 1;
+  for (int j = 0; j < dim; ++j) count *= 3;
+  std::vector<uint16_t> order(static_cast<size_t>(count));
+  std::vector<int> nonzero(static_cast<size_t>(count), 0);
+  for (int o = 0; o < count; ++o) {
+    order[size_t(o)] = static_cast<uint16_t>(o);
+    for (int j = 0, rest = o; j < dim; ++j, rest /= 3) nonzero[size_t(o)] += rest % 3 != 1;
+  }
+  std::stable_sort(order.begin(), order.end(), [&](uint16_t a, uint16_t b) { return nonzero[a] < nonzero[b]; });
+  return order;
+}
+
 /// Cells of the whole grid, empty ones included (below 2^62: make_geometry bounds every dimension).
 uint64_t total_cells(const GridGeometry& g) {
   uint64_t cells = 1;
@@ -337,8 +423,12 @@ class CudaSearcher final : public GridSearcher {
                 "knn_join: the GPU grid indexes at most 2^32 - 1 points (got ", problem.base.rows, ")");
     upload(problem.base, base_);
     if (!problem.self) upload(problem.queries, queries_);
-    // The copies above are on stream_, like every kernel that reads them; the sync is for the host rows alone,
-    // which the caller may change once knn_join has returned.
+    const std::vector<uint16_t> order = nearest_first_order(int(problem.dim()));
+    near_first_.resize(order.size());
+    GKNN_CUDA_TRY(cudaMemcpyAsync(near_first_.data(), order.data(), order.size() * sizeof(uint16_t),
+                                  cudaMemcpyHostToDevice, stream_.get()));
+    // The copies above are on stream_, like every kernel that reads them; the sync is for the host memory they
+    // read: the caller's rows, which it may change once knn_join has returned, and the local order table.
     stream_.sync();
   }
 
@@ -514,7 +604,7 @@ class CudaSearcher final : public GridSearcher {
     GKNN_CUDA_TRY(cudaMemcpyAsync(c.query_ids.data(), c.host_ids.data(), size_t(count) * sizeof(int64_t),
                                   cudaMemcpyHostToDevice, s));
     const GridView grid{geometry_, cell_keys_.data(), starts_.data(), ids_.data(), sorted_points_.data(), cells_,
-                        dense_.size() ? dense_.data() : nullptr};
+                        dense_.size() ? dense_.data() : nullptr, near_first_.data()};
     const QueryBatch batch{problem_.self ? base_.data() : queries_.data(), c.query_ids.data(), count, int(k), t_, rings_,
                            problem_.self, problem_.metric == Metric::L2, shape.shared_bytes > 0, c.list_d.data(),
                            c.list_i.data(), c.list_n.data(), c.out_d.data(), c.out_i.data(), c.ok.data()};
@@ -546,6 +636,7 @@ class CudaSearcher final : public GridSearcher {
   DeviceBuffer<int64_t> starts_;
   DeviceBuffer<int64_t> dense_;  ///< GridView::dense (size 0: none)
   DeviceBuffer<uint32_t> ids_;
+  DeviceBuffer<uint16_t> near_first_;  ///< GridView::near_first
   DeviceBuffer<unsigned char> temp_;
   int64_t cells_ = 0;
   std::vector<int64_t> cell_order_;  ///< ids_ on the host, for a batch of every point (empty: not downloaded)
