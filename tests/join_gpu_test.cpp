@@ -1,12 +1,14 @@
 // join_gpu_test.cpp: the kNN join's GPU and hybrid modes (the CUDA grid index and range-query kernel) return exactly
 // the float64 oracle's ids and distances, also when epsilon is forced tiny (queries fail, epsilon grows, the grid
 // is rebuilt) and when small batch fractions make the work queue run many rounds.
+#include <cmath>
 #include <cstdio>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "gknn/info.hpp"
+#include "join/epsilon.hpp"
 #include "join_common.hpp"
 #include "testing/sanitize.hpp"
 
@@ -70,6 +72,23 @@ TEST(JoinGpu, EveryThreadsPerQuery) {
     JoinParams params = gpu_params(JoinMode::Gpu);
     params.threads_per_query = t;
     EXPECT_EQ(compare_join(knn_join(points.view(), 24, params), want), "") << "t = " << t;
+  }
+}
+
+TEST(JoinGpu, EpsilonCountedOnTheDeviceIsTheHostsChoice) {
+  // GPU-only mode counts epsilon's histogram on the device against every point; below 2^18 points the host's
+  // subset is every point too, so the choice is the host's (within a bin: float contraction may differ), times
+  // 2^(1/d) for the growing rings.
+  for (const HostMatrix<float>& points : {random_matrix(30000, 3, 43), exponential_points(20000, 6, 44)}) {
+    const detail::join::EpsilonChoice host = detail::join::select_epsilon(points.view(), 16);
+    JoinReport report;
+    JoinParams params = gpu_params(JoinMode::Gpu);
+    params.rings = 0;  // growing rings: epsilon times 2^(1/d) (rings = 1, the seed's, keeps it)
+    params.report = &report;
+    const Result got = knn_join(points.view(), 16, params);
+    const double grow = std::exp2(1.0 / double(points.cols));
+    EXPECT_NEAR(report.epsilon_min, host.eps_min * grow, 1.01 * grow * host.eps_mean / 10000) << points.cols;
+    EXPECT_EQ(compare_join(got, join_oracle(points.view(), points.view(), 16, true)), "") << points.cols;
   }
 }
 

@@ -305,6 +305,41 @@ TEST(JoinCpu, TruncatedEpsilonHistogramGivesTheSeedsEpsilon) {
     }
 }
 
+TEST(JoinCpu, EpsilonFromAWholeBaseHistogramIsTheSeedsChoice) {
+  // The GPU's way (the histogram counted against every base row by a callback, probe and truncation as on the
+  // CPU), here with a CPU count: on bases below 2^18 rows the CPU's subset is the whole base, so both must choose
+  // the same bin (one bin apart at most where float contraction moves a pair across a bin edge).
+  using detail::join::Binning;
+  std::vector<HostMatrix<float>> sets;
+  sets.push_back(random_matrix(20000, 2, 76));
+  sets.push_back(random_matrix(8000, 6, 77));
+  sets.push_back(exponential_points(20000, 3, 78));
+  for (size_t s = 0; s < sets.size(); ++s) {
+    const FloatView v = sets[s].view();
+    int calls = 0;
+    const auto count = [&](const std::vector<int64_t>& rows, const Binning& b) {
+      ++calls;
+      std::vector<double> counts(size_t(b.bins), 0.0);
+      for (int64_t q : rows)
+        for (int64_t p = 0; p < v.rows; ++p) {
+          float d2 = 0;
+          for (int64_t j = 0; j < v.cols; ++j) d2 += (v.row(q)[j] - v.row(p)[j]) * (v.row(q)[j] - v.row(p)[j]);
+          if (p == q || !(d2 < b.limit_sq)) continue;
+          const int64_t bin = static_cast<int64_t>(std::sqrt(d2) * b.bins_per_unit);
+          if (bin < b.bins) counts[size_t(bin)] += 1;
+          else if (b.clamp_last) counts[size_t(b.bins - 1)] += 1;
+        }
+      return counts;
+    };
+    for (int64_t k : {1, 16, 300}) {
+      const detail::join::EpsilonChoice host = detail::join::select_epsilon(v, k);
+      const double counted = detail::join::select_epsilon(v, k, count).eps_min;
+      EXPECT_NEAR(counted, host.eps_min, 1.01 * host.eps_mean / 10000) << "set " << s << " k " << k;
+    }
+    EXPECT_GE(calls, 3) << "set " << s;  // a probe and a truncated pass per k
+  }
+}
+
 TEST(JoinCpu, ExactDistanceRoundsEveryStepAsTheGpuKernelDoes) {
   // The oracle's squared distance (exact_key) and the GPU range-query kernel (__dsub_rn, __dmul_rn, __dadd_rn) must
   // round each difference, product and sum on its own: a fused multiply-add (what -march=native made of exact_key)

@@ -401,6 +401,52 @@ std::vector<uint16_t> nearest_first_order(int dim) {
   return order;
 }
 
+/// Epsilon's histogram (epsilon.hpp): the sampled rows' distances to every base row, counted per block in shared
+/// memory (the sampled rows, their ids, then one 32-bit count per bin; a block counts at most 2^31 pairs) and
+/// added to `counts`. Float arithmetic like the CPU's count: epsilon only sizes the cells, it ranks nothing.
+template <int Dim>
+__global__ void sample_histogram_kernel(const float* base, int64_t n, const int64_t* rows, int m, Binning binning,
+                                        unsigned long long* counts) {
+  extern __shared__ __align__(16) unsigned char shared[];
+  int64_t* ids = reinterpret_cast<int64_t*>(shared);
+  float* samples = reinterpret_cast<float*>(ids + m);
+  unsigned* bins = reinterpret_cast<unsigned*>(samples + int64_t(m) * Dim);
+  for (int i = threadIdx.x; i < m; i += blockDim.x) ids[i] = rows[i];
+  for (int i = threadIdx.x; i < m * Dim; i += blockDim.x) samples[i] = base[rows[i / Dim] * Dim + i % Dim];
+  for (int i = threadIdx.x; i < binning.bins; i += blockDim.x) bins[i] = 0;
+  __syncthreads();
+  for (int64_t p = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; p < n; p += int64_t(gridDim.x) * blockDim.x) {
+    float x[Dim];
+#pragma unroll
+    for (int j = 0; j < Dim; ++j) x[j] = base[p * Dim + j];
+    for (int s = 0; s < m; ++s) {
+      float d2 = 0;
+#pragma unroll
+      for (int j = 0; j < Dim; ++j) {
+        const float d = x[j] - samples[s * Dim + j];
+        d2 += d * d;
+      }
+      if (!(d2 < binning.limit_sq) || ids[s] == p) continue;
+      const int bin = static_cast<int>(sqrtf(d2) * binning.bins_per_unit);
+      if (bin < binning.bins) atomicAdd(&bins[bin], 1u);
+      else if (binning.clamp_last) atomicAdd(&bins[binning.bins - 1], 1u);
+    }
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < binning.bins; i += blockDim.x)
+    if (bins[i]) atomicAdd(&counts[i], static_cast<unsigned long long>(bins[i]));
+}
+
+using SampleHistogramKernel = void (*)(const float*, int64_t, const int64_t*, int, Binning, unsigned long long*);
+
+SampleHistogramKernel sample_histogram_kernel_for(int dim) {
+  static constexpr SampleHistogramKernel kernels[kGridMaxDim] = {
+      sample_histogram_kernel<1>, sample_histogram_kernel<2>, sample_histogram_kernel<3>, sample_histogram_kernel<4>,
+      sample_histogram_kernel<5>, sample_histogram_kernel<6>, sample_histogram_kernel<7>, sample_histogram_kernel<8>};
+  GKNN_EXPECT(dim >= 1 && dim <= kGridMaxDim, ErrorCode::Internal, "join histogram of dimension ", dim);
+  return kernels[dim - 1];
+}
+
 /// Cells of the whole grid, empty ones included (below 2^62: make_geometry bounds every dimension).
 uint64_t total_cells(const GridGeometry& g) {
   uint64_t cells = 1;
@@ -488,6 +534,41 @@ class CudaSearcher final : public GridSearcher {
       dense_.resize(0);
     }
     stream_.sync();  // the temporaries above are freed on return
+  }
+
+  bool counts_histograms() const override { return true; }
+
+  std::vector<double> sample_histogram(const std::vector<int64_t>& rows, const Binning& binning) override {
+    GKNN_CUDA_TRY(cudaSetDevice(device_));
+    const int64_t n = problem_.base.rows;
+    const int m = static_cast<int>(rows.size());
+    const int dim = static_cast<int>(problem_.dim());
+    std::vector<double> out(size_t(std::max(binning.bins, 0)), 0.0);
+    if (m == 0 || n == 0 || binning.bins <= 0) return out;
+    const size_t shared = size_t(m) * (sizeof(int64_t) + dim * sizeof(float)) + size_t(binning.bins) * sizeof(unsigned);
+    int optin = 0, sms = 0;
+    GKNN_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device_));
+    GKNN_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_));
+    GKNN_EXPECT(shared <= size_t(optin), ErrorCode::Internal, "join epsilon: ", m, " sampled rows and ", binning.bins,
+                " bins need ", shared, " bytes of shared memory (", optin, " per block)");
+    const SampleHistogramKernel kernel = sample_histogram_kernel_for(dim);
+    if (shared > (size_t(48) << 10))
+      GKNN_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
+    // Few blocks (each adds its bins once), but enough that no block counts 2^31 pairs.
+    const int64_t per_block = std::max<int64_t>(1, (int64_t(1) << 31) / m);
+    const int64_t blocks = std::max<int64_t>(int64_t(sms) * 2, (n + per_block - 1) / per_block);
+    cudaStream_t s = stream_.get();
+    DeviceBuffer<int64_t> rows_d{size_t(m)};
+    DeviceBuffer<unsigned long long> counts{size_t(binning.bins)};
+    std::vector<unsigned long long> host(size_t(binning.bins));
+    GKNN_CUDA_TRY(cudaMemcpyAsync(rows_d.data(), rows.data(), size_t(m) * sizeof(int64_t), cudaMemcpyHostToDevice, s));
+    GKNN_CUDA_TRY(cudaMemsetAsync(counts.data(), 0, counts.bytes(), s));
+    kernel<<<unsigned(blocks), kBlock, shared, s>>>(base_.data(), n, rows_d.data(), m, binning, counts.data());
+    GKNN_CUDA_CHECK_LAUNCH();
+    GKNN_CUDA_TRY(cudaMemcpyAsync(host.data(), counts.data(), counts.bytes(), cudaMemcpyDeviceToHost, s));
+    stream_.sync();
+    for (size_t b = 0; b < host.size(); ++b) out[b] = static_cast<double>(host[b]);
+    return out;
   }
 
   /// The ids in chunks of at most kChunkQueries (and kChunkBytes of results), two in flight: while the device

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <memory>
 #include <random>
 #include <vector>
 
+#include "gknn/error.hpp"
 #include "join/grid.hpp"
 #include "join/problem.hpp"
 
@@ -53,16 +56,6 @@ float squared_distance_f(const float* a, const float* b, int64_t dim) {
   for (int64_t j = 0; j < dim; ++j) acc += (a[j] - b[j]) * (a[j] - b[j]);
   return acc;
 }
-
-/// How the sampled distances are binned: bin b = floor(distance * bins_per_unit); pairs whose float squared distance
-/// is not below limit_sq are skipped without a square root. The seed's histogram clamps the last bin (a distance
-/// just below its limit may round to bin `bins`); a truncated one drops everything from bin `bins` on.
-struct Binning {
-  float limit_sq;
-  float bins_per_unit;
-  int bins;
-  bool clamp_last;
-};
 
 /// Every `step`-th base row, copied together: the histogram reads them once per sampled query, and in place they
 /// are a cache line apart each (10^7 points: 2^18 scattered rows, 500 times over, was most of the join's epsilon).
@@ -122,9 +115,16 @@ int first_bin_reaching(const std::vector<double>& counts, double scale, double t
   return -1;
 }
 
-}  // namespace
+/// Counts of the sampled rows' distances: against the whole base (scale 1) or an every-step-th subset of it.
+struct HistogramSource {
+  std::function<std::vector<double>(const std::vector<int64_t>& queries, const Binning&)> count;
+  int64_t step = 1;  ///< each counted pair stands for this many
+};
 
-EpsilonChoice select_epsilon(FloatView base, int64_t k, int n_bins, EpsilonHistogram histogram) {
+/// eps_mean, then eps_min off the histogram of the source made by `make_source` (only when the sample is not
+/// degenerate: the CPU's subset is copied then).
+EpsilonChoice choose(FloatView base, int64_t k, int n_bins, EpsilonHistogram histogram,
+                     const std::function<HistogramSource()>& make_source) {
   const int64_t n = base.rows;
   EpsilonChoice choice;
   const int64_t mean_sample = std::clamp<int64_t>((n + 999) / 1000, std::min<int64_t>(n, 2), 4096);
@@ -135,9 +135,9 @@ EpsilonChoice select_epsilon(FloatView base, int64_t k, int n_bins, EpsilonHisto
     return choice;
   }
   const std::vector<int64_t> queries = sample_rows(n, std::min(n, kHistogramQueries), 0x5eed0002);
-  const int64_t step = std::max<int64_t>(1, n / kHistogramBase);
-  const Subset subset = every_step_th_row(base, step);
-  // Average neighbours per sampled point, scaled from the every-step-th subset to the whole base.
+  const HistogramSource source = make_source();
+  const int64_t step = source.step;
+  // Average neighbours per sampled point, scaled from the counted rows to the whole base.
   const double scale = double(step) / double(queries.size());
   const double width = choice.eps_mean / n_bins;
   const Binning seed{static_cast<float>(choice.eps_mean * choice.eps_mean), static_cast<float>(n_bins / choice.eps_mean),
@@ -147,20 +147,53 @@ EpsilonChoice select_epsilon(FloatView base, int64_t k, int n_bins, EpsilonHisto
   // tenth of the sampled points finds the bin where their count reaches 4k; the full sample is then binned only
   // that far (same bin edges; the limit one bin beyond, so float rounding cannot cut a pair off a kept bin), and
   // its counts there are the seed's histogram's. Only when they do not reach k does the whole histogram decide.
-  const std::vector<int64_t> tenth(queries.begin(), queries.begin() + std::max<size_t>(1, queries.size() / 10));
+  // The probe's counts in the kept bins are those the truncated pass would find for its tenth (same squared
+  // distances, same bin of each; both limits lie a bin or more beyond them), so that pass bins the other nine
+  // tenths and adds them: the same histogram, a tenth less work.
+  const size_t probed = std::max<size_t>(1, queries.size() / 10);
+  const std::vector<int64_t> tenth(queries.begin(), queries.begin() + static_cast<std::ptrdiff_t>(probed));
+  std::vector<double> probe_counts;
+  if (histogram != EpsilonHistogram::Whole) probe_counts = source.count(tenth, seed);
   const int probe = histogram == EpsilonHistogram::Whole
                         ? -1
-                        : first_bin_reaching(distance_histogram(base, tenth, subset, seed),
-                                             double(step) / double(tenth.size()), 4.0 * double(k));
+                        : first_bin_reaching(probe_counts, double(step) / double(tenth.size()), 4.0 * double(k));
   int bin = -1;
   if (histogram == EpsilonHistogram::Truncated && probe >= 0 && probe + 2 < n_bins) {
     const double limit = width * (probe + 2);
     const Binning truncated{static_cast<float>(limit * limit), seed.bins_per_unit, probe + 1, false};
-    bin = first_bin_reaching(distance_histogram(base, queries, subset, truncated), scale, double(k));
+    const std::vector<int64_t> rest(queries.begin() + static_cast<std::ptrdiff_t>(probed), queries.end());
+    std::vector<double> counts = source.count(rest, truncated);
+    for (int b = 0; b <= probe; ++b) counts[size_t(b)] += probe_counts[size_t(b)];
+    bin = first_bin_reaching(counts, scale, double(k));
   }
-  if (bin < 0) bin = first_bin_reaching(distance_histogram(base, queries, subset, seed), scale, double(k));
+  if (bin < 0) bin = first_bin_reaching(source.count(queries, seed), scale, double(k));
   choice.eps_min = bin < 0 ? choice.eps_mean : (bin + 0.5) * width;
   return choice;
+}
+
+}  // namespace
+
+EpsilonChoice select_epsilon(FloatView base, int64_t k, int n_bins, EpsilonHistogram histogram) {
+  return choose(base, k, n_bins, histogram, [&] {
+    const int64_t step = std::max<int64_t>(1, base.rows / kHistogramBase);
+    auto subset = std::make_shared<const Subset>(every_step_th_row(base, step));
+    return HistogramSource{[base, subset](const std::vector<int64_t>& queries, const Binning& binning) {
+                             return distance_histogram(base, queries, *subset, binning);
+                           },
+                           step};
+  });
+}
+
+EpsilonChoice select_epsilon(FloatView base, int64_t k, const WholeBaseHistogram& count, int n_bins) {
+  return choose(base, k, n_bins, EpsilonHistogram::Truncated, [&] {
+    return HistogramSource{[&](const std::vector<int64_t>& rows, const Binning& binning) {
+                             std::vector<double> counts = count(rows, binning);
+                             GKNN_EXPECT(counts.size() == size_t(binning.bins), ErrorCode::Internal,
+                                         "join epsilon: a histogram of ", counts.size(), " bins, not ", binning.bins);
+                             return counts;
+                           },
+                           1};
+  });
 }
 
 }  // namespace gknn::detail::join

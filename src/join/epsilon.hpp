@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <vector>
 
 #include "gknn/types.hpp"
 
@@ -23,5 +25,23 @@ enum class EpsilonHistogram { Truncated, Whole };
 /// Degenerate inputs (all sampled points equal) fall back to the bounding-box diagonal, or 1 for a single point.
 EpsilonChoice select_epsilon(FloatView base, int64_t k, int n_bins = 10000,
                              EpsilonHistogram histogram = EpsilonHistogram::Truncated);
+
+/// How sampled distances are binned: bin b = floor(sqrt(d2) * bins_per_unit) of the float squared distance d2;
+/// pairs with d2 not below limit_sq are skipped. The seed's histogram clamps bins >= `bins` to the last one
+/// (clamp_last); a truncated one drops them.
+struct Binning {
+  float limit_sq;
+  float bins_per_unit;
+  int bins;
+  bool clamp_last;
+};
+
+/// counts[b] (b < binning.bins) of the pairs (sampled row q, base row p != q) in bin b: a device's count against
+/// every base row (GridSearcher::sample_histogram).
+using WholeBaseHistogram = std::function<std::vector<double>(const std::vector<int64_t>& rows, const Binning&)>;
+
+/// select_epsilon with the histogram counted against the whole base by `count` (the seed's rule, on the GPU),
+/// not on the CPU against a subset; the same probe and truncation.
+EpsilonChoice select_epsilon(FloatView base, int64_t k, const WholeBaseHistogram& count, int n_bins = 10000);
 
 }  // namespace gknn::detail::join

@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "join/epsilon.hpp"
 #include "join/grid_geometry.hpp"
 #include "join/problem.hpp"
 
@@ -19,6 +20,11 @@ class GridSearcher {
   /// Range queries for the query rows `ids`: every query that is certain (k candidates within the trusted radius
   /// of grid_geometry.hpp) is written to the output; the ids of the others are returned (they failed).
   virtual std::vector<int64_t> search(const std::vector<int64_t>& ids) = 0;
+  /// Whether sample_histogram counts on the device (the host emulation does not: epsilon then samples on the CPU).
+  virtual bool counts_histograms() const { return false; }
+  /// counts[b] of the pairs (base row rows[s], base row p != rows[s]) in bin b of `binning`, over every base row
+  /// (epsilon.hpp's WholeBaseHistogram). Only where counts_histograms().
+  virtual std::vector<double> sample_histogram(const std::vector<int64_t>& rows, const Binning& binning);
 };
 
 /// rings: how far a query may grow before it fails (1: the seed's 3^d cells; see max_rings).

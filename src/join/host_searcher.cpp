@@ -4,7 +4,14 @@
 #include "join/grid.hpp"
 #include "join/grid_searcher.hpp"
 
+#include "gknn/error.hpp"
+
 namespace gknn::detail::join {
+
+std::vector<double> GridSearcher::sample_histogram(const std::vector<int64_t>&, const Binning&) {
+  detail::fail(ErrorCode::Internal, "join: this grid searcher counts no histograms (counts_histograms() is false)");
+}
+
 namespace {
 
 class HostSearcher final : public GridSearcher {
