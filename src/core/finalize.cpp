@@ -109,6 +109,10 @@ void populate(void* begin, void* end) {
   const uintptr_t e = reinterpret_cast<uintptr_t>(end) & ~(kPage - 1);
   if (e <= b) return;
   const size_t bytes = e - b;
+  // Huge pages where the kernel gives them on request (transparent_hugepage = madvise, the H100 host's setting): a
+  // 2 MiB page is one fault instead of 512. 3.84 GB on 8 threads of that host: 0.85 s -> 0.55-0.66 s alone, and a
+  // 10^7 x 32 join result 0.8-1.0 s -> 0.35-0.42 s beside the join (2026-11-25). Ignored where refused.
+  madvise(reinterpret_cast<void*>(b), bytes, MADV_HUGEPAGE);
   const size_t hardware = std::max(1u, std::thread::hardware_concurrency());
   const size_t parts = std::clamp<size_t>(bytes / kPart, 1, std::min<size_t>(8, std::max<size_t>(1, hardware / 2)));
   const size_t chunk = (bytes / parts + kPage - 1) & ~(kPage - 1);
