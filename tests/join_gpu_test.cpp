@@ -62,10 +62,10 @@ TEST(JoinGpu, GrowingRingsMatchTheOracle) {
   }
 }
 
-// Sanitized: 2000 points, t = 1, 4, 32 (a lane per query, a part of a warp, a whole warp; the six took initcheck past
-// 160 s, 2026-11-25).
+// Sanitized: 800 points, t = 1, 4, 32 (a lane per query, a part of a warp, a whole warp; the six took initcheck past
+// 160 s, and 2000 points racecheck 107 s, 2026-11-25).
 TEST(JoinGpu, EveryThreadsPerQuery) {
-  const HostMatrix<float> points = exponential_points(sized<int64_t>(6000, 2000), 3, 41);
+  const HostMatrix<float> points = exponential_points(sized<int64_t>(6000, 800), 3, 41);
   const Result want = join_oracle(points.view(), points.view(), 24, true);
   for (int t : {1, 2, 4, 8, 16, 32}) {
     if (sanitize_mode() && (t == 2 || t == 8 || t == 16)) continue;
@@ -79,7 +79,9 @@ TEST(JoinGpu, EpsilonCountedOnTheDeviceIsTheHostsChoice) {
   // GPU-only mode counts epsilon's histogram on the device against every point; below 2^18 points the host's
   // subset is every point too, so the choice is the host's (within a bin: float contraction may differ), times
   // 2^(1/d) for the growing rings.
-  for (const HostMatrix<float>& points : {random_matrix(30000, 3, 43), exponential_points(20000, 6, 44)}) {
+  // Sanitized: a fifth of the points (every point still in the device's count).
+  for (const HostMatrix<float>& points : {random_matrix(sized<int64_t>(30000, 6000), 3, 43),
+                                          exponential_points(sized<int64_t>(20000, 4000), 6, 44)}) {
     const detail::join::EpsilonChoice host = detail::join::select_epsilon(points.view(), 16);
     JoinReport report;
     JoinParams params = gpu_params(JoinMode::Gpu);
@@ -113,7 +115,7 @@ TEST(JoinGpu, TinyEpsilonFailsReindexesAndStaysExact) {
 }
 
 TEST(JoinGpu, LargeKAndL2) {
-  const HostMatrix<float> points = exponential_points(3000, 4, 43);
+  const HostMatrix<float> points = exponential_points(sized<int64_t>(3000, 700), 4, 43);  // sanitized: initcheck 86 s
   JoinParams params = gpu_params(JoinMode::Gpu);
   EXPECT_EQ(compare_join(knn_join(points.view(), 256, params), join_oracle(points.view(), points.view(), 256, true)), "");
   params.metric = Metric::L2;
@@ -123,8 +125,8 @@ TEST(JoinGpu, LargeKAndL2) {
 }
 
 TEST(JoinGpu, QueriesAgainstABase) {
-  const HostMatrix<float> base = exponential_points(4000, 2, 44);
-  HostMatrix<float> queries = random_matrix(700, 2, 45);
+  const HostMatrix<float> base = exponential_points(sized<int64_t>(4000, 1500), 2, 44);
+  HostMatrix<float> queries = random_matrix(sized<int64_t>(700, 200), 2, 45);
   for (int64_t j = 0; j < 2; ++j) queries.row(3)[j] = -100.f;
   const Result want = join_oracle(base.view(), queries.view(), 10, false);
   for (JoinMode mode : gpu_modes()) {

@@ -353,7 +353,14 @@ __global__ void range_query_kernel(GridView grid, QueryBatch b) {
   __syncwarp(mask);  // the group's lists are visible to its lane 0
   if (lane != 0) return;
   b.ok[slot] = certain ? 1 : 0;
-  if (certain) merge_lists(b, slot, mine);
+  if (certain) {
+    merge_lists(b, slot, mine);
+  } else {  // the host skips a failed row but downloads the chunk's rows in one copy: defined, not left unwritten
+    for (int r = 0; r < b.k; ++r) {
+      b.out_d[slot * b.k + r] = 0.f;
+      b.out_i[slot * b.k + r] = -1;
+    }
+  }
 }
 
 using RangeQueryKernel = void (*)(GridView, QueryBatch);
