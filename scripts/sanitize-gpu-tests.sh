@@ -85,8 +85,8 @@ with ThreadPoolExecutor(16) as pool:
 # entry not listed is guessed from its COST (seconds of the normal run) times 4. A one-case entry (gpu_streaming_*)
 # cannot be cut into shards: listing it high starts it first.
 SANITIZE_SECONDS = {
-    "adversarial_gpu": 700, "search_suite_gpu": 400, "gpu_select_small": 360, "select_suite_gpu": 350,
-    "join_gpu_test": 340, "gpu_streaming_inner_product": 200, "gpu_streaming_l1": 200, "gpu_sharded_index_test": 200,
+    "adversarial_gpu": 480, "search_suite_gpu": 400, "gpu_select_small": 360, "select_suite_gpu": 350,
+    "join_gpu_test": 200, "gpu_streaming_inner_product": 200, "gpu_streaming_l1": 200, "gpu_sharded_index_test": 200,
     "select_suite_gpu_tang_merge": 180, "select_suite_gpu_tang_heap": 100, "gpu_tang": 90, "gpu_output": 84,
     "select_suite_gpu_tang_insertion": 72, "select_suite_gpu_tang_insertion_buffered": 72, "gpu_large_k": 60,
     "python_gpu_test": 30,
