@@ -288,6 +288,14 @@ __device__ void block_top_k(uint64_t* v, uint64_t* tmp, int n, int k, uint64_t* 
   __syncthreads();
 }
 
+/// Output entry `at` from a merged composite word (its column is the row in the whole base); ~0 (never reached, as
+/// the splits hold >= k rows together) would be +inf / -1.
+__device__ inline void write_merged(const KernelArgs& a, int64_t at, uint64_t c) {
+  const bool real = c != ~uint64_t(0);
+  a.out_keys[at] = real ? key_from_ordered(composite_ordered(c, kColumnBits)) : INFINITY;
+  a.out_labels[at] = real ? a.label_offset + composite_column(c, kColumnBits) : -1;
+}
+
 /// Shared memory of merge_splits: the k kept (acc), a second copy for their merge, and two work areas.
 struct MergeShared {
   uint64_t* acc;          // kMaxFusedK
@@ -410,12 +418,7 @@ __device__ void merge_splits(const KernelArgs& a, unsigned char* smem, int m0, i
   for (int r = 0; r < rows_valid; ++r) {
     merge_one_query<kThreads>(a.lists + int64_t(m0 + r) * splits * a.k, splits, a.k, sm);
     const int64_t at = int64_t(m0 + r) * a.out_stride;
-    for (int j = threadIdx.x; j < a.k; j += kThreads) {
-      const uint64_t c = sm.acc[j];
-      const bool real = c != ~uint64_t(0);  // always, as the splits hold >= k rows together
-      a.out_keys[at + j] = real ? key_from_ordered(composite_ordered(c, kColumnBits)) : INFINITY;
-      a.out_labels[at + j] = real ? a.label_offset + composite_column(c, kColumnBits) : -1;
-    }
+    for (int j = threadIdx.x; j < a.k; j += kThreads) write_merged(a, at + j, sm.acc[j]);
     __syncthreads();  // the next query reuses the shared memory
   }
 }
@@ -443,12 +446,7 @@ __device__ void merge_few_splits(const KernelArgs& a, uint64_t* buf, int m0, int
     }
     __syncwarp();
     const int64_t at = int64_t(m0 + r) * a.out_stride;
-    for (int j = lane; j < k; j += 32) {
-      const uint64_t c = v[j];
-      const bool real = c != ~uint64_t(0);  // always, as the splits hold >= k rows together
-      a.out_keys[at + j] = real ? key_from_ordered(composite_ordered(c, kColumnBits)) : INFINITY;
-      a.out_labels[at + j] = real ? a.label_offset + composite_column(c, kColumnBits) : -1;
-    }
+    for (int j = lane; j < k; j += 32) write_merged(a, at + j, v[j]);
   }
 }
 
