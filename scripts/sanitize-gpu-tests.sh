@@ -81,15 +81,15 @@ def case_count(entry):  # test cases of a GoogleTest entry (its filter applied);
 with ThreadPoolExecutor(16) as pool:
     counts = list(pool.map(case_count, tests))
 # Seconds of the slowest tool (racecheck, mostly) per entry, summed over its shards, for the shard count (about 60 s
-# a shard) and the order (longest first): runs 6 and 7 (H100, 2026-11-25), scaled by the cuts made after them; an
-# entry not listed is guessed from its COST (seconds of the normal run) times 4. A one-case entry (gpu_streaming_*)
-# cannot be cut into shards: listing it high starts it first.
+# a shard) and the order (longest first): run 8 (H100, 2026-11-25), scaled by the cuts made after it; an entry not
+# listed is guessed from its COST (seconds of the normal run) times 4. A one-case entry (gpu_streaming_*) cannot be
+# cut into shards: listing it high starts it first.
 SANITIZE_SECONDS = {
-    "adversarial_gpu": 480, "search_suite_gpu": 400, "gpu_select_small": 360, "select_suite_gpu": 350,
-    "join_gpu_test": 200, "gpu_streaming_inner_product": 200, "gpu_streaming_l1": 200, "gpu_sharded_index_test": 200,
-    "select_suite_gpu_tang_merge": 180, "select_suite_gpu_tang_heap": 100, "gpu_tang": 90, "gpu_output": 84,
-    "select_suite_gpu_tang_insertion": 72, "select_suite_gpu_tang_insertion_buffered": 72, "gpu_large_k": 60,
-    "python_gpu_test": 30,
+    "gpu_select_small": 430, "select_suite_gpu": 320, "adversarial_gpu": 300, "search_suite_gpu": 300,
+    "join_gpu_test": 300, "gpu_sharded_index_test": 270, "select_suite_gpu_tang_merge": 200, "gpu_tang": 170,
+    "gpu_large_k_many_rows": 150, "gpu_large_k": 150, "gpu_backend": 120, "gpu_streaming": 120, "gpu_output": 100,
+    "select_suite_gpu_tang_insertion": 60, "gpu_fused": 60, "select_suite_gpu_tang_insertion_buffered": 50,
+    "select_suite_gpu_tang_heap": 45, "gpu_streaming_l1": 40, "gpu_streaming_inner_product": 30, "python_gpu_test": 30,
 }
 jobs = []
 for (t, props), count in zip(tests, counts):
@@ -138,7 +138,7 @@ run_job() {  # tool name shard shards leak-check workdir quoted-command seconds
   local envs=() i
   for ((i = 0; i < ${#words[@]}; ++i)); do [[ ${words[i]} == -- ]] && break; envs+=("${words[i]}"); done
   local cmd=("${words[@]:i+1}")
-  (cd "$wd" && env GKNN_TEST_SANITIZE=1 "${envs[@]}" timeout -k 10 "$limit" "$sanitizer" --tool "$tool" "${extra[@]}" \
+  (cd "$wd" && env GKNN_TEST_SANITIZE=1 GKNN_TEST_SANITIZE_TOOL="$tool" "${envs[@]}" timeout -k 10 "$limit" "$sanitizer" --tool "$tool" "${extra[@]}" \
      --target-processes all --print-limit 50 "${cmd[@]}") </dev/null >"$log" 2>&1
   rc=$?
   echo "$tool $name $shard/$shards rc=$rc errors=$(count_errors "$tool" "$log") seconds=$((SECONDS - t0))" \

@@ -218,6 +218,8 @@ TEST(GpuTang, KAtBucketEdges) {
       for (int64_t k : {1, 31, 32, 33, 127, 128, 129, 511, 512, 513, 1023, 1024})
         for (const HostRows* rows : {&h, &ties}) {
           if (sanitize_mode() && ((bits != 0 && bits != 7) || k == 31 || k == 127 || k == 511 || k == 1023)) continue;
+          // Sanitized: the tied rows up to the 256 bucket (memcheck still took 104 s with them at 512 and 1024).
+          if (sanitize_mode() && rows == &ties && k > 129) continue;
           jobs.push_back({a, flags(bits), rows, k});
         }
   EXPECT_EQ("", run_batch(jobs));
@@ -226,17 +228,18 @@ TEST(GpuTang, KAtBucketEdges) {
 TEST(GpuTang, RowsNotMultipleOfGroupPowers) {
   std::vector<std::unique_ptr<HostRows>> rows;
   std::vector<Job> jobs;
-  // 2^16 + 1 / 2^11 + 1: a multiple of no G^levels either way. Sanitized: k = 1024 only on rows up to 1025 keys
-  // (2^14 + 1 keys at k = 1024 did not finish under racecheck in 300 s, 2026-11-24).
+  // 2^16 + 1 / 2^11 + 1: a multiple of no G^levels either way. Sanitized: k > 32 only on the rows of 1025 keys
+  // (2^14 + 1 keys at k = 1024 did not finish under racecheck in 300 s, 2026-11-24; with the 1023- and 2049-key rows
+  // memcheck took 159 s, 2026-11-25), and G = 2, 3, 8 (G = 4's levels are G = 2's, two at a time).
   const int64_t longest = sized(65537, 2049);
   for (int64_t cols : {int64_t(1), int64_t(2), int64_t(33), int64_t(1023), int64_t(1025), int64_t(4097), longest})
     for (int group : {2, 3, 4, 8}) {
-      if (sanitize_mode() && cols == 4097) continue;
+      if (sanitize_mode() && (cols == 4097 || group == 4)) continue;
       rows.push_back(std::make_unique<HostRows>(
           make_rows(40, cols, cols, uint64_t(cols + group), cols % 3 == 0, cols % 2 == 0)));
       for (SelectAlgorithm a : kQueues)
         for (int64_t k : {int64_t(1), std::min<int64_t>(cols, 32), std::min<int64_t>(cols, 1024)}) {
-          if (sanitize_mode() && k == 1024 && cols > 1025) continue;
+          if (sanitize_mode() && k > 33 && cols != 1025) continue;
           jobs.push_back({a, flags(7, 8, group), rows.back().get(), k});  // aligned + buffered + hp
           jobs.push_back({a, flags(4, 8, group), rows.back().get(), k});  // hp
         }

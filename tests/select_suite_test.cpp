@@ -145,6 +145,11 @@ bool is_tang(SelectAlgorithm a) {
 
 bool one_thread_per_row(SelectAlgorithm a) { return a == SelectAlgorithm::Insertion || is_tang(a); }
 
+/// Every Tang flag off or every flag on.
+bool tang_corner(const TangOptions& t) {
+  return (t.aligned == t.buffered) && (t.buffered == t.hierarchical);
+}
+
 bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
 /// Sanitizer-sized run (GKNN_TEST_SANITIZE=1): compute-sanitizer slows a selection call 10-1000 times, and the
@@ -163,7 +168,8 @@ bool starts_with(const std::string& s, const char* prefix) { return s.rfind(pref
 /// insertion sort, Tang's queues: O(cols k) steps a thread, about 50 us each under memcheck) skip calls of more than
 /// 300 x 305 steps, but for a Tang queue's 1024 bucket (k = 513 on the 521 row and with labels). A Tang queue also
 /// skips descending calls (its kernels are the ascending ones) and k = n + 5 (it runs k = n, then pads on the host),
-/// and selects n - 1 and n on the uniform and tied rows only.
+/// and selects n - 1 and n on the uniform and tied rows only; its buckets above 256 (k > 129) with every flag off
+/// and every flag on only (its 8 flag combinations took 20-26 s each under memcheck, mostly at k = 513, 2026-11-25).
 bool sanitized_skips(const SelectCombo& c, const RowsCase& rc, Order order, int64_t k, bool labelled) {
   if (!sanitize_mode()) return false;
   const int64_t n = rc.cols, kk = std::min(k, n);
@@ -174,6 +180,7 @@ bool sanitized_skips(const SelectCombo& c, const RowsCase& rc, Order order, int6
     return true;
   if (tang) {
     if (order == Order::Descending || k == n + 5) return true;
+    if (kk > 129 && !tang_corner(c.tang)) return true;
     if (labelled) return !(k == 1 || k == 33 || k == 129 || k == 513);  // one k per bucket: 32, 64, 256, 1024
     if (kk > 512) return !tang_big_bucket;
     if (k == n - 1 || k == n) return !(starts_with(rc.name, "uniform") || starts_with(rc.name, "ties"));

@@ -11,10 +11,20 @@ bool from_environment() {
   return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
 }
 
+bool racecheck_from_environment() {
+  const char* v = std::getenv("GKNN_TEST_SANITIZE_TOOL");
+  return v != nullptr && std::strcmp(v, "racecheck") == 0;
+}
+
 }  // namespace
 
 bool sanitize_mode() {
   static const bool on = from_environment();
+  return on;
+}
+
+bool racecheck_mode() {
+  static const bool on = sanitize_mode() && racecheck_from_environment();
   return on;
 }
 

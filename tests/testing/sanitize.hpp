@@ -13,6 +13,13 @@ namespace gknn::testing {
 /// initialisation (parameter lists of INSTANTIATE_TEST_SUITE_P are built before main).
 bool sanitize_mode();
 
+/// True in the sanitizer-sized run under racecheck (GKNN_TEST_SANITIZE_TOOL=racecheck, which
+/// scripts/sanitize-gpu-tests.sh sets with the tool's name). racecheck checks shared-memory hazards, whose protocol is
+/// one per kernel template: the instantiations for the other metrics (the same tiles, another arithmetic) are checked
+/// once, on one case, and by the other three tools on every case. racecheck took the most job-seconds of the four
+/// (3727 of 8600, 2026-11-25).
+bool racecheck_mode();
+
 /// `normal` in the normal run, `sanitized` in the sanitizer-sized run.
 template <class T>
 T sized(T normal, T sanitized) {
