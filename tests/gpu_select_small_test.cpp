@@ -84,6 +84,8 @@ TEST_P(SmallK, EveryBucketEdge) {
       if (sanitize_mode() && k == bucket - 1) continue;
       SCOPED_TRACE("k=" + std::to_string(k));
       EXPECT_EQ("", run_and_check(uniform, nullptr, k, GetParam()));
+      // racecheck (testing/sanitize.hpp): the tied rows at each bucket's largest k only (bits_global took 87 s).
+      if (racecheck_mode() && k == bucket + 1) continue;
       EXPECT_EQ("", run_and_check(ties, nullptr, k, GetParam(), {}, Order::Descending));
     }
 }
