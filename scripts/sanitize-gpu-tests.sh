@@ -88,7 +88,7 @@ with ThreadPoolExecutor(16) as pool:
 SANITIZE_SECONDS = {
     "gpu_select_small": 400, "select_suite_gpu": 300, "adversarial_gpu": 300, "search_suite_gpu": 300,
     "join_gpu_test": 200, "gpu_sharded_index_test": 180, "select_suite_gpu_tang_merge": 160, "gpu_tang": 170,
-    "gpu_large_k_many_rows": 150, "gpu_large_k": 150, "gpu_backend": 120, "gpu_streaming": 120, "gpu_output": 100,
+    "gpu_large_k_many_rows": 150, "gpu_large_k": 150, "gpu_backend": 240, "gpu_streaming": 120, "gpu_output": 100,
     "select_suite_gpu_tang_insertion": 60, "gpu_fused": 60, "select_suite_gpu_tang_insertion_buffered": 50,
     "select_suite_gpu_tang_heap": 45, "gpu_streaming_l1": 40, "gpu_streaming_inner_product": 30, "python_gpu_test": 30,
 }

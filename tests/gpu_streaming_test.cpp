@@ -65,6 +65,7 @@ TEST_P(GpuStreamingMetric, StreamedBaseEqualsResidentBase) {
       // racecheck (testing/sanitize.hpp: racecheck_mode): the other metrics' instantiations at the k above a base
       // tile (the streamed merge) only; the l1 and inner-product entries took racecheck 115 and 76 s, 2026-11-25.
       if (racecheck_mode() && metric != Metric::SquaredL2 && (select != SelectAlgorithm::Auto || k != 2500)) continue;
+      if (racecheck_mode() && k == 1) continue;  // racecheck: k = 100 and 2500 (59 s for the five, 2026-11-25)
       SCOPED_TRACE(to_string(metric) + " " + to_string(distance) + " " + to_string(select) + " k=" +
                    std::to_string(k));
       SearchParams p;
@@ -111,6 +112,9 @@ TEST(GpuStreaming, MovedDeviceBufferKeepsItsCapacity) {
 }
 
 TEST(GpuStreaming, ImpossibleDeviceAllocationNamesItsSize) {
+  // compute-sanitizer counts the failed cudaMalloc this test provokes as an API error (2 in memcheck, 2026-11-25):
+  // the sanitized run leaves it to the normal one.
+  if (sanitize_mode()) GTEST_SKIP() << "provokes a cudaMalloc failure, which compute-sanitizer reports as an error";
   const size_t count = size_t{1} << 50;  // 4 PiB of floats: no device has it
   try {
     detail::cuda::DeviceBuffer<float> huge(count);
