@@ -59,7 +59,10 @@ struct TileCase {
 // longer than the base, the whole base; 11 = 2 * 5 + 1 = 2 * 4 + 3 = 10 + 1 query rows): the 1 x 1 tiling alone
 // is 37 x 301 tile searches otherwise, several kernel launches each.
 const std::vector<TileCase> kTiles{{1, 1}, {5, 7}, {16, 100}, {37, 300}, {4, 1}, {36, 128}, {37, 301}};
-const std::vector<TileCase> kSanitizedTiles{{1, 1}, {5, 7}, {4, 100}, {11, 50}, {4, 1}, {10, 128}, {11, 101}};
+/// Sanitized: the same edges with base tiles of 9 and 5 rows instead of 1 (below every k > 1 still: merges across
+/// tiles), 192 tiles a pass instead of 1471; a tile costs a tool several launches, and the test never finished in
+/// 160 s under any tool (2026-11-25).
+const std::vector<TileCase> kSanitizedTiles{{2, 9}, {5, 7}, {4, 100}, {11, 50}, {4, 5}, {10, 128}, {11, 101}};
 
 TEST(GpuTiling, StreamedBaseMatchesOracleAtEveryTileEdge) {
   HookGuard guard;
@@ -69,6 +72,10 @@ TEST(GpuTiling, StreamedBaseMatchesOracleAtEveryTileEdge) {
     const auto truth = oracle(base.view(), queries.view(), m, 2.0);
     for (const TileCase& t : sanitize_mode() ? kSanitizedTiles : kTiles)
       for (int64_t k : {int64_t(1), int64_t(10), int64_t(50), nb}) {
+        // Sanitized: k = 10 left out; the similarity and L1 on the tiles of 5 x 7 and 11 x 50 (their kernels differ
+        // from the distance metric's in the arithmetic, not in the tiling).
+        if (sanitize_mode() && (k == 10 || (m != Metric::SquaredL2 && !(t.base_rows == 7 || t.base_rows == 50))))
+          continue;
         SCOPED_TRACE(to_string(m) + " tiles " + std::to_string(t.query_rows) + "x" + std::to_string(t.base_rows) +
                      " k=" + std::to_string(k));
         detail::cuda::set_tile_override({t.query_rows, t.base_rows});  // forced base tile => streamed base
@@ -231,6 +238,7 @@ TEST(GpuIndex, QueryFactsGuessedBesideTheSearchStayExact) {
   const HostMatrix<float> small = integer_matrix(nq, dim, 0, 255, 22), fractions = random_matrix(nq, dim, 23),
                           wide = integer_matrix(nq, dim, -300, 300, 24);
   for (int round = 0; round < 2; ++round) {  // the second round starts from the guess the first one left
+    if (racecheck_mode() && round == 1) break;  // racecheck: the kernels of round 0 again (68 s, 2026-11-25)
     SCOPED_TRACE("round " + std::to_string(round));
     ASSERT_EQ("", check_search(index.search(small.view(), p), base.view(), small.view(), p, exact()));
     ASSERT_EQ("", check_search(index.search(fractions.view(), p), base.view(), fractions.view(), p));

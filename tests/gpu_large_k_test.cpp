@@ -307,7 +307,8 @@ TEST_P(LargeK, SkewedRows) {
       if (racecheck_mode() && !edge_kind) continue;
       const Prepared& p = prepared(kind, rows, rows == few ? sized(100000, 40000) : sized(40000, 33000), seed++);
       if (sanitize_mode() && !edge_kind) check_all_k(GetParam(), p, {p.rows.cols / 2}, false);
-      else check_all_k(GetParam(), p, k_values(p.rows.cols), rows == few);
+      else if (sanitize_mode() && rows == many) check_all_k(GetParam(), p, {2048, p.rows.cols / 2}, false);
+      else check_all_k(GetParam(), p, k_values(p.rows.cols), rows == few && (!sanitize_mode() || kind == "special"));
     }
   }
 }
@@ -315,7 +316,8 @@ TEST_P(LargeK, SkewedRows) {
 // Many uniform rows: one block per row, several passes, unsorted output too.
 TEST_P(LargeK, ManyRows) {
   const Prepared& p = prepared("uniform", sized(300, 129), sized(50000, 33000), 31, /*pad=*/5);
-  check_all_k(GetParam(), p, k_values(p.rows.cols));
+  // racecheck: k = n/2 (each selection of 129 x 33000 keys took racecheck 6-8 s, 2026-11-25).
+  check_all_k(GetParam(), p, racecheck_mode() ? std::vector<int64_t>{p.rows.cols / 2} : k_values(p.rows.cols));
 }
 
 // A bracket that misses (moved far above or below the k-th key by SelectOverrides::bracket_rank_shift) must fall
@@ -324,6 +326,7 @@ TEST_P(LargeK, MissedBracketFallsBack) {
   const Prepared& p = prepared("uniform", sized(140, 129), sized(40000, 33000), 35);
   const int64_t n = p.rows.cols;
   for (int shift : {-600, 600}) {
+    if (racecheck_mode() && shift > 0) continue;  // racecheck: the fallback passes once (141 s for both, 2026-11-25)
     SCOPED_TRACE("rank shift " + std::to_string(shift));
     // racecheck: k = n / 2 only (the ten selections took racecheck 125 s per bracket variant, 2026-11-25).
     check_all_k(GetParam(), p,
