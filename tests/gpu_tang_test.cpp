@@ -218,8 +218,9 @@ TEST(GpuTang, KAtBucketEdges) {
       for (int64_t k : {1, 31, 32, 33, 127, 128, 129, 511, 512, 513, 1023, 1024})
         for (const HostRows* rows : {&h, &ties}) {
           if (sanitize_mode() && ((bits != 0 && bits != 7) || k == 31 || k == 127 || k == 511 || k == 1023)) continue;
-          // Sanitized: the tied rows up to the 256 bucket (memcheck still took 104 s with them at 512 and 1024).
-          if (sanitize_mode() && rows == &ties && k > 129) continue;
+          // Sanitized: the tied rows up to the 256 bucket (memcheck still took 104 s with them at 512 and 1024), and
+          // the 1024 bucket at its largest k only (513 runs its kernel too; 99 s of memcheck, 2026-11-25).
+          if (sanitize_mode() && ((rows == &ties && k > 129) || k == 513)) continue;
           jobs.push_back({a, flags(bits), rows, k});
         }
   EXPECT_EQ("", run_batch(jobs));
@@ -239,7 +240,7 @@ TEST(GpuTang, RowsNotMultipleOfGroupPowers) {
           make_rows(40, cols, cols, uint64_t(cols + group), cols % 3 == 0, cols % 2 == 0)));
       for (SelectAlgorithm a : kQueues)
         for (int64_t k : {int64_t(1), std::min<int64_t>(cols, 32), std::min<int64_t>(cols, 1024)}) {
-          if (sanitize_mode() && k > 33 && cols != 1025) continue;
+          if (sanitize_mode() && k > 33 && (cols != 1025 || group == 8)) continue;  // G = 8: small k (85 s)
           jobs.push_back({a, flags(7, 8, group), rows.back().get(), k});  // aligned + buffered + hp
           jobs.push_back({a, flags(4, 8, group), rows.back().get(), k});  // hp
         }
