@@ -22,7 +22,10 @@
 // fused kernel's splits' lists left to the pipeline's selection (hooks.hpp: as before the kernel merged them) and
 // each exact GEMM-form distance forced (--filter selects them as 'distance/auto', the second and third as
 // 'auto-nokeep/auto' and 'auto-nomerge/auto'; the other configurations also run 'auto-nomerge').
-// The *_float configurations use uniform [0, 1) floats.
+// The *_float configurations use uniform [0, 1) floats. Auto also runs with the queries cut into 2 and 4 tiles
+// (hooks.hpp: a forced query tile; 'auto-qtiles2/...', 'auto-qtiles4/...'): the pipeline packs and uploads tile i + 1
+// while tile i computes, which is what a planner rule for uploads serial with the kernel (Garcia's shape: ~0.2 of its
+// 0.53 ms, bench/results/gpu_bench_2026-11-25_fused.md) would choose; measured before the planner does it.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -422,13 +425,22 @@ int main(int argc, char** argv) {
     }
     Result reference;
     bool have_reference = false;
-    // (distance, whether the fused kernel may merge the splits' lists itself): Auto also without that merge.
-    std::vector<std::pair<DistanceAlgorithm, bool>> distances{{DistanceAlgorithm::Auto, true},
-                                                              {DistanceAlgorithm::Auto, false}};
-    for (DistanceAlgorithm d : distance_algorithms(Backend::Cuda, Metric::SquaredL2)) distances.push_back({d, true});
-    for (const auto& [d, merge] : distances)
+    // (distance, whether the fused kernel may merge the splits' lists itself, query tiles forced or 0): Auto also
+    // without that merge and with the queries cut into 2 and 4 tiles.
+    struct DistanceVariant {
+      DistanceAlgorithm d;
+      bool merge = true;
+      int64_t query_tiles = 0;
+    };
+    std::vector<DistanceVariant> distances{{DistanceAlgorithm::Auto, true, 0},
+                                           {DistanceAlgorithm::Auto, false, 0},
+                                           {DistanceAlgorithm::Auto, true, 2},
+                                           {DistanceAlgorithm::Auto, true, 4}};
+    for (DistanceAlgorithm d : distance_algorithms(Backend::Cuda, Metric::SquaredL2)) distances.push_back({d});
+    for (const auto& [d, merge, query_tiles] : distances)
       for (SelectAlgorithm s : selections(o, c.k)) {
-        const std::string dname = to_string(d) + (merge ? "" : "-nomerge");
+        const std::string dname = to_string(d) + (merge ? "" : "-nomerge") +
+                                  (query_tiles > 0 ? "-qtiles" + std::to_string(query_tiles) : "");
         const std::string pair = dname + "/" + to_string(s);
         if (!std::regex_search(pair, filter)) continue;
         Row row;
@@ -444,9 +456,11 @@ int main(int argc, char** argv) {
           p.select = s;
           Result got;
           detail::cuda::set_fused_split_merge_enabled(merge);
+          if (query_tiles > 0) detail::cuda::set_tile_override({(c.nq + query_tiles - 1) / query_tiles, 0});
           try {
             row = measure(index, queries, c, p, o, &got);
             detail::cuda::set_fused_split_merge_enabled(true);
+            detail::cuda::set_tile_override({});
             fill_rates(row, c, copy_gbs);
             if (!have_reference) {
               reference = got;
@@ -459,6 +473,7 @@ int main(int argc, char** argv) {
             if (c.name == "garcia") garcia_seconds[pair] = row.median.wall_s;
           } catch (const Error& e) {
             detail::cuda::set_fused_split_merge_enabled(true);
+            detail::cuda::set_tile_override({});
             row.status = std::string("error: ") + e.what();
             // A lower-precision kernel refusing data it is not exact on is the expected answer, not a failure.
             if (!(c.float_data && distance_requires_integer_data(d))) ++failures;
