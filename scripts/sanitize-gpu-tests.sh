@@ -140,8 +140,9 @@ run_job() {  # tool name shard shards leak-check workdir quoted-command seconds
   local envs=() i
   for ((i = 0; i < ${#words[@]}; ++i)); do [[ ${words[i]} == -- ]] && break; envs+=("${words[i]}"); done
   local cmd=("${words[@]:i+1}")
-  (cd "$wd" && env GKNN_TEST_SANITIZE=1 GKNN_TEST_SANITIZE_TOOL="$tool" "${envs[@]}" timeout -k 10 "$limit" "$sanitizer" --tool "$tool" "${extra[@]}" \
-     --target-processes all --print-limit 50 "${cmd[@]}") </dev/null >"$log" 2>&1
+  # GKNN_TEST_SANITIZE_TOOL: the tests' racecheck_mode() (tests/testing/sanitize.hpp)
+  (cd "$wd" && env GKNN_TEST_SANITIZE=1 GKNN_TEST_SANITIZE_TOOL="$tool" "${envs[@]}" timeout -k 10 "$limit" \
+     "$sanitizer" --tool "$tool" "${extra[@]}" --target-processes all --print-limit 50 "${cmd[@]}") </dev/null >"$log" 2>&1
   rc=$?
   echo "$tool $name $shard/$shards rc=$rc errors=$(count_errors "$tool" "$log") seconds=$((SECONDS - t0))" \
     >>"$out/sanitize-jobs.txt"

@@ -21,6 +21,7 @@
 #include "testing/data.hpp"
 #include "testing/oracle.hpp"
 #include "testing/sanitize.hpp"
+#include "testing/tang.hpp"
 
 namespace gknn::testing {
 namespace {
@@ -44,10 +45,6 @@ std::string entry_name(const Entry& e) {
   for (char& ch : s)
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   return s;
-}
-
-bool is_tang(SelectAlgorithm a) {
-  return a == SelectAlgorithm::InsertionQueue || a == SelectAlgorithm::HeapQueue || a == SelectAlgorithm::MergeQueue;
 }
 
 /// Every distance entry for every metric (default selection), every selection entry (default distance) for a

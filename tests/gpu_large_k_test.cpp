@@ -288,27 +288,24 @@ TEST_P(LargeK, LongRowsAllK) {
 }
 
 // Skewed rows on both paths: few rows (cooperating blocks) and many rows (one block per row, long enough for the
-// sampled bracket). Sanitizer-sized, the many-row path takes only the kinds that put every key of a row in one
-// bucket (all_equal) or need the NaN/inf order (special): each kind took 50-60 s per variant under a tool.
+// sampled bracket). Sanitizer-sized (a selection costs a tool 0.4-2 s whatever its size, 2026-11-25), the edge kinds
+// (all_equal: every key of a row in one bucket; special: the NaN/inf order) keep both paths, the many-row one at
+// k = 2048 and n/2, sorted; the other kinds the few-row path at n/2, sorted. Under racecheck the edge kinds on few
+// rows only (the many-row path is ManyRows').
 TEST_P(LargeK, SkewedRows) {
   uint64_t seed = 20;
   const int64_t few = sized(4, 2), many = sized(160, 129);
   for (const std::string kind : {"tiny", "many_equal", "all_equal", "powers", "negatives", "special"}) {
+    const bool edge_kind = kind == "all_equal" || kind == "special";
     for (int64_t rows : {few, many}) {
-      // racecheck: the many-row path is ManyRows' (one block per row at every kind took racecheck 100+ s).
-      if (sanitize_mode() && rows == many && (racecheck_mode() || (kind != "all_equal" && kind != "special"))) {
-        ++seed;
-        continue;
-      }
-      // Sanitized: the kinds but all_equal and special (every key in one bucket, the NaN/inf order) at n/2, sorted;
-      // under racecheck those two only. A selection costs a tool 0.4-2 s whatever its size (its launches), and
-      // the 56 of a variant took each tool 20-30 s (2026-11-25).
-      const bool edge_kind = kind == "all_equal" || kind == "special";
-      if (racecheck_mode() && !edge_kind) continue;
-      const Prepared& p = prepared(kind, rows, rows == few ? sized(100000, 40000) : sized(40000, 33000), seed++);
-      if (sanitize_mode() && !edge_kind) check_all_k(GetParam(), p, {p.rows.cols / 2}, false);
-      else if (sanitize_mode() && rows == many) check_all_k(GetParam(), p, {2048, p.rows.cols / 2}, false);
-      else check_all_k(GetParam(), p, k_values(p.rows.cols), rows == few && (!sanitize_mode() || kind == "special"));
+      const uint64_t row_seed = seed++;
+      if (sanitize_mode() && (racecheck_mode() ? rows == many || !edge_kind : rows == many && !edge_kind)) continue;
+      const Prepared& p = prepared(kind, rows, rows == few ? sized(100000, 40000) : sized(40000, 33000), row_seed);
+      const int64_t n = p.rows.cols;
+      if (!sanitize_mode()) check_all_k(GetParam(), p, k_values(n), rows == few);
+      else if (!edge_kind) check_all_k(GetParam(), p, {n / 2}, false);
+      else if (rows == many) check_all_k(GetParam(), p, {2048, n / 2}, false);
+      else check_all_k(GetParam(), p, k_values(n), kind == "special");
     }
   }
 }

@@ -16,6 +16,7 @@
 #include "testing/data.hpp"
 #include "testing/oracle.hpp"
 #include "testing/sanitize.hpp"
+#include "testing/tang.hpp"
 
 namespace gknn::testing {
 namespace {
@@ -39,21 +40,6 @@ std::string combo_name(const Combo& c) {
 const std::vector<Metric> kMetrics{Metric::SquaredL2, Metric::L2,   Metric::InnerProduct, Metric::Cosine,
                                    Metric::L1,        Metric::Linf, Metric::Lp};
 
-/// Tang queue variants to cover (every flag combination the name grammar allows).
-std::vector<TangOptions> tang_variants(SelectAlgorithm a) {
-  if (a != SelectAlgorithm::InsertionQueue && a != SelectAlgorithm::HeapQueue && a != SelectAlgorithm::MergeQueue)
-    return {TangOptions{}};
-  std::vector<TangOptions> v;
-  for (int bits = 0; bits < 8; ++bits) {
-    TangOptions t;
-    t.aligned = bits & 1;
-    t.buffered = bits & 2;
-    t.hierarchical = bits & 4;
-    v.push_back(t);
-  }
-  return v;
-}
-
 /// Every distance algorithm with the default selection, and every selection with the default distance,
 /// for every metric: each algorithm meets every case and metric without a full cross product.
 /// Sanitizer-sized run (GKNN_TEST_SANITIZE=1): the selections meet one distance metric and one similarity
@@ -70,10 +56,7 @@ std::vector<Combo> combos() {
       if (sanitize_mode() && m != Metric::SquaredL2) variants.resize(1);  // TangOptions{}: every flag off
       // racecheck (testing/sanitize.hpp): every flag off and every flag on (the select suite gives each combination
       // its buckets under racecheck; 24 combinations of 5-8 s each here, 2026-11-25).
-      if (racecheck_mode())
-        std::erase_if(variants, [](const TangOptions& t) {
-          return !(t.aligned == t.buffered && t.buffered == t.hierarchical);
-        });
+      if (racecheck_mode()) std::erase_if(variants, [](const TangOptions& t) { return !tang_corner(t); });
       for (const TangOptions& t : variants) out.push_back({DistanceAlgorithm::Auto, s.algorithm, t, m});
     }
   }
@@ -116,12 +99,11 @@ bool sanitized_case_skip(const Combo& c, const Case& tc) {
   static const std::set<std::string> select_cases{"random_odd_sizes", "k_equals_n", "many_rows"};
   // racecheck (testing/sanitize.hpp: racecheck_mode): another metric's instantiation of a distance kernel meets one
   // case (these took racecheck 263 s here and 376 s in adversarial_gpu, 2026-11-25).
-  if (racecheck_mode() && c.select == SelectAlgorithm::Auto && c.metric != Metric::SquaredL2)
-    return tc.name != "random_odd_sizes";
-  // Another metric's distance entry, under the other tools: the cases that shape its tiles (odd sizes, d = 1000,
-  // several base tiles); its instantiation differs from the distance metric's in the arithmetic only.
+  // Under the other tools, the cases that shape its tiles (odd sizes, d = 1000, several base tiles): its
+  // instantiation differs from the distance metric's in the arithmetic only.
   static const std::set<std::string> tile_cases{"random_odd_sizes", "d1000", "many_rows"};
-  if (c.select == SelectAlgorithm::Auto && c.metric != Metric::SquaredL2) return !tile_cases.contains(tc.name);
+  if (c.select == SelectAlgorithm::Auto && c.metric != Metric::SquaredL2)
+    return racecheck_mode() ? tc.name != "random_odd_sizes" : !tile_cases.contains(tc.name);
   return !(c.select == SelectAlgorithm::Auto ? distance_cases : select_cases).contains(tc.name);
 }
 

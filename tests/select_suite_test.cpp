@@ -17,6 +17,7 @@
 #include "testing/oracle.hpp"
 #include "testing/parallel.hpp"
 #include "testing/sanitize.hpp"
+#include "testing/tang.hpp"
 
 namespace gknn::testing {
 namespace {
@@ -115,17 +116,8 @@ struct SelectCombo {
 
 std::vector<SelectCombo> select_combos() {
   std::vector<SelectCombo> out;
-  for (const SelectCapability& s : select_algorithms(kBackend)) {
-    const bool tang = s.algorithm == SelectAlgorithm::InsertionQueue || s.algorithm == SelectAlgorithm::HeapQueue ||
-                      s.algorithm == SelectAlgorithm::MergeQueue;
-    for (int bits = 0; bits < (tang ? 8 : 1); ++bits) {
-      TangOptions t;
-      t.aligned = bits & 1;
-      t.buffered = bits & 2;
-      t.hierarchical = bits & 4;
-      out.push_back({s.algorithm, s.max_k, t});
-    }
-  }
+  for (const SelectCapability& s : select_algorithms(kBackend))
+    for (const TangOptions& t : tang_variants(s.algorithm)) out.push_back({s.algorithm, s.max_k, t});
   return out;
 }
 
@@ -139,16 +131,7 @@ std::vector<int64_t> k_values(int64_t n, int64_t max_k) {
   return ks;
 }
 
-bool is_tang(SelectAlgorithm a) {
-  return a == SelectAlgorithm::InsertionQueue || a == SelectAlgorithm::HeapQueue || a == SelectAlgorithm::MergeQueue;
-}
-
 bool one_thread_per_row(SelectAlgorithm a) { return a == SelectAlgorithm::Insertion || is_tang(a); }
-
-/// Every Tang flag off or every flag on.
-bool tang_corner(const TangOptions& t) {
-  return (t.aligned == t.buffered) && (t.buffered == t.hierarchical);
-}
 
 bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
