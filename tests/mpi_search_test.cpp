@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "gknn/error.hpp"
 #include "gknn/io.hpp"
 #include "gknn/mpi.hpp"
@@ -125,7 +127,12 @@ TEST(MpiSearch, SeveralBatchesSeveralShardsOwnQueries) {
 
 TEST(MpiSearch, RowsReadFromSharedFiles) {
   const HostMatrix<float> base = integer_matrix(41, 6, 0, 9, 91), queries = integer_matrix(5, 6, 0, 9, 92);
-  const std::string stem = std::string(g_cuda ? "mpi_rows_cuda_" : "mpi_rows_") + std::to_string(ranks());
+  // Rank 0's process id in the name: runs of this test side by side (every rank count, CPU and CUDA, each
+  // sanitizer tool at once) never share, or delete, each other's files.
+  long owner = static_cast<long>(getpid());
+  MPI_Bcast(&owner, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+  const std::string stem = std::string(g_cuda ? "mpi_rows_cuda_" : "mpi_rows_") + std::to_string(ranks()) + "_" +
+                           std::to_string(owner);
   HostMatrix<uint8_t> bytes(base.rows, base.cols);
   for (size_t i = 0; i < base.data.size(); ++i) bytes.data[i] = uint8_t(base.data[i]);
   if (rank() == 0) {
