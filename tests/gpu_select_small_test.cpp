@@ -86,7 +86,11 @@ TEST_P(SmallK, EveryBucketEdge) {
       // racecheck (testing/sanitize.hpp): each bucket's kernel once, at its largest k (bits_global took 87 s with
       // both, 2026-11-25); the other tools meet the next bucket's smallest k too.
       if (racecheck_mode() && k == bucket + 1) continue;
-      EXPECT_EQ("", run_and_check(uniform, nullptr, k, GetParam()));
+      // racecheck: the tied rows alone (their buffer overflows take every shared-memory path; 46 s on bits_global
+      // with both, 2026-11-25).
+      if (!racecheck_mode()) {
+        EXPECT_EQ("", run_and_check(uniform, nullptr, k, GetParam()));
+      }
       EXPECT_EQ("", run_and_check(ties, nullptr, k, GetParam(), {}, Order::Descending));
     }
 }
@@ -170,7 +174,9 @@ TEST(BitsSingleQuery, ForcedPartitions) {
         const bool largest = k == max_k(a);
         if (sanitize_mode() && (parts == 2 ? !(k == 1 || largest) : k != 100)) continue;
         SCOPED_TRACE(to_string(a) + " parts=" + std::to_string(parts) + " k=" + std::to_string(k));
-        EXPECT_EQ("", run_and_check(uniform, nullptr, k, a, options));
+        if (!racecheck_mode()) {  // racecheck: the tied rows alone (50 s with both, 2026-11-25)
+          EXPECT_EQ("", run_and_check(uniform, nullptr, k, a, options));
+        }
         EXPECT_EQ("", run_and_check(ties, labels.data(), k, a, options));
       }
     }
@@ -184,6 +190,7 @@ TEST(BitsSingleQuery, AutomaticSplitOfOneLongRow) {
   const Rows r = make_rows("uniform", 1, n, n, 10);
   for (SelectAlgorithm a : {SelectAlgorithm::Bits, SelectAlgorithm::BitsGlobal})
     for (int64_t k : {1, 128, 2048}) {
+      if (racecheck_mode() && k != 2048) continue;  // racecheck: the split's kernels once (32 s for three k)
       SCOPED_TRACE(to_string(a) + " k=" + std::to_string(k));
       EXPECT_EQ("", run_and_check(r, nullptr, k, a));
     }
@@ -195,6 +202,7 @@ TEST(Bits, PrefetchOnAndOff) {
   const Rows uniform = make_rows("uniform", sized(6, 2), n, n, 11);
   const Rows descending = make_rows("descending", 2, n, n, 12);
   for (bool prefetch : {false, true}) {
+    if (racecheck_mode() && !prefetch) continue;  // racecheck: prefetch changes global loads only (26 s for both)
     SelectOptions options;
     options.prefetch = prefetch;
     for (int64_t k : {1, 64, 1024}) {

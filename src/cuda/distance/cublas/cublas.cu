@@ -12,6 +12,7 @@
 #include <climits>
 
 #include "cuda/common/error.cuh"
+#include "cuda/common/initialized_mark.cuh"
 #include "cuda/distance/cublas/gemm_keys.cuh"
 #include "cuda/distance/cublas/handle_pool.cuh"
 #include "cuda/distance/kernels.cuh"
@@ -57,6 +58,7 @@ void cublas_distance(const DistanceInput& in, const DistanceOutput& out, const D
                                 static_cast<int>(in.base_stride), in.queries, static_cast<int>(in.query_stride), &beta,
                                 out.keys, static_cast<int>(out.stride)));
   }
+  mark_initialized(out.keys, in.nq, in.nb, out.stride, ctx.stream);
   if (!l2) return;
   const int threads = 256;
   const dim3 grid(static_cast<unsigned>((in.nb + threads - 1) / threads),

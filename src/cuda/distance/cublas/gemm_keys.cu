@@ -3,6 +3,7 @@
 #include <climits>
 
 #include "cuda/common/error.cuh"
+#include "cuda/common/initialized_mark.cuh"
 #include "cuda/distance/cublas/gemm_keys.cuh"
 #include "cuda/distance/cublas/handle_pool.cuh"
 
@@ -117,6 +118,7 @@ void gemm_keys(const DistanceInput& in, const DistanceOutput& out, const Distanc
                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     GKNN_CUBLAS_TRY(cublasSetMathMode(lease.get(), CUBLAS_PEDANTIC_MATH));  // the pool's handles stay pedantic
     GKNN_CUBLAS_TRY(status);
+    mark_initialized(out.keys, in.nq, in.nb, out.stride, ctx.stream);
     return;
   }
   augment(in.queries, in.query_stride, in.nq, in.dim, nullptr, true, l2, static_cast<float*>(queries), ad,
@@ -127,6 +129,7 @@ void gemm_keys(const DistanceInput& in, const DistanceOutput& out, const Distanc
                               static_cast<int>(in.nq), static_cast<int>(ad), &one, static_cast<const float*>(base),
                               static_cast<int>(ad), static_cast<const float*>(queries), static_cast<int>(ad), &zero,
                               out.keys, static_cast<int>(out.stride)));
+  mark_initialized(out.keys, in.nq, in.nb, out.stride, ctx.stream);
 }
 
 }  // namespace gknn::detail::cuda

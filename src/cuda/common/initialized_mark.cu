@@ -1,0 +1,33 @@
+// initialized_mark.cu: see initialized_mark.cuh.
+#include <vector>
+
+#include <nvtx3/nvToolsExt.h>
+#include <nvtx3/nvToolsExtMem.h>
+#include <nvtx3/nvToolsExtMemCudaRt.h>
+
+#include "cuda/common/initialized_mark.cuh"
+
+namespace gknn::detail::cuda {
+
+void mark_initialized(const float* matrix, int64_t rows, int64_t cols, int64_t stride, cudaStream_t stream) {
+  if (rows <= 0 || cols <= 0) return;
+  static const nvtxDomainHandle_t domain = nvtxDomainCreateA("gknn");
+  // One range when the rows are contiguous, else one per row (the gap between rows was not written).
+  std::vector<nvtxMemVirtualRangeDesc_t> ranges;
+  if (stride == cols) {
+    ranges.push_back({static_cast<size_t>(rows * cols) * sizeof(float), matrix});
+  } else {
+    ranges.reserve(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) ranges.push_back({static_cast<size_t>(cols) * sizeof(float), matrix + r * stride});
+  }
+  nvtxMemMarkInitializedBatch_t batch{};
+  batch.extCompatID = NVTX_EXT_COMPATID_MEM;
+  batch.structSize = sizeof(batch);
+  batch.regionType = NVTX_MEM_TYPE_VIRTUAL_ADDRESS;
+  batch.regionDescCount = ranges.size();
+  batch.regionDescElementSize = sizeof(nvtxMemVirtualRangeDesc_t);
+  batch.regionDescElements = ranges.data();
+  nvtxMemCudaMarkInitialized(domain, stream, 0, &batch);
+}
+
+}  // namespace gknn::detail::cuda
