@@ -92,7 +92,7 @@ SANITIZE_SECONDS = {
     "select_suite_gpu_tang_merge": 160, "gpu_large_k_many_rows": 150, "gpu_streaming": 120, "gpu_output": 100,
     "gpu_fused": 120, "select_suite_gpu_tang_insertion": 60, "select_suite_gpu_tang_insertion_buffered": 50,
     "select_suite_gpu_tang_heap": 45, "gpu_streaming_l1": 40, "gpu_streaming_inner_product": 30, "python_gpu_test": 30,
-    "gpu_device_views": 60, "select_suite_gpu_large_k": 60, "gpu_mpi_search_np1": 40, "gpu_mpi_search_np2": 50,
+    "gpu_device_views": 60, "select_suite_gpu_large_k": 200, "gpu_mpi_search_np1": 40, "gpu_mpi_search_np2": 50,
     "gpu_mpi_search_np3": 55, "gpu_mpi_search_np4": 60,
 }
 jobs = []

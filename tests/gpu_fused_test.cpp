@@ -7,6 +7,7 @@
 // testing/sanitize.hpp): fewer base rows and queries, still off the tiles, with one split and many.
 #include <algorithm>
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -98,11 +99,17 @@ std::vector<FusedCase> cases() {
 }
 
 TEST(GpuFused, EqualsTheOracleExactly) {
+  // racecheck (testing/sanitize.hpp) costs with the shared-memory accesses, not the calls: one case per operand type
+  // and row length, the ties, and one few-query merge over several rounds (SplitMergeInTheKernelEqualsTheSelection
+  // has the others); the fp16 two-stage path is the select suites' (this test did not finish in 120 s, 2026-11-25).
+  const std::set<std::string> racecheck_cases{"u8_d128", "s8_d40", "s8_d3", "f16_d4", "u8_d200", "duplicates",
+                                              "few_queries_all_equal"};
   bool first_case = true;
   for (const FusedCase& tc : cases()) {
+    if (racecheck_mode() && !racecheck_cases.contains(tc.name)) continue;
     for (Metric m : {Metric::SquaredL2, Metric::InnerProduct, Metric::L2}) {
-      // racecheck (testing/sanitize.hpp): the similarity on the first case only, and L2 never (its keys are squared
-      // L2's); each case at its smallest and largest k (the run did not finish in 118 s, 2026-11-25).
+      // racecheck: the similarity on the first case only, and L2 never (its keys are squared L2's); each case at its
+      // smallest and largest k (the run did not finish in 118 s, 2026-11-25).
       if (racecheck_mode() && (m == Metric::L2 || (m == Metric::InnerProduct && !first_case))) continue;
       const std::vector<OracleRow> truth = oracle(tc.base.view(), tc.queries.view(), m, 2.0);
       for (int64_t k : tc.ks) {
@@ -124,7 +131,8 @@ TEST(GpuFused, EqualsTheOracleExactly) {
 // The kernel's merge of the splits' lists against the pipeline's selection over them: a few queries against a long
 // base (hundreds of splits: merge_splits) and many queries against a short one (<= 4 splits: merge_few_splits).
 TEST(GpuFused, SplitMergeInTheKernelEqualsTheSelection) {
-  const HostMatrix<float> long_base = integer_matrix(sized(300007, 40009), 64, 0, 255, 40);
+  // racecheck: 8009 rows, still 7 splits of >= 1024 rows (merge_splits; 77 s with 40009, 2026-11-25).
+  const HostMatrix<float> long_base = integer_matrix(racecheck_mode() ? 8009 : sized(300007, 40009), 64, 0, 255, 40);
   const HostMatrix<float> short_base = integer_matrix(4099, 64, 0, 255, 41);
   for (int64_t nq : {1, 2, 4, 100}) {
     // racecheck: one query count of each merge (merge_splits, merge_few_splits) at the smallest and largest k

@@ -320,7 +320,8 @@ TEST_P(LargeK, ManyRows) {
 // A bracket that misses (moved far above or below the k-th key by SelectOverrides::bracket_rank_shift) must fall
 // back to the passes from the input and still give the exact result (single-stage has already written outputs).
 TEST_P(LargeK, MissedBracketFallsBack) {
-  const Prepared& p = prepared("uniform", sized(140, 129), sized(40000, 33000), 35);
+  // racecheck: 12000 keys a row, still several passes (its cost follows the shared-memory accesses: 79 s, 2026-11-25).
+  const Prepared& p = prepared("uniform", sized(140, 129), racecheck_mode() ? 12000 : sized(40000, 33000), 35);
   const int64_t n = p.rows.cols;
   for (int shift : {-600, 600}) {
     if (racecheck_mode() && shift > 0) continue;  // racecheck: the fallback passes once (141 s for both, 2026-11-25)
@@ -348,7 +349,7 @@ TEST_P(LargeK, ShortRows) {
 
 // User labels decide ties (scrambled, negative too); column labels with an offset.
 TEST_P(LargeK, LabelsDecideTies) {
-  const int64_t cols = sized(40000, 33000);
+  const int64_t cols = racecheck_mode() ? 12000 : sized(40000, 33000);  // racecheck: as MissedBracketFallsBack
   // Sanitized: the many-row path sorted only, the offset labels at two k (the 16 selections of 129 x 33000 keys took
   // memcheck 18-20 s per variant, 2026-11-25).
   for (int64_t rows : {int64_t{3}, sized(int64_t{150}, int64_t{129})}) {

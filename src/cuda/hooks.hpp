@@ -48,6 +48,13 @@ struct StageTimes {
 void set_stage_timing(bool on);
 StageTimes last_stage_times();
 
+/// Device memory held by gknn's buffers now (every cudaMalloc of the library), and the most they held since the last
+/// reset_device_buffer_peak(): tests check that repeated searches allocate nothing, without cudaMemGetInfo (which
+/// counts other processes and compute-sanitizer's own allocations too).
+int64_t device_buffer_bytes();
+int64_t device_buffer_peak_bytes();
+void reset_device_buffer_peak();
+
 /// Frees what the backend keeps between calls for the life of the process: the cached pipelines (streams, device
 /// and pinned buffers), the device value scan's slots and the idle cuBLAS handles. At exit the CUDA runtime may already be gone, so nothing frees
 /// them then, and compute-sanitizer's leak check (memcheck --leak-check full) would report them; the test binaries

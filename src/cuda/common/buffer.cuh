@@ -2,11 +2,17 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <utility>
 
 #include "cuda/common/error.cuh"
 
 namespace gknn::detail::cuda {
+
+/// Counts the bytes every DeviceBuffer holds (`delta` > 0: allocated, < 0: freed), process-wide, for the hooks
+/// device_buffer_bytes / device_buffer_peak_bytes (cuda/hooks.hpp): tests see what gknn itself allocates, which
+/// cudaMemGetInfo cannot tell apart from other processes and from compute-sanitizer's own allocations.
+void count_device_bytes(int64_t delta) noexcept;
 
 /// cudaMalloc'd array of T; move-only.
 template <class T>
@@ -41,6 +47,7 @@ class DeviceBuffer {
     if (count > 0) {
       const cudaError_t err = cudaMalloc(reinterpret_cast<void**>(&ptr_), count * sizeof(T));
       if (err != cudaSuccess) throw_device_allocation(err, count * sizeof(T));
+      count_device_bytes(static_cast<int64_t>(count * sizeof(T)));
     }
     size_ = capacity_ = count;
   }
@@ -52,7 +59,10 @@ class DeviceBuffer {
 
  private:
   void release() noexcept {
-    if (ptr_) GKNN_CUDA_TRY_NOTHROW(cudaFree(ptr_));
+    if (ptr_) {
+      GKNN_CUDA_TRY_NOTHROW(cudaFree(ptr_));
+      count_device_bytes(-static_cast<int64_t>(capacity_ * sizeof(T)));
+    }
     ptr_ = nullptr;
     size_ = capacity_ = 0;
   }
