@@ -92,9 +92,15 @@ SANITIZE_SECONDS = {
     "select_suite_gpu_tang_merge": 160, "gpu_large_k_many_rows": 150, "gpu_streaming": 120, "gpu_output": 100,
     "gpu_fused": 120, "select_suite_gpu_tang_insertion": 60, "select_suite_gpu_tang_insertion_buffered": 50,
     "select_suite_gpu_tang_heap": 45, "gpu_streaming_l1": 40, "gpu_streaming_inner_product": 30, "python_gpu_test": 30,
-    "gpu_device_views": 60, "select_suite_gpu_large_k": 200, "gpu_mpi_search_np1": 40, "gpu_mpi_search_np2": 50,
+    "gpu_device_views": 120, "select_suite_gpu_large_k": 200, "gpu_mpi_search_np1": 40, "gpu_mpi_search_np2": 50,
     "gpu_mpi_search_np3": 55, "gpu_mpi_search_np4": 60,
 }
+# Seconds of the longest shard of an entry where one case outweighs the rest: racecheck instruments each instantiation of
+# the fused kernel (and of the selectors a device-view test walks through) once per process, about 25 s each
+# (2026-11-25: fused SplitMerge 73-89 s with 4 or 12 searches, its two-stage comparison 27 s with one), so
+# GpuFused.EqualsTheOracleExactly (7 instantiations) and the device-view shards need 150-200 s however small their
+# inputs. They were started last by the per-shard average (run 14: cut at 68-106 s) and now start first.
+LONGEST_SHARD = {"gpu_fused": 220, "gpu_device_views": 160}
 jobs = []
 for (t, props), count in zip(tests, counts):
     cost = SANITIZE_SECONDS.get(t["name"], 4 * float(props.get("COST", 1) or 1))
@@ -105,7 +111,8 @@ for (t, props), count in zip(tests, counts):
     for i in range(shards):
         shard_env = env + (["GTEST_TOTAL_SHARDS=%d" % shards, "GTEST_SHARD_INDEX=%d" % i] if gtest else [])
         cmd = shlex.join(shard_env + ["--"] + t["command"])
-        jobs.append((cost / shards, t["name"], i, shards, leak, props.get("WORKING_DIRECTORY", "-"), cmd))
+        start_key = max(cost / shards, LONGEST_SHARD.get(t["name"], 0))
+        jobs.append((start_key, t["name"], i, shards, leak, props.get("WORKING_DIRECTORY", "-"), cmd))
 jobs.sort(key=lambda j: -j[0])
 # pytest (leak == 0) runs under memcheck and synccheck only: under racecheck and initcheck it took more than 300 s
 # even with only gknn kernels checked (2026-11-24: the tools track every allocation and launch of torch and cupy),
