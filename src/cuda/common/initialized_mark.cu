@@ -12,22 +12,24 @@ namespace gknn::detail::cuda {
 void mark_initialized(const float* matrix, int64_t rows, int64_t cols, int64_t stride, cudaStream_t stream) {
   if (rows <= 0 || cols <= 0) return;
   static const nvtxDomainHandle_t domain = nvtxDomainCreateA("gknn");
-  // One range when the rows are contiguous, else one per row (the gap between rows was not written).
-  std::vector<nvtxMemVirtualRangeDesc_t> ranges;
-  if (stride == cols) {
-    ranges.push_back({static_cast<size_t>(rows * cols) * sizeof(float), matrix});
-  } else {
-    ranges.reserve(static_cast<size_t>(rows));
-    for (int64_t r = 0; r < rows; ++r) ranges.push_back({static_cast<size_t>(cols) * sizeof(float), matrix + r * stride});
+  auto mark = [&](const nvtxMemVirtualRangeDesc_t* ranges, size_t count) {
+    nvtxMemMarkInitializedBatch_t batch{};
+    batch.extCompatID = NVTX_EXT_COMPATID_MEM;
+    batch.structSize = sizeof(batch);
+    batch.regionType = NVTX_MEM_TYPE_VIRTUAL_ADDRESS;
+    batch.regionDescCount = count;
+    batch.regionDescElementSize = sizeof(nvtxMemVirtualRangeDesc_t);
+    batch.regionDescElements = ranges;
+    nvtxMemCudaMarkInitialized(domain, stream, 0, &batch);
+  };
+  if (stride == cols) {  // contiguous rows (every pipeline tile): one range, nothing allocated on this hot path
+    const nvtxMemVirtualRangeDesc_t whole{static_cast<size_t>(rows * cols) * sizeof(float), matrix};
+    return mark(&whole, 1);
   }
-  nvtxMemMarkInitializedBatch_t batch{};
-  batch.extCompatID = NVTX_EXT_COMPATID_MEM;
-  batch.structSize = sizeof(batch);
-  batch.regionType = NVTX_MEM_TYPE_VIRTUAL_ADDRESS;
-  batch.regionDescCount = ranges.size();
-  batch.regionDescElementSize = sizeof(nvtxMemVirtualRangeDesc_t);
-  batch.regionDescElements = ranges.data();
-  nvtxMemCudaMarkInitialized(domain, stream, 0, &batch);
+  std::vector<nvtxMemVirtualRangeDesc_t> ranges;  // one per row: the gap between rows was not written
+  ranges.reserve(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) ranges.push_back({static_cast<size_t>(cols) * sizeof(float), matrix + r * stride});
+  mark(ranges.data(), ranges.size());
 }
 
 }  // namespace gknn::detail::cuda

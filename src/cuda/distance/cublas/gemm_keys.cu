@@ -118,17 +118,16 @@ void gemm_keys(const DistanceInput& in, const DistanceOutput& out, const Distanc
                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     GKNN_CUBLAS_TRY(cublasSetMathMode(lease.get(), CUBLAS_PEDANTIC_MATH));  // the pool's handles stay pedantic
     GKNN_CUBLAS_TRY(status);
-    mark_initialized(out.keys, in.nq, in.nb, out.stride, ctx.stream);
-    return;
+  } else {
+    augment(in.queries, in.query_stride, in.nq, in.dim, nullptr, true, l2, static_cast<float*>(queries), ad,
+            ctx.stream);
+    augment(in.base, in.base_stride, in.nb, in.dim, in.base_norms, false, l2, static_cast<float*>(base), ad,
+            ctx.stream);
+    GKNN_CUBLAS_TRY(cublasSgemm(lease.get(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(in.nb),
+                                static_cast<int>(in.nq), static_cast<int>(ad), &one, static_cast<const float*>(base),
+                                static_cast<int>(ad), static_cast<const float*>(queries), static_cast<int>(ad), &zero,
+                                out.keys, static_cast<int>(out.stride)));
   }
-  augment(in.queries, in.query_stride, in.nq, in.dim, nullptr, true, l2, static_cast<float*>(queries), ad,
-          ctx.stream);
-  augment(in.base, in.base_stride, in.nb, in.dim, in.base_norms, false, l2, static_cast<float*>(base), ad,
-          ctx.stream);
-  GKNN_CUBLAS_TRY(cublasSgemm(lease.get(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(in.nb),
-                              static_cast<int>(in.nq), static_cast<int>(ad), &one, static_cast<const float*>(base),
-                              static_cast<int>(ad), static_cast<const float*>(queries), static_cast<int>(ad), &zero,
-                              out.keys, static_cast<int>(out.stride)));
   mark_initialized(out.keys, in.nq, in.nb, out.stride, ctx.stream);
 }
 
