@@ -7,7 +7,7 @@ set(GKNN_MPI_TEST_ENV OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
       OMP_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=0)
 if(GKNN_HAS_MPI)
   add_executable(mpi_search_test mpi_search_test.cpp)
-  target_link_libraries(mpi_search_test PRIVATE gknn_testing gknn_mpi)
+  target_link_libraries(mpi_search_test PRIVATE gknn_testing_static gknn_mpi)
   foreach(ranks 1 2 3 4)
     add_test(NAME mpi_search_np${ranks}
              COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${ranks} ${MPIEXEC_PREFLAGS}
