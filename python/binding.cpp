@@ -44,6 +44,7 @@ struct Options {
   int threads = 0;
   size_t memory_budget = 0;
   int device = 0;
+  std::string guard = "auto";
 };
 
 SearchParams search_params(int64_t k, const std::string& metric, double p, const std::string& backend,
@@ -58,6 +59,7 @@ SearchParams search_params(int64_t k, const std::string& metric, double p, const
   params.threads = o.threads;
   params.memory_budget = o.memory_budget;
   params.device = o.device;
+  params.guard = parse_guard(o.guard);
   params.progress = check_signals;
   return params;
 }
@@ -88,6 +90,8 @@ py::dict explain(const py::buffer& base_buffer, const py::buffer& query_buffer, 
   out["distance_reason"] = plan.distance_reason;
   out["select"] = to_string(plan.select);
   out["select_reason"] = plan.select_reason;
+  out["guard"] = plan.guarded ? "re-rank" : "none";
+  out["guard_reason"] = plan.guard_reason;
   return out;
 }
 
@@ -332,7 +336,8 @@ PYBIND11_MODULE(_gknn, m) {
       .def_readwrite("select", &Options::select)
       .def_readwrite("threads", &Options::threads)
       .def_readwrite("memory_budget", &Options::memory_budget)
-      .def_readwrite("device", &Options::device);
+      .def_readwrite("device", &Options::device)
+      .def_readwrite("guard", &Options::guard);
 
   m.def("search", &search, py::arg("base"), py::arg("queries"), py::arg("k"), py::arg("metric"), py::arg("p"),
         py::arg("backend"), py::arg("options"));

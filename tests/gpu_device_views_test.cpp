@@ -20,8 +20,10 @@
 #include "core/validate.hpp"
 #include "cuda/hooks.hpp"
 #include "gknn/error.hpp"
+#include "gknn/index.hpp"
 #include "gknn/search.hpp"
 #include "testing/data.hpp"
+#include "testing/oracle.hpp"
 #include "testing/sanitize.hpp"
 
 namespace gknn::testing {
@@ -37,6 +39,36 @@ struct DeviceFloats {
   ~DeviceFloats() { cudaFree(ptr); }
   DeviceFloats(const DeviceFloats&) = delete;
   DeviceFloats& operator=(const DeviceFloats&) = delete;
+};
+
+/// Device storage for a rows x k result, and its copy back to the host.
+struct DeviceResult {
+  float* values = nullptr;
+  int64_t* indices = nullptr;
+  int64_t rows, k;
+  DeviceResult(int64_t r, int64_t kk) : rows(r), k(kk) {
+    EXPECT_EQ(cudaSuccess, cudaMalloc(&values, size_t(std::max<int64_t>(1, r * kk)) * sizeof(float)));
+    EXPECT_EQ(cudaSuccess, cudaMalloc(&indices, size_t(std::max<int64_t>(1, r * kk)) * sizeof(int64_t)));
+  }
+  ~DeviceResult() {
+    cudaFree(values);
+    cudaFree(indices);
+  }
+  DeviceResult(const DeviceResult&) = delete;
+  DeviceResult& operator=(const DeviceResult&) = delete;
+  ResultView view() const { return ResultView{values, indices, rows, k, Memory::Device}; }
+  Result download() const {
+    Result r;
+    r.rows = rows;
+    r.k = k;
+    r.distances.resize(size_t(rows * k));
+    r.indices.resize(size_t(rows * k));
+    EXPECT_EQ(cudaSuccess, cudaMemcpy(r.distances.data(), values, r.distances.size() * sizeof(float),
+                                      cudaMemcpyDeviceToHost));
+    EXPECT_EQ(cudaSuccess, cudaMemcpy(r.indices.data(), indices, r.indices.size() * sizeof(int64_t),
+                                      cudaMemcpyDeviceToHost));
+    return r;
+  }
 };
 
 FloatView on_device(const DeviceFloats& d, FloatView host) {
@@ -123,20 +155,40 @@ TEST(DeviceViews, IntegerDataGetTheHostPlanAndIdenticalResults) {
       }
 
       const Result want = search(c.base.view(), c.queries.view(), p);
-      std::vector<float> dist(static_cast<size_t>(nq * k));
-      std::vector<int64_t> idx(static_cast<size_t>(nq * k));
-      float* d_dist = nullptr;
-      int64_t* d_idx = nullptr;
-      ASSERT_EQ(cudaSuccess, cudaMalloc(&d_dist, dist.size() * sizeof(float)));
-      ASSERT_EQ(cudaSuccess, cudaMalloc(&d_idx, idx.size() * sizeof(int64_t)));
-      search(b, q, p, ResultView{d_dist, d_idx, nq, k, Memory::Device});
-      ASSERT_EQ(cudaSuccess, cudaMemcpy(dist.data(), d_dist, dist.size() * sizeof(float), cudaMemcpyDeviceToHost));
-      ASSERT_EQ(cudaSuccess, cudaMemcpy(idx.data(), d_idx, idx.size() * sizeof(int64_t), cudaMemcpyDeviceToHost));
-      cudaFree(d_dist);
-      cudaFree(d_idx);
-      EXPECT_EQ(want.indices, idx);
-      EXPECT_EQ(want.distances, dist);
+      const DeviceResult out(nq, k);
+      search(b, q, p, out.view());
+      const Result got = out.download();
+      EXPECT_EQ(want.indices, got.indices);
+      EXPECT_EQ(want.distances, got.distances);
     }
+  }
+}
+
+TEST(DeviceViews, FloatDataGetTheOraclesNeighboursThroughTheGuard) {
+  // The exactness guard with device views (core/guard.hpp): the queries come down, the candidates' float64 keys are
+  // computed where the base lives (pipeline/guard.cu, bit-identical to the host's), the result goes up. One-shot
+  // search and a cuda Index with device queries, both into device results.
+  const int64_t nb = sized(int64_t(20000), int64_t(3000)), nq = sized(int64_t(300), int64_t(40)), k = 50;
+  const HostMatrix<float> base = random_matrix(nb, 48, 17), queries = random_matrix(nq, 48, 18);
+  const DeviceFloats db(base.data), dq(queries.data);
+  const FloatView b = on_device(db, base.view()), q = on_device(dq, queries.view());
+  const DeviceResult out(nq, k);
+  CheckOptions exact;
+  exact.exact_indices = true;
+  for (Metric metric : {Metric::SquaredL2, Metric::InnerProduct}) {
+    SCOPED_TRACE(to_string(metric));
+    SearchParams p = cuda_params(k);
+    p.metric = metric;
+    SearchStats stats;
+    p.stats = &stats;
+    search(b, q, p, out.view());
+    EXPECT_GT(stats.guard_candidates, k);
+    p.stats = nullptr;
+    EXPECT_EQ("", check_search(out.download(), base.view(), queries.view(), p, exact));
+    Index index(48, metric, Backend::Cuda);
+    index.add(b);
+    index.search(q, p, out.view());
+    EXPECT_EQ("", check_search(out.download(), base.view(), queries.view(), p, exact));
   }
 }
 
@@ -212,11 +264,8 @@ TEST(DeviceViews, RepeatedOneShotSearchesAllocateNothing) {
     const HostMatrix<float> queries = integers ? integer_matrix(nq, 32, 0, 255, 72) : random_matrix(nq, 32, 73);
     const DeviceFloats db(base.data), dq(queries.data);
     const FloatView b = on_device(db, base.view()), q = on_device(dq, queries.view());
-    float* d_dist = nullptr;
-    int64_t* d_idx = nullptr;
-    ASSERT_EQ(cudaSuccess, cudaMalloc(&d_dist, size_t(nq * k) * sizeof(float)));
-    ASSERT_EQ(cudaSuccess, cudaMalloc(&d_idx, size_t(nq * k) * sizeof(int64_t)));
-    const ResultView out{d_dist, d_idx, nq, k, Memory::Device};
+    const DeviceResult result(nq, k);
+    const ResultView out = result.view();
     const SearchParams p = cuda_params(k);
     search(b, q, p, out);  // the first call sizes the pipeline's buffers, and keeps them
     for (int call = 0; call < sized(4, 2); ++call) {  // sanitized: 2 (racecheck 40 s with 4, 2026-11-25)
@@ -226,8 +275,6 @@ TEST(DeviceViews, RepeatedOneShotSearchesAllocateNothing) {
       EXPECT_EQ(0, watch.grown_during()) << "call " << call << " allocated during the search";
       EXPECT_EQ(0, watch.kept()) << "call " << call << " kept memory";
     }
-    cudaFree(d_dist);
-    cudaFree(d_idx);
   }
 }
 
@@ -266,35 +313,6 @@ struct DeviceLabels {
   DeviceLabels& operator=(const DeviceLabels&) = delete;
 };
 
-/// Device storage for a rows x k result, and its copy back to the host.
-struct DeviceResult {
-  float* values = nullptr;
-  int64_t* indices = nullptr;
-  int64_t rows, k;
-  DeviceResult(int64_t r, int64_t kk) : rows(r), k(kk) {
-    EXPECT_EQ(cudaSuccess, cudaMalloc(&values, size_t(std::max<int64_t>(1, r * kk)) * sizeof(float)));
-    EXPECT_EQ(cudaSuccess, cudaMalloc(&indices, size_t(std::max<int64_t>(1, r * kk)) * sizeof(int64_t)));
-  }
-  ~DeviceResult() {
-    cudaFree(values);
-    cudaFree(indices);
-  }
-  DeviceResult(const DeviceResult&) = delete;
-  DeviceResult& operator=(const DeviceResult&) = delete;
-  ResultView view() const { return ResultView{values, indices, rows, k, Memory::Device}; }
-  Result download() const {
-    Result r;
-    r.rows = rows;
-    r.k = k;
-    r.distances.resize(size_t(rows * k));
-    r.indices.resize(size_t(rows * k));
-    EXPECT_EQ(cudaSuccess, cudaMemcpy(r.distances.data(), values, r.distances.size() * sizeof(float),
-                                      cudaMemcpyDeviceToHost));
-    EXPECT_EQ(cudaSuccess, cudaMemcpy(r.indices.data(), indices, r.indices.size() * sizeof(int64_t),
-                                      cudaMemcpyDeviceToHost));
-    return r;
-  }
-};
 
 /// Identical results: the same indices, equal values (the total order's equality: -0.0 == +0.0; radix_select and
 /// sample_select return a -0.0 key as +0.0, on host rows as on device views).

@@ -11,6 +11,7 @@
 #include <numeric>
 #include <vector>
 
+#include "core/guard.hpp"
 #include "core/rerank.hpp"
 #include "testing/data.hpp"
 #include "testing/oracle.hpp"
@@ -52,35 +53,37 @@ struct Guarded {
   int64_t retries = 0;  ///< query re-runs with more candidates
 };
 
-/// The guarded search: computed keys, K' candidates per query, exact re-rank, certificate, retries.
+/// The guarded search (core/guard.hpp) over the emulated lower-precision keys: K' candidates per query, exact
+/// re-rank, certificate, retries.
 Guarded guarded_search(FloatView base, FloatView queries, int64_t k, int bits) {
   const int64_t n = base.rows, d = base.cols;
-  double max_norm = 0;
-  for (int64_t i = 0; i < n; ++i) max_norm = std::max(max_norm, norm(base.row(i), d));
-  const detail::LowPrecisionBound bound{bits, d};
-  std::vector<double> eps(size_t(queries.rows));
-  for (int64_t i = 0; i < queries.rows; ++i) eps[size_t(i)] = bound.query_bound(norm(queries.row(i), d), max_norm);
-  Guarded g;
-  g.result = Result{queries.rows, k, std::vector<float>(size_t(queries.rows * k)),
-                    std::vector<int64_t>(size_t(queries.rows * k))};
-  std::vector<int64_t> rows(size_t(queries.rows));
-  std::iota(rows.begin(), rows.end(), 0);
-  for (int64_t kc = detail::first_candidate_count(k, n); !rows.empty(); kc = std::min(n, kc * 4)) {
-    Result candidates{int64_t(rows.size()), kc, std::vector<float>(rows.size() * size_t(kc)),
-                      std::vector<int64_t>(rows.size() * size_t(kc))};
-    for (size_t r = 0; r < rows.size(); ++r) {
+  detail::GuardSource source;
+  source.rows = n;
+  source.max_row_norm = detail::host_max_row_norm(base, 1);
+  source.candidates = [&](FloatView q, const SearchParams& pass) {
+    const int64_t kc = pass.k;
+    Result candidates{q.rows, kc, std::vector<float>(size_t(q.rows * kc)), std::vector<int64_t>(size_t(q.rows * kc))};
+    for (int64_t r = 0; r < q.rows; ++r) {
       std::vector<std::pair<float, int64_t>> all;
-      for (int64_t i = 0; i < n; ++i) all.push_back({computed_key(queries.row(rows[r]), base.row(i), d, bits), i});
+      for (int64_t i = 0; i < n; ++i) all.push_back({computed_key(q.row(r), base.row(i), d, bits), i});
       std::partial_sort(all.begin(), all.begin() + kc, all.end());
       for (int64_t j = 0; j < kc; ++j) {
-        candidates.distances[r * size_t(kc) + size_t(j)] = all[size_t(j)].first;
-        candidates.indices[r * size_t(kc) + size_t(j)] = all[size_t(j)].second;
+        candidates.distances[size_t(r * kc + j)] = all[size_t(j)].first;
+        candidates.indices[size_t(r * kc + j)] = all[size_t(j)].second;
       }
     }
-    const std::vector<int64_t> retry = detail::rerank_rows(candidates, rows, base, queries, k, eps, g.result, 1);
-    g.retries += int64_t(retry.size());
-    rows = retry;
-  }
+    return candidates;
+  };
+  source.exact_keys = [&](FloatView q, const detail::KeyResult& c) {
+    return detail::host_exact_keys(base, q, c, Metric::SquaredL2, 2.0, 1);
+  };
+  SearchParams kp = params_for(Backend::Cpu, k);
+  kp.threads = 1;
+  SearchStats stats;
+  kp.stats = &stats;
+  Guarded g;
+  g.result = detail::guarded_keys(source, queries, kp, DistanceAlgorithm::Auto, detail::rounded_inputs_bound(bits, d + 3));
+  g.retries = stats.guard_retried;
   return g;
 }
 
@@ -101,7 +104,7 @@ void expect_oracle(const Result& got, FloatView base, FloatView queries, int64_t
 TEST(Rerank, ComputedKeysStayWithinTheBound) {
   const HostMatrix<float> base = random_matrix(300, 96, 1), queries = random_matrix(20, 96, 2);
   for (int bits : {10, 7}) {
-    const detail::LowPrecisionBound bound{bits, 96};
+    const detail::KeyErrorBound bound = detail::rounded_inputs_bound(bits, 96 + 3);
     for (int64_t q = 0; q < queries.rows; ++q)
       for (int64_t i = 0; i < base.rows; ++i) {
         const double exact = exact_value(Metric::SquaredL2, 2.0, queries.row(q), base.row(i), 96);
@@ -155,8 +158,10 @@ TEST(Rerank, CandidateCountsAndTheWholeBase) {
   const HostMatrix<float> base = random_matrix(30, 4, 10), queries = random_matrix(2, 4, 11);
   Result candidates{1, 30, std::vector<float>(30, 0.f), std::vector<int64_t>(30)};
   std::iota(candidates.indices.begin(), candidates.indices.end(), 0);
-  const detail::RerankedRow r = detail::rerank_row(candidates, 0, base.view(), queries.view(), 1, 5,
-                                                   std::numeric_limits<double>::infinity());
+  const std::vector<double> exact =
+      detail::host_exact_keys(base.view(), FloatView{queries.row(1), 1, 4, 0}, candidates, Metric::SquaredL2, 2.0, 1);
+  const detail::RerankedRow r =
+      detail::rerank_row(candidates, 0, exact.data(), base.rows, 5, std::numeric_limits<double>::infinity());
   EXPECT_TRUE(r.certified);
   ASSERT_EQ(r.top.size(), 5u);
   EXPECT_TRUE(std::is_sorted(r.top.begin(), r.top.end()));

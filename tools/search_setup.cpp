@@ -27,6 +27,10 @@ void SearchOptions::add_to(CLI::App& app, bool inputs_required) {
       ->capture_default_str();
   // Bounded here because OpenMP cannot create arbitrarily many threads (tens of thousands crash the runtime).
   app.add_option("--threads", threads, "CPU threads (0: all)")->check(CLI::Range(0, 4096))->capture_default_str();
+  app.add_option("--guard", guard,
+                 "exactness guard: auto (re-rank float data's float32/TF32 keys on float64 distances), always or off")
+      ->check(name_check([](const std::string& s) { parse_guard(s); }, "GUARD"))
+      ->capture_default_str();
   app.add_option("--memory-budget", memory_budget, "working memory in bytes, e.g. 512M or 2G (default: automatic)")
       ->check(name_check([](const std::string& s) { parse_bytes(s); }, "SIZE"));
   app.add_option("--tang-m", tang_m, "level size m of merge_queue (a power of two, 1..512)")->capture_default_str();
@@ -58,6 +62,7 @@ SearchParams SearchOptions::params() const {
   params.select_options.sampled_bracket = !no_bracket;
   params.threads = threads;
   params.memory_budget = memory_budget.empty() ? 0 : parse_bytes(memory_budget);
+  params.guard = parse_guard(guard);
   return params;
 }
 

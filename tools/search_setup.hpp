@@ -24,6 +24,7 @@ struct SearchOptions {
   std::string select = "auto";
   int threads = 0;
   std::string memory_budget;  ///< empty: automatic
+  std::string guard = "auto";  ///< the exactness guard (Guard)
   int tang_m = TangOptions{}.m;          ///< merge-queue level size of Tang's queues
   int tang_group = TangOptions{}.group;  ///< hierarchical-partition group size G
   int thread_queue = 0;                  ///< warp_select / block_select thread-queue length; 0 = tuned default
@@ -31,7 +32,7 @@ struct SearchOptions {
   bool single_stage = false;             ///< sample/radix select: single-stage variant
   bool no_bracket = false;               ///< sample/radix select: without the sampled bracket
 
-  /// Registers --base, --query, -k, --metric, -p, --backend, --distance, --select, --threads, --memory-budget,
+  /// Registers --base, --query, -k, --metric, -p, --backend, --distance, --select, --threads, --guard, --memory-budget,
   /// --tang-m, --tang-group, --thread-queue, --no-prefetch, --single-stage, --no-bracket.
   /// Registers the options; `inputs_required` false leaves --base/--query optional (bench --sweep needs neither).
   void add_to(CLI::App& app, bool inputs_required = true);

@@ -427,20 +427,28 @@ int main(int argc, char** argv) {
     bool have_reference = false;
     // (distance, whether the fused kernel may merge the splits' lists itself, query tiles forced or 0): Auto also
     // without that merge and with the queries cut into 2 and 4 tiles.
+    // Float data: every path is also run without the exactness guard ('-noguard': its float32/TF32 keys as they
+    // are), which measures what the guard's re-rank costs.
     struct DistanceVariant {
       DistanceAlgorithm d;
       bool merge = true;
       int64_t query_tiles = 0;
+      Guard guard = Guard::Auto;
     };
     std::vector<DistanceVariant> distances{{DistanceAlgorithm::Auto, true, 0},
                                            {DistanceAlgorithm::Auto, false, 0},
                                            {DistanceAlgorithm::Auto, true, 2},
                                            {DistanceAlgorithm::Auto, true, 4}};
-    for (DistanceAlgorithm d : distance_algorithms(Backend::Cuda, Metric::SquaredL2)) distances.push_back({d});
-    for (const auto& [d, merge, query_tiles] : distances)
+    for (DistanceAlgorithm d : distance_algorithms(Backend::Cuda, Metric::SquaredL2)) {
+      distances.push_back({d});
+      if (c.float_data && !distance_requires_integer_data(d)) distances.push_back({d, true, 0, Guard::Off});
+    }
+    if (c.float_data) distances.push_back({DistanceAlgorithm::Auto, true, 0, Guard::Off});
+    for (const auto& [d, merge, query_tiles, guard] : distances)
       for (SelectAlgorithm s : selections(o, c.k)) {
         const std::string dname = to_string(d) + (merge ? "" : "-nomerge") +
-                                  (query_tiles > 0 ? "-qtiles" + std::to_string(query_tiles) : "");
+                                  (query_tiles > 0 ? "-qtiles" + std::to_string(query_tiles) : "") +
+                                  (guard == Guard::Off ? "-noguard" : "");
         const std::string pair = dname + "/" + to_string(s);
         if (!std::regex_search(pair, filter)) continue;
         Row row;
@@ -454,6 +462,7 @@ int main(int argc, char** argv) {
           p.backend = Backend::Cuda;
           p.distance = d;
           p.select = s;
+          p.guard = guard;
           Result got;
           detail::cuda::set_fused_split_merge_enabled(merge);
           if (query_tiles > 0) detail::cuda::set_tile_override({(c.nq + query_tiles - 1) / query_tiles, 0});
@@ -466,9 +475,10 @@ int main(int argc, char** argv) {
               reference = got;
               have_reference = true;
             }
-            // Integer data: every pair is exact, so all must agree bit for bit. Float data: pairs may differ within
-            // float rounding (the tests check them against the float64 oracle), so nothing is compared here.
-            row.same = c.float_data || (got.indices == reference.indices && got.distances == reference.distances);
+            // Every guarded pair is exact (integer data: exact keys; float data: the guard's re-rank), so all must
+            // agree bit for bit. Unguarded float keys may differ within float rounding: not compared.
+            row.same = guard == Guard::Off ||
+                       (got.indices == reference.indices && got.distances == reference.distances);
             if (!row.same) ++failures;
             if (c.name == "garcia") garcia_seconds[pair] = row.median.wall_s;
           } catch (const Error& e) {

@@ -12,7 +12,7 @@ namespace gknn {
 /// fastest exact one for the configuration. The values after Auto and what each is: gknn/algorithms.def.
 enum class DistanceAlgorithm {
   Auto,
-#define GKNN_DISTANCE(id, name, backends, summary) id,
+#define GKNN_DISTANCE(id, name, backends, precision, summary) id,
 #include "gknn/algorithms.def"
 };
 
@@ -28,6 +28,17 @@ namespace catalogue {
 /// Backends that implement an algorithm (bit set; the words algorithms.def uses).
 inline constexpr unsigned cpu = 1u;
 inline constexpr unsigned cuda = 2u;
+/// How exact a distance algorithm's keys are (the exactness guard, SearchParams::guard, reads it):
+///   float64       keys from float64 sums (the reference): no guard;
+///   float32       float32 inputs, products and sums: exact on integer data whose sums stay below 2^24, else
+///                 re-ranked;
+///   integer_only  runs only on integer data it is proven exact on (refused elsewhere): no guard;
+///   tf32          inputs rounded to TF32 (10 mantissa bits): exact on the data integer_only paths take, else
+///                 re-ranked;
+///   tf32x3        split-precision TF32 (float32-level products): as tf32.
+enum class KeyPrecision { float64, float32, integer_only, tf32, tf32x3 };
+using enum KeyPrecision;
+
 /// "+flag" suffixes a selection accepts: none, or Tang et al.'s aligned/buffered/hp (TangOptions).
 inline constexpr unsigned none = 0u;
 inline constexpr unsigned tang = 1u;
@@ -36,6 +47,7 @@ struct DistanceInfo {
   DistanceAlgorithm algorithm;
   const char* name;
   unsigned backends;
+  KeyPrecision precision;
   const char* summary;
 };
 
@@ -49,7 +61,7 @@ struct SelectInfo {
 
 /// Every algorithm but Auto, in the order of algorithms.def (= enum order).
 inline constexpr DistanceInfo kDistances[] = {
-#define GKNN_DISTANCE(id, name, backends, summary) {DistanceAlgorithm::id, name, backends, summary},
+#define GKNN_DISTANCE(id, name, backends, precision, summary) {DistanceAlgorithm::id, name, backends, precision, summary},
 #include "gknn/algorithms.def"
 };
 inline constexpr SelectInfo kSelects[] = {

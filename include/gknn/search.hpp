@@ -86,9 +86,11 @@ struct SearchPlan {
   std::string distance_reason;
   SelectAlgorithm select = SelectAlgorithm::Auto;
   std::string select_reason;
+  bool guarded = false;      ///< the exactness guard re-ranks the keys (Guard)
+  std::string guard_reason;  ///< why it does or does not
 };
 SearchPlan explain_search(FloatView base, FloatView queries, const SearchParams& params);
-/// Lines "backend ...", "distance ...", "select ..." with the reasons.
+/// Lines "backend ...", "distance ...", "select ...", "guard ..." with the reasons.
 std::string to_string(const SearchPlan& plan);
 
 /// The measured plan table Auto consults on the CUDA backend (src/plan/plan_table.csv, or the file

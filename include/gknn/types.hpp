@@ -7,9 +7,13 @@
 //     insertion position; user ids from add_with_ids do not take part in ordering);
 //   * -0.0 and +0.0 are equal;
 //   * when k > n, the missing tail of every row is padded with index -1 and distance +inf (-inf for similarities).
-// Algorithms that compute in float32 with a different summation order (GEMM vs direct sums) can disagree
-// on neighbours whose exact distances differ by less than float rounding; on exactly representable data
-// (small integers) every algorithm returns identical indices.
+// EXACTNESS. The neighbours are those of the float64 oracle: ordered by the exact (float64) distance of the float32
+// rows, ties by index. Lower-precision distance paths keep this promise in one of two ways: on integer data whose
+// sums stay below 2^24 their keys are exact (checked from the rows' values, no second pass), and elsewhere the
+// exactness guard (SearchParams::guard) re-ranks every candidate within the path's proven error bound on float64
+// distances (squared L2, L2, inner product; cosine on the rows as normalised in float32). Reported values are float32; a run of equal reported values
+// is ordered by index. L1, Linf and Lp keys are float32 sums, not re-ranked: on float data two rows whose exact
+// distances differ by less than the float32 rounding may come out in either order.
 #pragma once
 
 #include <cstddef>
@@ -67,6 +71,16 @@ constexpr bool is_similarity(Metric m) noexcept { return m == Metric::InnerProdu
 
 enum class Backend { Auto, Cpu, Cuda };
 
+/// The exactness guard (core/guard.hpp, docs/algorithms.md): a distance path whose float32 or TF32 keys may differ
+/// from the exact distances (float data) selects k' > k candidates per query, re-ranks them on float64 distances
+/// and proves, from the path's error bound, that no other row can enter the top k; queries without that proof are
+/// searched again with 4 times the candidates (up to every row). The result then equals the float64 oracle's.
+///   Auto    guard where the chosen path is not proven exact on the data (float data on squared L2, L2, inner
+///           product and cosine); not for L1, Linf, Lp;
+///   Always  guard every squared L2 / L2 / inner product / cosine search, also where the keys are exact (tests);
+///   Off     the path's keys as they are (float32-level neighbours on float data; faster).
+enum class Guard { Auto, Always, Off };
+
 /// Options of Tang et al.'s queues (SelectAlgorithm::InsertionQueue/HeapQueue/MergeQueue). A full name such
 /// as "merge_queue+aligned+buffered+hp" sets the algorithm and these flags at once (see parse_select).
 struct TangOptions {
@@ -117,6 +131,10 @@ struct SearchStats {
   double setup_ms = 0;  ///< CUDA: choices, tiling plan and buffers before the first device work is queued
   int64_t query_tiles = 0;
   int64_t base_tiles = 0;  ///< base tiles per query tile
+  // The exactness guard (Guard), when it ran: the phases above are its first candidate pass.
+  int64_t guard_candidates = 0;  ///< candidates per query of the first pass (k' > k)
+  double rerank_ms = 0;          ///< exact float64 keys of the candidates, certificates, later passes (wall time)
+  int64_t guard_retried = 0;     ///< queries searched again with more candidates (no certificate)
 };
 
 struct SearchParams {
@@ -131,6 +149,7 @@ struct SearchParams {
   /// a one-shot search (gknn::search) plans its tiles within the 1 GiB its cached buffers may keep, so that the
   /// next call allocates nothing.
   size_t memory_budget = 0;
+  Guard guard = Guard::Auto;  ///< re-ranking of inexact keys (see Guard)
   int threads = 0;           ///< cpu threads; 0 = all hardware threads
   int device = 0;            ///< cuda device ordinal
   ProgressCallback progress;
@@ -170,6 +189,7 @@ std::string to_string(Metric m);
 std::string to_string(Backend b);
 std::string to_string(DistanceAlgorithm a);
 std::string to_string(SelectAlgorithm a);
+std::string to_string(Guard g);
 /// Full name of a selection with its Tang flags, e.g. "merge_queue+aligned+hp".
 std::string select_name(SelectAlgorithm a, const TangOptions& tang);
 
@@ -177,6 +197,7 @@ std::string select_name(SelectAlgorithm a, const TangOptions& tang);
 Metric parse_metric(std::string_view name);
 Backend parse_backend(std::string_view name);
 DistanceAlgorithm parse_distance(std::string_view name);
+Guard parse_guard(std::string_view name);
 /// Accepts "name" or "name+flag+flag" with flags aligned, buffered, hp (Tang queues only).
 SelectAlgorithm parse_select(std::string_view name, TangOptions* tang = nullptr);
 

@@ -48,9 +48,9 @@ def metric_name(metric, p=None):
     return name, 2.0
 
 
-def _options(distance, select, threads, memory_budget, device=0):
+def _options(distance, select, threads, memory_budget, device=0, guard="auto"):
     options = _gknn._Options()
-    options.distance, options.select = distance, select
+    options.distance, options.select, options.guard = distance, select, guard
     options.threads, options.memory_budget, options.device = int(threads), int(memory_budget), int(device)
     return options
 
@@ -62,7 +62,7 @@ def _check_k(k):
 
 
 def search(base, queries, k, metric="sqeuclidean", backend="auto", distance="auto", select="auto", p=None, *,
-           threads=0, memory_budget=0):
+           threads=0, memory_budget=0, guard="auto"):
     """Exact k nearest neighbours of every row of `queries` among the rows of `base`.
 
     Args:
@@ -74,6 +74,8 @@ def search(base, queries, k, metric="sqeuclidean", backend="auto", distance="aut
         backend: "auto" (CUDA when a device is visible), "cpu" or "cuda".
         distance, select: algorithm names of gknn (gknn.info() lists them; "auto" picks the fastest).
         threads: CPU threads (0 = all). memory_budget: bytes of working memory (0 = automatic).
+        guard: the exactness guard: "auto" re-ranks float data's float32/TF32 keys on float64 distances so that
+            the neighbours are the float64 oracle's (squared L2, L2, inner product, cosine); "always"; "off".
 
     Returns:
         (distances float32 (q, k), indices int64 (q, k)) of the caller's array kind.
@@ -82,14 +84,14 @@ def search(base, queries, k, metric="sqeuclidean", backend="auto", distance="aut
     metric, p = metric_name(metric, p)
     if _arrays.is_device_array(base) or _arrays.is_device_array(queries):
         return _search_device(base, queries, k, metric, p, backend,
-                              _options(distance, select, threads, memory_budget))
+                              _options(distance, select, threads, memory_budget, guard=guard))
     base_host = _arrays.host_matrix(base, "base")
     queries_host = _arrays.host_matrix(queries, "queries")
     if base_host.dtype != queries_host.dtype:  # uint8 with float: compute in float32
         base_host = _arrays.host_matrix(base_host, "base", allow_uint8=False)
         queries_host = _arrays.host_matrix(queries_host, "queries", allow_uint8=False)
     distances, indices = _gknn.search(base_host, queries_host, k, metric, p, backend,
-                                      _options(distance, select, threads, memory_budget))
+                                      _options(distance, select, threads, memory_budget, guard=guard))
     return _arrays.like_input(queries, distances, indices)
 
 
@@ -227,12 +229,12 @@ class Index:
         self._index.add_device(desc, ids)
         del owner  # the copy into the index is complete when add_device returns
 
-    def search(self, x, k, *, distance="auto", select="auto", threads=0, memory_budget=0):
+    def search(self, x, k, *, distance="auto", select="auto", threads=0, memory_budget=0, guard="auto"):
         """(distances, indices) of the k nearest stored vectors of each query row, as gknn.search returns them.
         CUDA tensor queries (of a "cuda" index) are searched on the device; the results are tensors of their
         kind on their device."""
         k = _check_k(k)
-        options = _options(distance, select, threads, memory_budget)
+        options = _options(distance, select, threads, memory_budget, guard=guard)
         if _arrays.is_device_array(x):
             self._require_cuda("queries")
             desc, owner = _arrays.device_matrix(x, "queries")

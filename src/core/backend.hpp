@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "gknn/info.hpp"
 #include "gknn/search.hpp"
@@ -66,6 +67,15 @@ class ResidentStore {
   /// Searches and writes the final result through `out`.
   virtual void search_into(FloatView queries, const SearchParams& key_params, const ValueStats& query_stats,
                            const OutputSpec& out) const = 0;
+  /// The value facts of every stored row (merged over the appends).
+  virtual ValueStats facts() const = 0;
+  // What the exactness guard (guard.hpp) asks of the rows where they are:
+  /// exact[i * K' + j] = float64 key of (row i of host `queries`, stored row candidates.index(i, j)); host work on
+  /// `threads` threads (SearchParams::threads).
+  virtual std::vector<double> exact_keys(FloatView queries, const KeyResult& candidates, Metric key_metric, double p,
+                                         int threads) const = 0;
+  /// Largest Euclidean norm of a stored row (an upper bound within float32 rounding).
+  virtual double max_row_norm() const = 0;
 };
 
 namespace cpu {
@@ -100,6 +110,17 @@ void select_into(FloatView values, const int64_t* labels, int64_t k, bool negate
 /// Throws InvalidArgument naming the first NaN (row, column) of a device view, as the host check of select_k
 /// does (validate.hpp reject_nan_row); nothing without CUDA.
 void device_reject_nan(FloatView m, std::string_view what);
+// The exactness guard's primitives for rows in device memory (guard.hpp):
+/// The rows of a device view, contiguous in host memory.
+std::vector<float> download_rows(FloatView rows);
+/// exact[i * K' + j] = float64 key of (row i of host `queries`, row candidates.index(i, j) of the device view
+/// `base`), computed on the device `base` lives on; any value where the index is -1.
+std::vector<double> exact_keys(FloatView base, FloatView queries, const KeyResult& candidates, Metric key_metric,
+                               double p);
+/// Largest Euclidean norm of a device view's rows.
+double max_row_norm(FloatView rows);
+/// Copies a host result (rows x k) into a device destination of the same shape.
+void upload_result(const Result& result, const ResultView& dest);
 std::unique_ptr<ResidentStore> make_store(int64_t dim, int device);
 std::vector<DistanceAlgorithm> distance_algorithms(Metric user_metric);
 std::vector<SelectCapability> select_algorithms();

@@ -21,5 +21,9 @@ std::vector<DistanceAlgorithm> distance_algorithms(Metric) { return {}; }
 std::vector<SelectCapability> select_algorithms() { return {}; }
 std::vector<DeviceInfo> devices() { return {}; }
 void explain(const SearchParams&, int64_t, int64_t, int64_t, const ValueStats&, SearchPlan&) { no_cuda(); }
+std::vector<float> download_rows(FloatView) { no_cuda(); }
+std::vector<double> exact_keys(FloatView, FloatView, const KeyResult&, Metric, double) { no_cuda(); }
+double max_row_norm(FloatView) { no_cuda(); }
+void upload_result(const Result&, const ResultView&) { no_cuda(); }
 
 }  // namespace gknn::detail::cuda

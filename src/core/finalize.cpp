@@ -168,21 +168,35 @@ Result finalize(KeyResult keys, Metric metric, double p, int64_t k) {
   return out;
 }
 
-KeyResult search_keys(const ResidentStore& store, FloatView queries, const SearchParams& key_params,
-                      const ValueStats& query_stats) {
-  // Keys come out unchanged through a squared-L2 "finalisation" (the identity on keys), k = the key k, no ids.
-  KeyResult keys;
-  keys.rows = queries.rows;
-  keys.k = key_params.k;
+OutputSpec key_output(KeyResult& keys, int64_t rows, int64_t k) {
+  keys.rows = rows;
+  keys.k = k;
   OutputSpec spec;
   spec.metric = Metric::SquaredL2;
-  spec.k = key_params.k;
+  spec.k = k;
   // Populated as Index::search's results are: a shard's lists (q x k, 12 MB at 10k x 100) are made on the CUDA
   // writer's helper thread while the device computes, so their page faults stay off the copy-out (issue 17).
-  spec.destination = [&keys, &queries, &key_params] {
-    keys = allocate_result_populated(queries.rows, key_params.k);
+  spec.destination = [&keys, rows, k] {
+    keys = allocate_result_populated(rows, k);
     return view_of(keys);
   };
+  return spec;
+}
+
+void write_keys(const KeyResult& keys, const OutputSpec& out, int threads) {
+  if (out.memory == Memory::Host) return finalize_into(keys, out, threads);
+  Result host = allocate_result(keys.rows, out.k);
+  OutputSpec staged = out;
+  staged.memory = Memory::Host;
+  staged.destination = [&host] { return view_of(host); };
+  finalize_into(keys, staged, threads);
+  cuda::upload_result(host, out.destination());
+}
+
+KeyResult search_keys(const ResidentStore& store, FloatView queries, const SearchParams& key_params,
+                      const ValueStats& query_stats) {
+  KeyResult keys;
+  const OutputSpec spec = key_output(keys, queries.rows, key_params.k);
   if (queries.rows > 0) store.search_into(queries, key_params, query_stats, spec);
   return keys;
 }

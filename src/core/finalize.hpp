@@ -23,6 +23,14 @@ Result allocate_result_populated(int64_t rows, int64_t k);
 /// The storage of a Result as a host ResultView.
 ResultView view_of(Result& r);
 
+/// An OutputSpec that writes a search's keys unchanged into `keys` (rows x k, key form, no ids): the squared-L2
+/// "finalisation" is the identity on keys. `keys` is allocated (populated) when the search asks for it.
+OutputSpec key_output(KeyResult& keys, int64_t rows, int64_t k);
+
+/// Writes guarded or merged key results through `out`: host destinations by finalize_into, device destinations
+/// through a host result copied to the device (the cuda backend's upload_result).
+void write_keys(const KeyResult& keys, const OutputSpec& out, int threads);
+
 /// SearchParams as a backend sees them (key metric, k clipped to n).
 SearchParams key_params(const SearchParams& params, int64_t n);
 

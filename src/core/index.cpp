@@ -8,6 +8,7 @@
 #include "core/backend.hpp"
 #include "core/call_timer.hpp"
 #include "core/finalize.hpp"
+#include "core/guard.hpp"
 #include "core/host_parallel.hpp"
 #include "core/validate.hpp"
 #include "gknn/error.hpp"
@@ -163,6 +164,30 @@ class QueryFacts {
   std::optional<detail::OverlapJob> job_;
 };
 
+/// The store's search of key-form queries through `spec`, under the exactness guard where its keys need it: the
+/// candidates come from the store's own search, the exact keys from the rows where the store keeps them.
+void guarded_store_search(const Index::Impl& impl, FloatView queries, const SearchParams& kp,
+                          const detail::ValueStats& query_stats, const detail::OutputSpec& spec) {
+  const detail::ResidentStore& store = *impl.store;
+  DistanceAlgorithm resolved = DistanceAlgorithm::Auto;
+  const detail::GuardDecision guard = detail::guard_for(impl.backend, kp, queries.rows, store.size(), impl.dim,
+                                                        store.facts().merged(query_stats), &resolved);
+  if (!guard.bound) return store.search_into(queries, kp, query_stats, spec);
+  std::vector<float> host_queries;
+  const FloatView hq = detail::host_rows(queries, host_queries);
+  detail::GuardSource source;
+  source.backend = impl.backend;
+  source.rows = store.size();
+  source.max_row_norm = store.max_row_norm();
+  source.candidates = [&](FloatView q, const SearchParams& pass) {
+    return detail::search_keys(store, q, pass, query_stats);
+  };
+  source.exact_keys = [&](FloatView q, const detail::KeyResult& c) {
+    return store.exact_keys(q, c, kp.metric, kp.p, kp.threads);
+  };
+  detail::write_keys(detail::guarded_keys(source, hq, kp, resolved, *guard.bound), spec, kp.threads);
+}
+
 void search_store(const Index::Impl& impl, FloatView queries, const SearchParams& params,
                   const detail::ValueStats& query_stats, detail::OutputSpec spec) {
   const SearchParams kp = detail::key_params(params, impl.store->size());
@@ -174,12 +199,12 @@ void search_store(const Index::Impl& impl, FloatView queries, const SearchParams
     spec.id_count = static_cast<int64_t>(impl.ids.size());
   }
   if (queries.rows == 0) return;
-  if (params.metric != Metric::Cosine) return impl.store->search_into(queries, kp, query_stats, spec);
+  if (params.metric != Metric::Cosine) return guarded_store_search(impl, queries, kp, query_stats, spec);
   GKNN_EXPECT(queries.memory == Memory::Host, ErrorCode::Unsupported,
               "Index::search: metric cosine with device-memory queries: normalise them and use inner_product");
   const std::vector<float> n = detail::normalized_rows(queries);
-  impl.store->search_into(FloatView{n.data(), queries.rows, queries.cols, 0}, kp, detail::ValueStats{false, false, 1.f},
-                          spec);
+  guarded_store_search(impl, FloatView{n.data(), queries.rows, queries.cols, 0}, kp,
+                       detail::ValueStats{false, false, 1.f}, spec);
 }
 
 

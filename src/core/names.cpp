@@ -20,10 +20,13 @@ constexpr std::pair<Metric, const char*> kMetrics[] = {
 constexpr std::pair<Backend, const char*> kBackends[] = {
     {Backend::Auto, "auto"}, {Backend::Cpu, "cpu"}, {Backend::Cuda, "cuda"}};
 
+constexpr std::pair<Guard, const char*> kGuards[] = {
+    {Guard::Auto, "auto"}, {Guard::Always, "always"}, {Guard::Off, "off"}};
+
 // The algorithm tables are generated from the one list, gknn/algorithms.def, with Auto in front.
 constexpr std::pair<DistanceAlgorithm, const char*> kDistances[] = {
     {DistanceAlgorithm::Auto, "auto"},
-#define GKNN_DISTANCE(id, name, backends, summary) {DistanceAlgorithm::id, name},
+#define GKNN_DISTANCE(id, name, backends, precision, summary) {DistanceAlgorithm::id, name},
 #include "gknn/algorithms.def"
 };
 
@@ -85,6 +88,7 @@ const char* to_string(ErrorCode code) noexcept {
 std::string to_string(Metric m) { return name_of(kMetrics, m); }
 std::string to_string(Backend b) { return name_of(kBackends, b); }
 std::string to_string(DistanceAlgorithm a) { return name_of(kDistances, a); }
+std::string to_string(Guard g) { return name_of(kGuards, g); }
 std::string to_string(SelectAlgorithm a) { return name_of(kSelects, a); }
 
 std::string select_name(SelectAlgorithm a, const TangOptions& tang) {
@@ -99,6 +103,7 @@ std::string select_name(SelectAlgorithm a, const TangOptions& tang) {
 Metric parse_metric(std::string_view name) { return parse_name(kMetrics, name, "metric"); }
 Backend parse_backend(std::string_view name) { return parse_name(kBackends, name, "backend"); }
 DistanceAlgorithm parse_distance(std::string_view name) { return parse_name(kDistances, name, "distance algorithm"); }
+Guard parse_guard(std::string_view name) { return parse_name(kGuards, name, "guard"); }
 
 SelectAlgorithm parse_select(std::string_view name, TangOptions* tang) {
   const size_t plus = name.find('+');

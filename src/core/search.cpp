@@ -8,6 +8,7 @@
 #include "core/backend.hpp"
 #include "core/call_timer.hpp"
 #include "core/finalize.hpp"
+#include "core/guard.hpp"
 #include "core/validate.hpp"
 #include "gknn/error.hpp"
 
@@ -24,6 +25,35 @@ Backend backend_for(const SearchParams& params, bool device_memory) {
   return detail::resolve_backend(Backend::Cuda);
 }
 
+/// The guarded search of rows on `backend`: candidates from the backend, exact keys where the base is.
+detail::KeyResult guarded_search(Backend backend, FloatView base, FloatView queries, const SearchParams& kp,
+                                 const detail::ValueStats& bs, const detail::ValueStats& qs,
+                                 DistanceAlgorithm resolved, const detail::KeyErrorBound& bound) {
+  std::vector<float> host_queries;
+  const FloatView hq = detail::host_rows(queries, host_queries);
+  detail::GuardSource source;
+  source.backend = backend;
+  source.rows = base.rows;
+  if (on_device(base)) {
+    source.max_row_norm = detail::cuda::max_row_norm(base);
+    source.exact_keys = [&](FloatView q, const detail::KeyResult& c) {
+      return detail::cuda::exact_keys(base, q, c, kp.metric, kp.p);
+    };
+  } else {
+    source.max_row_norm = detail::host_max_row_norm(base, kp.threads);
+    source.exact_keys = [&](FloatView q, const detail::KeyResult& c) {
+      return detail::host_exact_keys(base, q, c, kp.metric, kp.p, kp.threads);
+    };
+  }
+  source.candidates = [&](FloatView q, const SearchParams& pass) {
+    if (backend != Backend::Cuda) return detail::cpu::search(base, q, pass);
+    detail::KeyResult keys;
+    detail::cuda::search_into(base, q, pass, bs, qs, detail::key_output(keys, q.rows, pass.k));
+    return keys;
+  };
+  return detail::guarded_keys(source, hq, kp, resolved, bound);
+}
+
 /// A validated search, run on the chosen backend and written through `spec`.
 void run_search(FloatView base, FloatView queries, const SearchParams& params, const detail::ValueStats& bs,
                 const detail::ValueStats& qs, const detail::OutputSpec& spec, bool device_memory) {
@@ -31,6 +61,12 @@ void run_search(FloatView base, FloatView queries, const SearchParams& params, c
   const SearchParams kp = detail::key_params(params, base.rows);
   if (queries.rows == 0) return;
   auto dispatch = [&](FloatView b, FloatView q, const detail::ValueStats& b_stats, const detail::ValueStats& q_stats) {
+    DistanceAlgorithm resolved = DistanceAlgorithm::Auto;
+    const detail::GuardDecision guard =
+        detail::guard_for(backend, kp, q.rows, b.rows, b.cols, b_stats.merged(q_stats), &resolved);
+    if (guard.bound)
+      return detail::write_keys(guarded_search(backend, b, q, kp, b_stats, q_stats, resolved, *guard.bound), spec,
+                                kp.threads);
     if (backend == Backend::Cuda) return detail::cuda::search_into(b, q, kp, b_stats, q_stats, spec);
     detail::finalize_into(detail::cpu::search(b, q, kp), spec, kp.threads);
   };
@@ -104,13 +140,19 @@ SearchPlan explain_search(FloatView base, FloatView queries, const SearchParams&
     detail::cuda::explain(kp, queries.rows, base.rows, base.cols, facts, plan);
   else
     detail::cpu::explain(kp, queries.rows, base.rows, base.cols, facts, plan);
+  const detail::GuardDecision guard = detail::decide_guard(kp, plan.distance, facts, base.cols);
+  plan.guarded = guard.bound.has_value();
+  plan.guard_reason = guard.reason;
+  if (plan.guarded)
+    plan.guard_reason += "; k' = " + std::to_string(detail::first_candidate_count(kp.k, base.rows)) + " first";
   return plan;
 }
 
 std::string to_string(const SearchPlan& plan) {
   return "backend      " + to_string(plan.backend.backend) + " (" + plan.backend.reason + ")\n" +
          "distance     " + to_string(plan.distance) + " (" + plan.distance_reason + ")\n" +
-         "select       " + to_string(plan.select) + " (" + plan.select_reason + ")\n";
+         "select       " + to_string(plan.select) + " (" + plan.select_reason + ")\n" +
+         "guard        " + (plan.guarded ? "re-rank" : "none") + " (" + plan.guard_reason + ")\n";
 }
 
 Result search(ByteView base, ByteView queries, const SearchParams& params) {

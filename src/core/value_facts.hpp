@@ -9,7 +9,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 
 #include "core/hd.hpp"
 
@@ -23,12 +22,7 @@ struct ValueBits {
   uint32_t max_abs_bits = 0;  ///< bits of the largest |v| (ordered as the values for finite v)
 
   GKNN_HD void add(float v) {
-#if defined(__CUDA_ARCH__)
-    const uint32_t bits = __float_as_uint(v);
-#else
-    uint32_t bits;
-    std::memcpy(&bits, &v, sizeof bits);
-#endif
+    const uint32_t bits = float_bits(v);
     const uint32_t magnitude = bits & 0x7fffffffu;
     not_finite |= magnitude >= 0x7f800000u;  // Inf, NaN
     // |v| >= 2^23 (0x4b000000): every float is an integer; below, v is one iff the int32 round trip keeps it
@@ -46,15 +40,7 @@ struct ValueBits {
   GKNN_HD bool finite() const { return not_finite == 0; }
   GKNN_HD bool integral() const { return fraction == 0; }
   GKNN_HD bool nonnegative() const { return negative == 0; }
-  GKNN_HD float max_abs() const {
-#if defined(__CUDA_ARCH__)
-    return __uint_as_float(max_abs_bits);
-#else
-    float v;
-    std::memcpy(&v, &max_abs_bits, sizeof v);
-    return v;
-#endif
-  }
+  GKNN_HD float max_abs() const { return float_of_bits(max_abs_bits); }
 };
 
 }  // namespace gknn::detail

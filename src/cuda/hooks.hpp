@@ -56,9 +56,11 @@ int64_t device_buffer_peak_bytes();
 void reset_device_buffer_peak();
 
 /// Frees what the backend keeps between calls for the life of the process: the cached pipelines (streams, device
-/// and pinned buffers), the device value scan's slots and the idle cuBLAS handles. At exit the CUDA runtime may already be gone, so nothing frees
+/// and pinned buffers), the device value scan's slots, the exactness guard's buffers and the idle cuBLAS handles. At exit the CUDA runtime may already be gone, so nothing frees
 /// them then, and compute-sanitizer's leak check (memcheck --leak-check full) would report them; the test binaries
 /// call this before main returns (tests/testing/main.cpp, mpi_search_test), and later calls simply make new ones.
 void release_cached_device_resources();
+/// The exactness guard's kept device buffers (pipeline/guard.cu); part of release_cached_device_resources.
+void release_guard_scratch();
 
 }  // namespace gknn::detail::cuda

@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "core/finalize.hpp"
+#include "core/guard.hpp"
 #include "core/validate.hpp"
 #include "cpu/parallel.hpp"
 #include "gknn/error.hpp"
@@ -137,6 +138,55 @@ struct ShardedIndex::Impl {
     }
     stats.merge_ms += elapsed_ms(merge_start);
     return merged;
+  }
+
+  /// The exactness guard's decision over the shards (guard.hpp): each backend's resolved path on the merged facts
+  /// of every stored row and the queries; the loosest bound where several backends need one. *resolved is the
+  /// path to force in the candidate passes, Auto where the shards' backends differ.
+  detail::GuardDecision guard_decision(const SearchParams& kp, int64_t nq, const detail::ValueStats& query_stats,
+                                       DistanceAlgorithm* resolved) const {
+    detail::ValueStats facts = query_stats;
+    for (const Shard& shard : shards)
+      if (shard.size() > 0) facts = facts.merged(shard.store->facts());
+    detail::GuardDecision decision;
+    bool first = true;
+    for (const Shard& shard : shards) {
+      if (shard.size() == 0) continue;
+      DistanceAlgorithm a = DistanceAlgorithm::Auto;
+      const detail::GuardDecision d = detail::guard_for(shard.where.backend, kp, nq, shard.size(), dim, facts, &a);
+      *resolved = first || *resolved == a ? a : DistanceAlgorithm::Auto;
+      first = false;
+      if (!d.bound) continue;
+      if (decision.bound) {
+        decision.bound->input_error = std::max(decision.bound->input_error, d.bound->input_error);
+        decision.bound->terms = std::max(decision.bound->terms, d.bound->terms);
+      } else {
+        decision = d;
+      }
+    }
+    return decision;
+  }
+
+  /// The float64 keys of candidate rows (global indices), each computed by the shard that stores the row.
+  std::vector<double> exact_keys(FloatView queries, const detail::KeyResult& candidates, Metric key_metric, double p,
+                                 int threads) const {
+    if (mode == ShardMode::Replicated) return shards[0].store->exact_keys(queries, candidates, key_metric, p, threads);
+    std::vector<double> exact(candidates.indices.size());
+    detail::KeyResult mine = candidates;
+    for (const Shard& shard : shards) {
+      if (shard.size() == 0) continue;
+      bool any = false;
+      for (size_t e = 0; e < mine.indices.size(); ++e) {
+        const int64_t global = candidates.indices[e];
+        mine.indices[e] = global < 0 ? -1 : shard.rows.local(global);
+        any |= mine.indices[e] >= 0;
+      }
+      if (!any) continue;
+      const std::vector<double> part = shard.store->exact_keys(queries, mine, key_metric, p, threads);
+      for (size_t e = 0; e < part.size(); ++e)
+        if (mine.indices[e] >= 0) exact[e] = part[e];
+    }
+    return exact;
   }
 
   /// Replicated: shard s answers its near-equal part of the queries against its full copy of the base.
@@ -292,9 +342,40 @@ KeyResult ShardedAccess::search_keys(const ShardedIndex& index, FloatView querie
     query_stats = ValueStats{false, false, 1.f};
   }
   const FloatView q = normalized.empty() ? queries : FloatView{normalized.data(), queries.rows, queries.cols, 0};
+  const auto shard_keys = [&](FloatView rows, const SearchParams& params, SearchStats& stats) {
+    return impl.mode == ShardMode::Sharded ? impl.sharded_keys(rows, query_stats, params, stats)
+                                           : impl.replicated_keys(rows, query_stats, params, stats);
+  };
+  const SearchParams kp = key_params(checked, impl.rows);
+  DistanceAlgorithm resolved = DistanceAlgorithm::Auto;
+  const GuardDecision guard = impl.guard_decision(kp, q.rows, query_stats, &resolved);
   SearchStats stats;
-  KeyResult keys = impl.mode == ShardMode::Sharded ? impl.sharded_keys(q, query_stats, checked, stats)
-                                                   : impl.replicated_keys(q, query_stats, checked, stats);
+  KeyResult keys;
+  if (!guard.bound) {
+    keys = shard_keys(q, checked, stats);
+  } else {
+    GuardSource source;
+    source.backend = impl.shards[0].where.backend;
+    source.rows = impl.rows;
+    for (const Shard& shard : impl.shards)
+      if (shard.size() > 0) source.max_row_norm = std::max(source.max_row_norm, shard.store->max_row_norm());
+    bool first_pass = true;
+    source.candidates = [&](FloatView rows, const SearchParams& pass) {
+      SearchParams params = checked;  // the shards clip k and rewrite the metric themselves
+      params.k = pass.k, params.distance = pass.distance, params.select = pass.select, params.guard = Guard::Off;
+      if (!first_pass) params.progress = nullptr;
+      SearchStats pass_stats;
+      KeyResult candidates = shard_keys(rows, params, first_pass ? stats : pass_stats);
+      first_pass = false;
+      return candidates;
+    };
+    source.exact_keys = [&](FloatView rows, const KeyResult& candidates) {
+      return impl.exact_keys(rows, candidates, kp.metric, kp.p, kp.threads);
+    };
+    SearchParams guarded = kp;
+    guarded.stats = &stats;
+    keys = guarded_keys(source, q, guarded, resolved, *guard.bound);
+  }
   if (checked.stats) *checked.stats = stats;
   return keys;
 }

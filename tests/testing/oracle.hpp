@@ -30,7 +30,10 @@ struct OracleRow {
 std::vector<OracleRow> oracle(FloatView base, FloatView queries, Metric metric, double p);
 
 struct CheckOptions {
-  /// Require identical indices (use for exactly representable data: small integers).
+  /// Require the oracle's neighbours: its top k as a set, and wherever two reported values differ, their exact
+  /// values in the same order (runs of equal reported values ordered by index). On small integers that is the
+  /// oracle's sequence itself; on float data it is what the exactness guard promises (distinct float64 values may
+  /// round to one float).
   bool exact_indices = false;
   /// Relative tolerance on values, scaled by the query's magnitude (see oracle.cpp).
   double tolerance = 2e-4;

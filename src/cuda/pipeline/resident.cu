@@ -38,6 +38,7 @@ class CudaStore final : public detail::ResidentStore {
     else
       upload_rows(p, rows, rows_.data() + size_ * dim_);
     stats_ = size_ == 0 ? stats : stats_.merged(stats);
+    max_norm_ = -1;
     row_squared_norms(rows_.data() + size_ * dim_, rows.rows, dim_, dim_, norms_.data() + size_, p.compute.get());
     p.compute.sync();
     size_ += rows.rows;
@@ -52,9 +53,27 @@ class CudaStore final : public detail::ResidentStore {
     norms_ = DeviceBuffer<float>();
     size_ = capacity_ = 0;
     stats_ = detail::ValueStats{};
+    max_norm_ = -1;
   }
 
   int64_t size() const override { return size_; }
+
+  detail::ValueStats facts() const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return stats_;
+  }
+
+  std::vector<double> exact_keys(FloatView queries, const detail::KeyResult& candidates, Metric key_metric, double p,
+                                 int /*threads*/) const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return cuda::exact_keys(view(), queries, candidates, key_metric, p);
+  }
+
+  double max_row_norm() const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (max_norm_ < 0) max_norm_ = cuda::max_row_norm(view());
+    return max_norm_;
+  }
 
   void search_into(FloatView queries, const SearchParams& key_params, const detail::ValueStats& query_stats,
                    const detail::OutputSpec& out) const override {
@@ -70,6 +89,8 @@ class CudaStore final : public detail::ResidentStore {
   }
 
  private:
+  FloatView view() const { return FloatView{rows_.data(), size_, dim_, dim_, Memory::Device}; }
+
   Pipeline& pipeline() const {
     if (!pipeline_) pipeline_ = std::make_unique<Pipeline>(device_);
     return *pipeline_;
@@ -98,6 +119,7 @@ class CudaStore final : public detail::ResidentStore {
   int64_t size_ = 0, capacity_ = 0;
   DeviceBuffer<float> rows_, norms_;
   detail::ValueStats stats_;  ///< of every stored row (decides the exact lower-precision paths)
+  mutable double max_norm_ = -1;  ///< largest row norm, for the exactness guard (< 0: not computed since a change)
   mutable OperandCache operands_;  ///< the fused kernel's copy of the rows; searches fill it (under mutex_)
   mutable std::mutex mutex_;
   mutable std::unique_ptr<Pipeline> pipeline_;

@@ -296,6 +296,7 @@ PipelineLease::~PipelineLease() {
 void release_cached_device_resources() {
   idle_pool<std::unique_ptr<Pipeline>>().drain();  // the destructors free streams, device and pinned buffers
   release_scan_slots();
+  release_guard_scratch();
   release_cublas_handles();
 }
 

@@ -17,6 +17,7 @@
 #include "core/value_facts.hpp"
 #include "cuda/common/buffer.cuh"
 #include "cuda/common/device.cuh"
+#include "cuda/common/device_scope.cuh"
 #include "cuda/common/error.cuh"
 #include "cuda/common/idle_pool.hpp"
 #include "cuda/pipeline/value_scan.cuh"
@@ -95,40 +96,6 @@ class SlotLease {
   int device_;
   std::unique_ptr<ScanSlot> slot_;
 };
-
-/// Makes `device` current for the scan and gives the caller's current device back afterwards.
-class DeviceScope {
- public:
-  explicit DeviceScope(int device) {
-    GKNN_CUDA_TRY(cudaGetDevice(&previous_));
-    device_props(device);  // cached properties; makes `device` current
-  }
-  ~DeviceScope() { GKNN_CUDA_TRY_NOTHROW(cudaSetDevice(previous_)); }
-  DeviceScope(const DeviceScope&) = delete;
-  DeviceScope& operator=(const DeviceScope&) = delete;
-
- private:
-  int previous_ = 0;
-};
-
-/// The device that reads `data` and the address it reads it at; InvalidArgument for memory no kernel may read.
-std::pair<int, const float*> device_address(const float* data, std::string_view what) {
-  cudaPointerAttributes attr{};
-  const cudaError_t err = cudaPointerGetAttributes(&attr, data);
-  if (err != cudaSuccess) cudaGetLastError();  // not a sticky error: later calls must not see it
-  int current = 0;
-  GKNN_CUDA_TRY(cudaGetDevice(&current));
-  if (err == cudaSuccess && attr.type != cudaMemoryTypeUnregistered) {
-    const void* address = attr.devicePointer ? attr.devicePointer : data;
-    return {attr.device >= 0 ? attr.device : current, static_cast<const float*>(address)};
-  }
-  // Pageable host memory: only devices that access it coherently (HMM, ATS) may read it in a kernel.
-  int pageable = 0;
-  GKNN_CUDA_TRY(cudaDeviceGetAttribute(&pageable, cudaDevAttrPageableMemoryAccess, current));
-  GKNN_EXPECT(pageable != 0, ErrorCode::InvalidArgument, what,
-              ": a Memory::Device view whose pointer is not CUDA memory (host memory? pass Memory::Host)");
-  return {current, data};
-}
 
 }  // namespace
 

@@ -12,6 +12,15 @@
 // every partial sum stays below 2^24 in magnitude. A partial sum is bounded by the sum of the terms' magnitudes:
 // 2 d M^2 + d M^2 in general and 2 d M^2 for non-negative data (the -2 q x terms and the norm pieces have
 // opposite signs), and the final distance by 4 d M^2 (d M^2 for non-negative data). fp16_exact() checks these.
+// Tf32 (any float data; the exactness guard re-ranks its keys, core/guard.hpp): the values rounded to TF32 (10
+// mantissa bits) by the augment kernel, the base norm split exactly into three TF32 pieces (tf32_split.hpp):
+//   query' = [tf32(v), 1, 1, 1],  base' = [tf32(x), n0, n1, n2].
+// On integer data with |x| <= 2048 every value is a TF32 value and the keys are exact under fp16_exact()'s bound.
+// Tf32x3 (split-precision TF32, any float data): each operand value v is big(v) + small(v) in TF32 (tf32_split.hpp),
+// and one TF32 GEMM over three times the dimension forms big.big + big.small + small.big:
+//   query' = [big(v), big(v), small(v), 1, 1, 1],  base' = [big(x), small(x), big(x), n0, n1, n2],
+// v = -2q (squared L2; -q for the inner product, without the norm columns), |x|^2 = n0 + n1 + n2 exactly. Its error
+// is float32 SGEMM's with three times the terms (the bound is in tf32_split.hpp), not TF32's 2^-10.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -20,7 +29,7 @@
 
 namespace gknn::detail::cuda {
 
-enum class GemmPrecision { Fp32, Fp16 };
+enum class GemmPrecision { Fp32, Fp16, Tf32, Tf32x3 };
 
 /// Columns of an augmented row (padded for aligned tensor-core loads).
 int64_t augmented_dim(int64_t dim, GemmPrecision precision);

@@ -1,0 +1,210 @@
+// guard.cpp: see guard.hpp.
+#include "core/guard.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "cpu/distance/exact.hpp"
+#include "cpu/parallel.hpp"
+#include "gknn/error.hpp"
+#include "gknn/search.hpp"
+
+namespace gknn::detail {
+namespace {
+
+constexpr double kExactLimit = 16777216.0;  // 2^24: float32 holds every integer up to it
+constexpr float kHalfMaxInteger = 2048.f;   // fp16 (11 significant bits) and TF32 hold every integer up to it
+constexpr int64_t kMaxRetryEntries = int64_t(1) << 25;  // candidates of one retry pass (400 MB of keys and ids)
+
+double elapsed_ms(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();
+}
+
+/// The error model of a path's keys (rerank.hpp): float32 inputs are exact (e = 0); the folded norm columns and the
+/// finaliser's additions count as three more terms; split TF32 sums three products per component.
+KeyErrorBound bound_of(catalogue::KeyPrecision precision, int64_t dim) {
+  switch (precision) {
+    case catalogue::tf32: return rounded_inputs_bound(10, dim + 3);
+    case catalogue::tf32x3: return KeyErrorBound{std::ldexp(1.0, -21), 3 * dim + 3};
+    default: return KeyErrorBound{0.0, dim + 3};
+  }
+}
+
+/// Why a path's keys need no re-ranking on these data, or "" when they do.
+std::string exact_without_guard(catalogue::KeyPrecision precision, const std::string& name, const ValueStats& facts,
+                                int64_t dim) {
+  switch (precision) {
+    case catalogue::float64: return name + " keys are float64 sums";
+    case catalogue::integer_only: return name + " runs only on integer data it is exact on";
+    case catalogue::float32:
+      return float32_exact(facts, dim) ? name + " keys are exact on these data (integers, sums below 2^24)" : "";
+    case catalogue::tf32:
+    case catalogue::tf32x3:
+      return half_exact(facts, dim) ? name + " keys are exact on these data (integers up to 2048, sums below 2^24)"
+                                    : "";
+  }
+  return "";
+}
+
+/// The parameters of a candidate pass: k' candidates, the resolved distance path (its bound is the one certified;
+/// Auto could pick another at k'), and Auto selection where a forced one does not serve k'.
+SearchParams pass_params(const SearchParams& kp, int64_t kc, DistanceAlgorithm resolved, Backend backend) {
+  SearchParams pass = kp;
+  pass.k = kc;
+  pass.guard = Guard::Off;
+  const catalogue::DistanceInfo* info = catalogue::find(resolved);
+  if (info && info->precision != catalogue::integer_only) pass.distance = resolved;
+  if (pass.select != SelectAlgorithm::Auto) {
+    for (const SelectCapability& c : compiled_select_algorithms(backend))
+      if (c.algorithm == pass.select && c.max_k < kc) pass.select = SelectAlgorithm::Auto;
+  }
+  return pass;
+}
+
+/// Rows `which` of `m`, contiguous in `storage`.
+FloatView gather_rows(FloatView m, const std::vector<int64_t>& which, std::vector<float>& storage) {
+  storage.resize(which.size() * static_cast<size_t>(m.cols));
+  for (size_t i = 0; i < which.size(); ++i)
+    std::copy(m.row(which[i]), m.row(which[i]) + m.cols, storage.begin() + static_cast<std::ptrdiff_t>(i * m.cols));
+  return FloatView{storage.data(), static_cast<int64_t>(which.size()), m.cols, 0};
+}
+
+}  // namespace
+
+bool float32_exact(const ValueStats& f, int64_t dim) {
+  if (!f.known || !f.integral) return false;
+  const double m2 = static_cast<double>(f.max_abs) * f.max_abs, d = static_cast<double>(dim);
+  return (f.nonnegative ? 2.0 * d * m2 : 4.0 * d * m2) < kExactLimit;
+}
+
+bool half_exact(const ValueStats& f, int64_t dim) { return f.max_abs <= kHalfMaxInteger && float32_exact(f, dim); }
+
+GuardDecision decide_guard(const SearchParams& kp, DistanceAlgorithm resolved, const ValueStats& facts, int64_t dim) {
+  const catalogue::DistanceInfo* info = catalogue::find(resolved);
+  const std::string name = to_string(resolved);
+  if (kp.guard == Guard::Off) return {std::nullopt, "off (requested): " + name + " keys as they are"};
+  if (kp.metric != Metric::SquaredL2 && kp.metric != Metric::InnerProduct)
+    return {std::nullopt, "none: " + to_string(kp.metric) + " keys are not re-ranked (the guard covers squared L2, "
+                          "L2, inner product and cosine)"};
+  if (!info) return {std::nullopt, "none: no distance path"};
+  const std::string exact = exact_without_guard(info->precision, name, facts, dim);
+  if (kp.guard == Guard::Auto && !exact.empty()) return {std::nullopt, "not needed: " + exact};
+  const std::string why = exact.empty() ? name + " keys are " +
+                                              (info->precision == catalogue::float32 ? std::string("float32 sums")
+                                                                                     : "TF32 products") +
+                                              " on float data"
+                                        : "always (requested), although " + exact;
+  return {bound_of(info->precision, dim),
+          "re-rank: " + why + "; the best k' candidates per query are re-ranked on float64 keys and certified within "
+          "the path's error bound (queries without the proof are searched again with 4x the candidates)"};
+}
+
+GuardDecision guard_for(Backend backend, const SearchParams& kp, int64_t nq, int64_t nb, int64_t dim,
+                        const ValueStats& facts, DistanceAlgorithm* resolved) {
+  const bool keyed = kp.metric == Metric::SquaredL2 || kp.metric == Metric::InnerProduct;
+  if (kp.guard == Guard::Off || !keyed || (kp.guard == Guard::Auto && half_exact(facts, dim))) return {};
+  SearchPlan plan;  // the very choice the search makes
+  if (backend == Backend::Cuda)
+    cuda::explain(kp, nq, nb, dim, facts, plan);
+  else
+    cpu::explain(kp, nq, nb, dim, facts, plan);
+  *resolved = plan.distance;
+  return decide_guard(kp, plan.distance, facts, dim);
+}
+
+FloatView host_rows(FloatView m, std::vector<float>& storage) {
+  if (m.memory == Memory::Host) return m;
+  storage = cuda::download_rows(m);
+  return FloatView{storage.data(), m.rows, m.cols, 0};
+}
+
+KeyResult guarded_keys(const GuardSource& source, FloatView queries, const SearchParams& kp,
+                       DistanceAlgorithm resolved, const KeyErrorBound& bound) {
+  const auto start = std::chrono::steady_clock::now();
+  const int64_t q = queries.rows, n = source.rows, k = kp.k;
+  const int threads = cpu::resolve_threads(kp.threads);
+  std::vector<double> eps(static_cast<size_t>(q));
+  cpu::parallel_for(threads, q, [&](int64_t i) {
+    double s = 0;
+    for (int64_t j = 0; j < queries.cols; ++j) s += double(queries.row(i)[j]) * queries.row(i)[j];
+    eps[size_t(i)] = bound.query_bound(std::sqrt(s), source.max_row_norm);
+  });
+  KeyResult result{q, k, std::vector<float>(static_cast<size_t>(q * k)), std::vector<int64_t>(static_cast<size_t>(q * k))};
+  std::vector<int64_t> pending(static_cast<size_t>(q));
+  std::iota(pending.begin(), pending.end(), 0);
+  std::vector<float> gathered;
+  const int64_t first = first_candidate_count(k, n);
+  double first_pass_ms = 0;
+  int64_t retried = 0;
+  {
+    const auto pass_start = std::chrono::steady_clock::now();
+    const KeyResult candidates = source.candidates(queries, pass_params(kp, first, resolved, source.backend));
+    first_pass_ms = elapsed_ms(pass_start);
+    pending = rerank_rows(candidates, pending, source.exact_keys(queries, candidates), n, k, eps, result, threads);
+  }
+  // Later passes: 4x the candidates each time, in chunks of queries that bound the candidate lists' memory (rows tied
+  // at the k-th distance may take every row: the certificate needs all of them).
+  for (int64_t kc = std::min(n, first * 4); !pending.empty(); kc = std::min(n, kc * 4)) {
+    GKNN_EXPECT(first < n, ErrorCode::Internal, "exactness guard: ", pending.size(),
+                " queries without a certificate with every row as a candidate");
+    SearchParams pass = pass_params(kp, kc, resolved, source.backend);
+    pass.progress = nullptr, pass.stats = nullptr;
+    retried += static_cast<int64_t>(pending.size());
+    const size_t chunk = static_cast<size_t>(std::max<int64_t>(1, kMaxRetryEntries / kc));
+    std::vector<int64_t> still;
+    for (size_t c0 = 0; c0 < pending.size(); c0 += chunk) {
+      const std::vector<int64_t> part(pending.begin() + static_cast<std::ptrdiff_t>(c0),
+                                      pending.begin() + static_cast<std::ptrdiff_t>(std::min(pending.size(), c0 + chunk)));
+      const FloatView rows = gather_rows(queries, part, gathered);
+      const KeyResult candidates = source.candidates(rows, pass);
+      const std::vector<int64_t> left =
+          rerank_rows(candidates, part, source.exact_keys(rows, candidates), n, k, eps, result, threads);
+      still.insert(still.end(), left.begin(), left.end());
+    }
+    pending = std::move(still);
+    if (kc == n) GKNN_EXPECT(pending.empty(), ErrorCode::Internal, "exactness guard: uncertified with every row");
+  }
+  if (kp.stats) {
+    kp.stats->guard_candidates = first;
+    kp.stats->rerank_ms = elapsed_ms(start) - first_pass_ms;
+    kp.stats->guard_retried = retried;
+  }
+  return result;
+}
+
+std::vector<double> host_exact_keys(FloatView base, FloatView queries, const KeyResult& candidates, Metric key_metric,
+                                    double p, int threads) {
+  const int64_t kc = candidates.k;
+  std::vector<double> exact(static_cast<size_t>(candidates.rows * kc), std::numeric_limits<double>::quiet_NaN());
+  cpu::parallel_for(cpu::resolve_threads(threads), candidates.rows, [&](int64_t i) {
+    for (int64_t j = 0; j < kc; ++j) {
+      const int64_t index = candidates.index(i, j);
+      if (index >= 0)
+        exact[size_t(i * kc + j)] = cpu::exact_key(key_metric, p, queries.row(i), base.row(index), base.cols);
+    }
+  });
+  return exact;
+}
+
+double host_max_row_norm(FloatView rows, int threads) {
+  double best = 0;
+#pragma omp parallel for schedule(static) reduction(max : best) num_threads(cpu::resolve_threads(threads))
+  for (int64_t i = 0; i < rows.rows; ++i) {
+    double s = 0;
+    for (int64_t j = 0; j < rows.cols; ++j) s += double(rows.row(i)[j]) * rows.row(i)[j];
+    best = std::max(best, s);
+  }
+  return std::sqrt(best);
+}
+
+double max_norm_of_squares(const float* squared_norms, int64_t count, int64_t dim) {
+  float best = 0.f;
+  for (int64_t i = 0; i < count; ++i) best = std::max(best, squared_norms[i]);
+  const double du = double(dim) * std::ldexp(1.0, -23);
+  return std::sqrt(double(best) * (1.0 + 2.0 * du / (1.0 - du)));  // a float32 sum of d squares: within gamma_d
+}
+
+}  // namespace gknn::detail

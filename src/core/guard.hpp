@@ -1,0 +1,70 @@
+// guard.hpp: the exactness guard (SearchParams::guard): when the distance path that a search runs is not proven
+// exact on its data, the search takes k' > k candidates per query from that path, re-ranks them on float64 keys and
+// certifies each query's top k (rerank.hpp); queries without the certificate are searched again with 4 times the
+// candidates, up to every row. Backend-neutral: a GuardSource says where the candidates and the exact keys come
+// from (host rows, a device view, an Index's store).
+//
+// When the keys are exact without it (the decision, decide_guard): float64 keys (the reference); paths that run only
+// on integer data they are exact on (fp16_mma, fused); float32 paths on integer data whose sums stay below 2^24
+// (float32_exact); TF32 paths on the data fp16 holds exactly as well (half_exact). Only the squared L2 and inner
+// product keys (L2, cosine) are guarded: L1, Linf and Lp keep their float32 keys.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "core/rerank.hpp"
+
+namespace gknn::detail {
+
+/// Float32 products and sums of these values are exact: integers with every partial sum of a key below 2^24 in
+/// magnitude (2 d M^2 for non-negative data, 4 d M^2 otherwise; M = the largest |value|). Unknown facts: false.
+bool float32_exact(const ValueStats& facts, int64_t dim);
+/// float32_exact, and every value an integer fp16 and TF32 hold exactly (|v| <= 2048).
+bool half_exact(const ValueStats& facts, int64_t dim);
+
+/// Whether a search re-ranks its keys, with the error bound of its distance path, and why.
+struct GuardDecision {
+  std::optional<KeyErrorBound> bound;  ///< set: guarded
+  std::string reason;
+};
+/// kp: key params (key metric); resolved: the distance algorithm the backend runs (not Auto); facts: the base's and
+/// the queries' merged.
+GuardDecision decide_guard(const SearchParams& kp, DistanceAlgorithm resolved, const ValueStats& facts, int64_t dim);
+
+/// decide_guard for a search on `backend` of nq queries against nb rows: the distance path it resolves to goes to
+/// *resolved. Data every path is exact on (half_exact) skip the planner's call: guard Auto needs none there.
+GuardDecision guard_for(Backend backend, const SearchParams& kp, int64_t nq, int64_t nb, int64_t dim,
+                        const ValueStats& facts, DistanceAlgorithm* resolved);
+
+/// The rows of `m` in host memory: `m` itself, or (device memory) a copy in `storage`.
+FloatView host_rows(FloatView m, std::vector<float>& storage);
+
+/// Where a guarded search gets its candidates and exact keys.
+struct GuardSource {
+  Backend backend = Backend::Cpu;
+  int64_t rows = 0;            ///< base rows
+  double max_row_norm = 0;     ///< largest Euclidean norm of a base row
+  /// Computed keys (key form, ascending, base indices) of the kp.k best rows of every row of `queries` (host).
+  std::function<KeyResult(FloatView queries, const SearchParams& kp)> candidates;
+  /// exact[i * K' + j]: the float64 key of (row i of `queries`, candidates.index(i, j)); any value where it is -1.
+  std::function<std::vector<double>(FloatView queries, const KeyResult& candidates)> exact_keys;
+};
+
+/// The guarded search of host `queries`: the exact top k of every query (key form, k = kp.k), certified.
+/// kp.stats (when set) gets the first candidate pass's phases and the guard's figures.
+KeyResult guarded_keys(const GuardSource& source, FloatView queries, const SearchParams& kp,
+                       DistanceAlgorithm resolved, const KeyErrorBound& bound);
+
+/// Exact float64 keys of candidate rows of a host base (GuardSource::exact_keys), on `threads` threads.
+std::vector<double> host_exact_keys(FloatView base, FloatView queries, const KeyResult& candidates, Metric key_metric,
+                                    double p, int threads);
+/// Largest Euclidean norm of the rows of a host matrix.
+double host_max_row_norm(FloatView rows, int threads);
+/// The same from squared norms already computed (float32 sums: rounded up by their error bound).
+double max_norm_of_squares(const float* squared_norms, int64_t count, int64_t dim);
+
+}  // namespace gknn::detail

@@ -1,0 +1,200 @@
+// guard_test.cpp: the exactness guard (core/guard.hpp, SearchParams::guard) through the public API, once per
+// backend (GKNN_SUITE_BACKEND = Cpu, label cpu; Cuda, label gpu). Float data on squared L2, L2 and inner product
+// must give the float64 oracle's neighbours on every distance path the backend registers (one-shot search, Index,
+// ShardedIndex), including rows whose distances differ by one float ulp, values whose squares overflow float32 and
+// forced selections that cannot serve the candidates' k'. The near-tie case shows that the unguarded keys get it
+// wrong, so the check can fail.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "gknn/error.hpp"
+#include "gknn/index.hpp"
+#include "gknn/search.hpp"
+#include "gknn/sharded_index.hpp"
+#include "testing/data.hpp"
+#include "testing/oracle.hpp"
+#include "testing/sanitize.hpp"
+
+namespace gknn::testing {
+namespace {
+
+constexpr Backend kBackend = Backend::GKNN_SUITE_BACKEND;
+const std::vector<Metric> kGuardedMetrics{Metric::SquaredL2, Metric::L2, Metric::InnerProduct};
+
+CheckOptions exact() {
+  CheckOptions o;
+  o.exact_indices = true;
+  return o;
+}
+
+/// The backend's distance paths for `metric` that run on float data (the integer-only ones refuse it).
+std::vector<DistanceAlgorithm> float_paths(Metric metric) {
+  std::vector<DistanceAlgorithm> out;
+  for (DistanceAlgorithm d : distance_algorithms(kBackend, metric))
+    if (!distance_requires_integer_data(d)) out.push_back(d);
+  return out;
+}
+
+/// Rows at distances one float ulp apart from the queries: base row i is query (i % q) with component (i % d)
+/// moved by one ulp (a few of them by two), so most distances tie within far less than float32 GEMM rounding.
+void near_ties(int64_t n, int64_t d, int64_t q, HostMatrix<float>& base, HostMatrix<float>& queries) {
+  queries = random_matrix(q, d, 5);
+  for (int64_t i = 0; i < q; ++i)
+    for (int64_t j = 0; j < d; ++j) queries.row(i)[j] = 4.f + 8.f * queries.row(i)[j];  // norms far from 0
+  base = HostMatrix<float>(n, d);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < d; ++j) {
+      const float v = queries.row(i % q)[j];
+      float moved = j == i % d ? std::nextafter(v, 100.f) : v;
+      if (i % 7 == 0 && j == (i + 1) % d) moved = std::nextafter(std::nextafter(v, -100.f), -100.f);
+      base.row(i)[j] = moved;
+    }
+}
+
+TEST(Guard, FloatDataEqualsTheOracleOnEveryPath) {
+  const HostMatrix<float> base = random_matrix(sanitize_mode() ? 700 : 3001, 37, 1);
+  const HostMatrix<float> queries = random_matrix(sanitize_mode() ? 9 : 53, 37, 2);
+  for (Metric metric : kGuardedMetrics) {
+    const std::vector<OracleRow> truth = oracle(base.view(), queries.view(), metric, 2.0);
+    for (DistanceAlgorithm d : float_paths(metric))
+      for (int64_t k : {int64_t(1), int64_t(10), int64_t(100)}) {
+        SCOPED_TRACE(to_string(metric) + " " + to_string(d) + " k=" + std::to_string(k));
+        SearchParams p = params_for(kBackend, k, metric);
+        p.distance = d;
+        const Result got = search(base.view(), queries.view(), p);
+        ASSERT_EQ("", check_search(got, base.view(), queries.view(), p, exact(), &truth));
+      }
+  }
+}
+
+TEST(Guard, NearTiesOneUlpApartAreResolvedAndTheUnguardedKeysAreNot) {
+  HostMatrix<float> base, queries;
+  near_ties(sanitize_mode() ? 400 : 2000, 24, 5, base, queries);
+  const std::vector<OracleRow> truth = oracle(base.view(), queries.view(), Metric::SquaredL2, 2.0);
+  int unguarded_misses = 0;
+  for (DistanceAlgorithm d : float_paths(Metric::SquaredL2))
+    for (int64_t k : {int64_t(10), int64_t(64)}) {
+      SCOPED_TRACE(to_string(d) + " k=" + std::to_string(k));
+      SearchParams p = params_for(kBackend, k);
+      p.distance = d;
+      SearchStats stats;
+      p.stats = &stats;
+      const Result got = search(base.view(), queries.view(), p);
+      ASSERT_EQ("", check_search(got, base.view(), queries.view(), p, exact(), &truth));
+      if (d != DistanceAlgorithm::Reference) {
+        EXPECT_GT(stats.guard_candidates, k);
+        EXPECT_GT(stats.guard_retried, 0) << "near ties must defeat the first certificate";
+      }
+      p.guard = Guard::Off;
+      p.stats = nullptr;
+      unguarded_misses += !check_search(search(base.view(), queries.view(), p), base.view(), queries.view(), p, exact(),
+                                        &truth)
+                               .empty();
+    }
+  EXPECT_GT(unguarded_misses, 0) << "the float32 keys alone should misorder one-ulp ties somewhere";
+}
+
+TEST(Guard, IndexAndShardedIndexAreGuardedToo) {
+  const HostMatrix<float> base = random_matrix(1500, 20, 3), queries = random_matrix(31, 20, 4);
+  std::vector<int64_t> ids(1500);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = 10 * int64_t(i) + 7;
+  for (Metric metric : kGuardedMetrics) {
+    SCOPED_TRACE(to_string(metric));
+    const SearchParams p = params_for(kBackend, 25, metric);
+    Index index(20, metric, kBackend);
+    index.add(FloatView{base.row(0), 600, 20, 0});
+    index.add(FloatView{base.row(600), 900, 20, 0});
+    ASSERT_EQ("", check_search(index.search(queries.view(), p), base.view(), queries.view(), p, exact()));
+    ShardedIndex sharded(20, {ShardDevice{kBackend, 0}, ShardDevice{kBackend, 0}, ShardDevice{kBackend, 0}},
+                         ShardMode::Sharded, metric);
+    sharded.add(base.view(), {700, 0, 800});
+    ASSERT_EQ("", check_search(sharded.search(queries.view(), p), base.view(), queries.view(), p, exact()));
+    // User ids map after the re-rank.
+    Index with_ids(20, metric, kBackend);
+    with_ids.add_with_ids(base.view(), ids.data());
+    const Result mapped = with_ids.search(queries.view(), p), plain = index.search(queries.view(), p);
+    for (size_t e = 0; e < plain.indices.size(); ++e) ASSERT_EQ(mapped.indices[e], 10 * plain.indices[e] + 7);
+  }
+}
+
+TEST(Guard, ValuesWhoseSquaresOverflowFloat32) {
+  // Squared distances beyond FLT_MAX: the float32 keys are inf, which bounds nothing; the guard widens to every row.
+  HostMatrix<float> base = random_matrix(300, 6, 6), queries = random_matrix(4, 6, 7);
+  for (int64_t i = 0; i < base.rows; ++i)
+    for (int64_t j = 0; j < 6; ++j) base.row(i)[j] = (base.row(i)[j] - 0.5f) * (i % 3 == 0 ? 3e19f : 1e3f);
+  for (int64_t k : {int64_t(1), int64_t(20)}) {
+    const SearchParams p = params_for(kBackend, k);
+    ASSERT_EQ("", check_search(search(base.view(), queries.view(), p), base.view(), queries.view(), p, exact()));
+  }
+}
+
+TEST(Guard, ExactTiesAtTheKthDistanceTakeEveryTiedRow) {
+  // 700 copies of one float row among random rows: the first k copies by index are the answer, and no certificate
+  // holds until every copy is a candidate (their computed keys tie only up to rounding); all-equal rows need every row.
+  const int64_t n = 1500, d = 19;
+  HostMatrix<float> base = random_matrix(n, d, 14), queries = random_matrix(3, d, 15);
+  for (int64_t i = 0; i < n; i += 2)
+    if (i < 1400) std::copy(queries.row(i % 3), queries.row(i % 3) + d, base.row(i));
+  HostMatrix<float> same(300, d);
+  for (int64_t i = 0; i < 300; ++i) std::copy(queries.row(0), queries.row(0) + d, same.row(i));
+  for (int64_t k : {int64_t(1), int64_t(10), int64_t(200)}) {
+    SCOPED_TRACE("k=" + std::to_string(k));
+    for (Metric metric : kGuardedMetrics) {
+      const SearchParams p = params_for(kBackend, k, metric);
+      ASSERT_EQ("", check_search(search(base.view(), queries.view(), p), base.view(), queries.view(), p, exact()));
+      ASSERT_EQ("", check_search(search(same.view(), queries.view(), p), same.view(), queries.view(), p, exact()));
+    }
+  }
+}
+
+TEST(Guard, AlwaysOnExactDataChangesNothingAndOffIsAllowed) {
+  const HostMatrix<float> base = integer_matrix(900, 16, -9, 9, 8), queries = integer_matrix(12, 16, -9, 9, 9);
+  for (Metric metric : kGuardedMetrics) {
+    SearchParams p = params_for(kBackend, 33, metric);
+    const Result plain = search(base.view(), queries.view(), p);
+    p.guard = Guard::Always;
+    SearchStats stats;
+    p.stats = &stats;
+    const Result always = search(base.view(), queries.view(), p);
+    EXPECT_GT(stats.guard_candidates, 33);
+    EXPECT_EQ(always.indices, plain.indices);
+    EXPECT_EQ(always.distances, plain.distances);
+    ASSERT_EQ("", check_search(always, base.view(), queries.view(), p, exact()));
+  }
+}
+
+TEST(Guard, ForcedSelectionsThatCannotServeTheCandidatesStillWork) {
+  const HostMatrix<float> base = random_matrix(2600, 8, 10), queries = random_matrix(6, 8, 11);
+  for (const SelectCapability& s : select_algorithms(kBackend)) {
+    if (s.max_k < 100 || s.max_k >= base.rows) continue;
+    const int64_t k = s.max_k;  // k' = k + k / 4 > the selection's limit
+    SCOPED_TRACE(to_string(s.algorithm) + " k=" + std::to_string(k));
+    SearchParams p = params_for(kBackend, k);
+    p.select = s.algorithm;
+    ASSERT_EQ("", check_search(search(base.view(), queries.view(), p), base.view(), queries.view(), p, exact()));
+  }
+}
+
+TEST(Guard, ExplainSaysWhetherAndWhy) {
+  const HostMatrix<float> floats = random_matrix(200, 32, 12), ints = integer_matrix(200, 32, 0, 9, 13);
+  const SearchParams p = params_for(kBackend, 10);
+  const SearchPlan f = explain_search(floats.view(), floats.view(), p);
+  EXPECT_TRUE(f.guarded) << f.guard_reason;
+  EXPECT_NE(f.guard_reason.find("re-rank"), std::string::npos) << f.guard_reason;
+  const SearchPlan i = explain_search(ints.view(), ints.view(), p);
+  EXPECT_FALSE(i.guarded) << i.guard_reason;
+  EXPECT_NE(i.guard_reason.find("not needed"), std::string::npos) << i.guard_reason;
+  const SearchPlan l1 = explain_search(floats.view(), floats.view(), params_for(kBackend, 10, Metric::L1));
+  EXPECT_FALSE(l1.guarded) << l1.guard_reason;
+  SearchParams off = p;
+  off.guard = Guard::Off;
+  EXPECT_FALSE(explain_search(floats.view(), floats.view(), off).guarded);
+  EXPECT_NE(to_string(f).find("guard        re-rank"), std::string::npos) << to_string(f);
+}
+
+}  // namespace
+}  // namespace gknn::testing
