@@ -212,6 +212,14 @@ TEST_F(Cli, ExplainPrintsThePlanAndWhy) {
   EXPECT_EQ(plain.out.rfind("backend      " + plain_auto_choice() + "\ndistance     ", 0), 0u) << plain.out;
   expect_error("search --base base.bvecs --query queries.bvecs --backend cpu --distance gemm --metric l1 --explain",
                1, "gemm");
+  // The exactness guard: uint8 rows are exact on every path; --guard off/always are taken; a bad name is refused.
+  EXPECT_NE(plain.out.find("\nguard        none (not needed: "), std::string::npos) << plain.out;
+  const CliRun always = gknn("search --base base.bvecs --query queries.bvecs -k 10 --backend cpu --guard always --explain");
+  ASSERT_EQ(always.code, 0) << always.err;
+  EXPECT_NE(always.out.find("\nguard        re-rank (re-rank: always (requested)"), std::string::npos) << always.out;
+  const CliRun off = gknn("search --base base.bvecs --query queries.bvecs -k 10 --backend cpu --guard off --explain");
+  EXPECT_NE(off.out.find("\nguard        none (off (requested)"), std::string::npos) << off.out;
+  expect_error("search --base base.bvecs --query queries.bvecs -k 10 --guard sometimes", 2, "guard");
 }
 
 TEST_F(Cli, SearchTimesEachPhaseApart) {

@@ -190,6 +190,10 @@ def test_explain_names_the_plan_and_why(data):
     assert plan["backend"] == "cpu" and plan["backend_reason"] == "requested"
     assert plan["distance"] == "direct" and plan["distance_reason"].startswith("auto: ")
     assert plan["select"] == "heap" and "k = 5" in plan["select_reason"]
+    assert plan["guard"] == "none" and "l1" in plan["guard_reason"]
+    floats = np.asarray(base, np.float32) + np.float32(0.25)
+    plan = gknn.explain(floats, floats[:3], 5, backend="cpu")
+    assert plan["guard"] == "re-rank" and "float32" in plan["guard_reason"], plan
     plan = gknn.explain(base, queries, 5, backend="cpu", distance="reference", select="quickselect")
     assert (plan["distance"], plan["distance_reason"]) == ("reference", "requested")
     assert (plan["select"], plan["select_reason"]) == ("quickselect", "requested")

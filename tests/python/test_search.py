@@ -30,11 +30,21 @@ def test_every_selection_gives_identical_indices(rng, select, metric):
 
 
 def test_gemm_distances_on_random_floats(rng):
+    """Float data: the exactness guard (guard="auto") gives the float64 oracle's ids on squared L2, L2 and inner
+    product (cosine is guarded on the rows as normalised in float32); guard="off" leaves float32-level ids."""
     base = rng.standard_normal((500, 64)).astype(np.float32)
     queries = rng.standard_normal((30, 64)).astype(np.float32)
     for metric in ("squared_l2", "l2", "inner_product", "cosine"):
         D, I = gknn.search(base, queries, 10, metric=metric, backend="cpu", distance="gemm")
+        assert_matches_oracle(D, I, base, queries, 10, metric, exact_indices=metric != "cosine", rtol=1e-4)
+        D, I = gknn.search(base, queries, 10, metric=metric, backend="cpu", distance="gemm", guard="off")
         assert_matches_oracle(D, I, base, queries, 10, metric, exact_indices=False, rtol=1e-4)
+    with pytest.raises(ValueError, match="guard"):
+        gknn.search(base, queries, 10, guard="sometimes")
+    index = gknn.Index(64, backend="cpu")
+    index.add(base)
+    D, I = index.search(queries, 10, guard="always")
+    assert_matches_oracle(D, I, base, queries, 10, "squared_l2", rtol=1e-4)
 
 
 @pytest.mark.parametrize("alias,name,p", [("sqeuclidean", "squared_l2", None), ("euclidean", "l2", None),
