@@ -13,6 +13,7 @@
 
 #include "core/guard.hpp"
 #include "core/rerank.hpp"
+#include "cpu/distance/exact.hpp"
 #include "testing/data.hpp"
 #include "testing/oracle.hpp"
 
@@ -150,10 +151,26 @@ TEST(Rerank, DuplicatesAndWideRanges) {
   expect_oracle(guarded_search(wide.view(), wq.view(), 12, 7).result, wide.view(), wq.view(), 12, "wide");
 }
 
+TEST(Rerank, BatchedExactKeysAreTheOraclesBitForBit) {
+  // The guard's host re-rank sums several rows at once (exact_keys_of_rows): each sum must be exact_key's, bit for bit,
+  // or near ties would be ordered differently from the oracle.
+  const HostMatrix<float> base = random_matrix(29, 77, 12), queries = random_matrix(3, 77, 13);
+  std::vector<const float*> rows;
+  for (int64_t i = 0; i < base.rows; ++i) rows.push_back(base.row(i));
+  for (Metric m : {Metric::SquaredL2, Metric::InnerProduct, Metric::L1, Metric::Linf, Metric::Lp}) {
+    std::vector<double> keys(rows.size());
+    detail::cpu::exact_keys_of_rows(m, 3.0, queries.row(2), rows.data(), int64_t(rows.size()), 77, keys.data());
+    for (size_t c = 0; c < rows.size(); ++c)
+      ASSERT_EQ(keys[c], detail::cpu::exact_key(m, 3.0, queries.row(2), rows[c], 77)) << to_string(m) << " row " << c;
+  }
+}
+
 TEST(Rerank, CandidateCountsAndTheWholeBase) {
   EXPECT_EQ(detail::first_candidate_count(10, 1000), 26);
   EXPECT_EQ(detail::first_candidate_count(1000, 100000), 1250);
   EXPECT_EQ(detail::first_candidate_count(10, 20), 20);
+  EXPECT_EQ(detail::first_candidate_count(100, 100000, detail::rounded_inputs_bound(10, 131)), 264);  // TF32
+  EXPECT_EQ(detail::first_candidate_count(100, 100000, detail::KeyErrorBound{std::ldexp(1.0, -21), 387}), 125);
   // K' = n certifies without a margin, even with an infinite bound.
   const HostMatrix<float> base = random_matrix(30, 4, 10), queries = random_matrix(2, 4, 11);
   Result candidates{1, 30, std::vector<float>(30, 0.f), std::vector<int64_t>(30)};

@@ -136,7 +136,7 @@ KeyResult guarded_keys(const GuardSource& source, FloatView queries, const Searc
   std::vector<int64_t> pending(static_cast<size_t>(q));
   std::iota(pending.begin(), pending.end(), 0);
   std::vector<float> gathered;
-  const int64_t first = first_candidate_count(k, n);
+  const int64_t first = first_candidate_count(k, n, bound);
   double first_pass_ms = 0;
   int64_t retried = 0;
   {
@@ -180,11 +180,13 @@ std::vector<double> host_exact_keys(FloatView base, FloatView queries, const Key
   const int64_t kc = candidates.k;
   std::vector<double> exact(static_cast<size_t>(candidates.rows * kc), std::numeric_limits<double>::quiet_NaN());
   cpu::parallel_for(cpu::resolve_threads(threads), candidates.rows, [&](int64_t i) {
-    for (int64_t j = 0; j < kc; ++j) {
-      const int64_t index = candidates.index(i, j);
-      if (index >= 0)
-        exact[size_t(i * kc + j)] = cpu::exact_key(key_metric, p, queries.row(i), base.row(index), base.cols);
-    }
+    std::vector<const float*> rows;
+    std::vector<int64_t> at;
+    for (int64_t j = 0; j < kc; ++j)
+      if (const int64_t index = candidates.index(i, j); index >= 0) rows.push_back(base.row(index)), at.push_back(j);
+    std::vector<double> keys(rows.size());
+    cpu::exact_keys_of_rows(key_metric, p, queries.row(i), rows.data(), int64_t(rows.size()), base.cols, keys.data());
+    for (size_t c = 0; c < at.size(); ++c) exact[size_t(i * kc + at[c])] = keys[c];
   });
   return exact;
 }

@@ -46,7 +46,10 @@ RerankedRow rerank_row(const KeyResult& candidates, int64_t row, const double* e
   return out;
 }
 
-int64_t first_candidate_count(int64_t k, int64_t n) { return std::min(n, k + std::max<int64_t>(16, k / 4)); }
+int64_t first_candidate_count(int64_t k, int64_t n, const KeyErrorBound& bound) {
+  const bool coarse = bound.input_error >= std::ldexp(1.0, -12);  // TF32-rounded inputs (bf16, fp16 alike)
+  return std::min(n, coarse ? 2 * k + 64 : k + std::max<int64_t>(16, k / 4));
+}
 
 std::vector<int64_t> rerank_rows(const KeyResult& candidates, const std::vector<int64_t>& query_of,
                                  const std::vector<double>& exact, int64_t rows, int64_t k,

@@ -55,8 +55,10 @@ struct RerankedRow {
 RerankedRow rerank_row(const KeyResult& candidates, int64_t row, const double* exact, int64_t rows, int64_t k,
                        double eps);
 
-/// The first K' to try for k among n rows: k plus a margin (k / 4, at least 16), at most n.
-int64_t first_candidate_count(int64_t k, int64_t n);
+/// The first K' to try for k among n rows under `bound`, at most n: k plus a margin (k / 4, at least 16) for keys at
+/// float32 accuracy; 2k + 64 for keys from TF32-rounded inputs, whose bound spans many more rows beyond the k-th (a
+/// retry searches its queries again, the distance pass included, so the first K' should certify most queries).
+int64_t first_candidate_count(int64_t k, int64_t n, const KeyErrorBound& bound = {});
 
 /// rerank_row for every row: candidates row i holds the candidates of query query_of[i], exact its exact keys.
 /// Each certified query's top k goes into `out` (queries x k: exact keys rounded to float, indices; -1/+inf

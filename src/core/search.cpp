@@ -144,7 +144,8 @@ SearchPlan explain_search(FloatView base, FloatView queries, const SearchParams&
   plan.guarded = guard.bound.has_value();
   plan.guard_reason = guard.reason;
   if (plan.guarded)
-    plan.guard_reason += "; k' = " + std::to_string(detail::first_candidate_count(kp.k, base.rows)) + " first";
+    plan.guard_reason +=
+        "; k' = " + std::to_string(detail::first_candidate_count(kp.k, base.rows, *guard.bound)) + " first";
   return plan;
 }
 
