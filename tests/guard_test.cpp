@@ -55,13 +55,20 @@ void near_ties(int64_t n, int64_t d, int64_t q, HostMatrix<float>& base, HostMat
     }
 }
 
+/// Sanitizer-sized run (testing/sanitize.hpp): one k, and under racecheck one metric (a kernel's shared-memory
+/// protocol does not depend on them; each search costs a tool 0.4-2 s whatever its size).
+std::vector<int64_t> ks(std::vector<int64_t> all) { return sanitize_mode() ? std::vector<int64_t>{all[1]} : all; }
+std::vector<Metric> metrics() {
+  return racecheck_mode() ? std::vector<Metric>{Metric::SquaredL2} : kGuardedMetrics;
+}
+
 TEST(Guard, FloatDataEqualsTheOracleOnEveryPath) {
   const HostMatrix<float> base = random_matrix(sanitize_mode() ? 700 : 3001, 37, 1);
   const HostMatrix<float> queries = random_matrix(sanitize_mode() ? 9 : 53, 37, 2);
-  for (Metric metric : kGuardedMetrics) {
+  for (Metric metric : metrics()) {
     const std::vector<OracleRow> truth = oracle(base.view(), queries.view(), metric, 2.0);
     for (DistanceAlgorithm d : float_paths(metric))
-      for (int64_t k : {int64_t(1), int64_t(10), int64_t(100)}) {
+      for (int64_t k : ks({1, 10, 100})) {
         SCOPED_TRACE(to_string(metric) + " " + to_string(d) + " k=" + std::to_string(k));
         SearchParams p = params_for(kBackend, k, metric);
         p.distance = d;
@@ -77,7 +84,7 @@ TEST(Guard, NearTiesOneUlpApartAreResolvedAndTheUnguardedKeysAreNot) {
   const std::vector<OracleRow> truth = oracle(base.view(), queries.view(), Metric::SquaredL2, 2.0);
   int unguarded_misses = 0;
   for (DistanceAlgorithm d : float_paths(Metric::SquaredL2))
-    for (int64_t k : {int64_t(10), int64_t(64)}) {
+    for (int64_t k : ks({64, 10})) {
       SCOPED_TRACE(to_string(d) + " k=" + std::to_string(k));
       SearchParams p = params_for(kBackend, k);
       p.distance = d;
@@ -102,7 +109,7 @@ TEST(Guard, IndexAndShardedIndexAreGuardedToo) {
   const HostMatrix<float> base = random_matrix(1500, 20, 3), queries = random_matrix(31, 20, 4);
   std::vector<int64_t> ids(1500);
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = 10 * int64_t(i) + 7;
-  for (Metric metric : kGuardedMetrics) {
+  for (Metric metric : metrics()) {
     SCOPED_TRACE(to_string(metric));
     const SearchParams p = params_for(kBackend, 25, metric);
     Index index(20, metric, kBackend);
@@ -141,9 +148,9 @@ TEST(Guard, ExactTiesAtTheKthDistanceTakeEveryTiedRow) {
     if (i < 1400) std::copy(queries.row(i % 3), queries.row(i % 3) + d, base.row(i));
   HostMatrix<float> same(300, d);
   for (int64_t i = 0; i < 300; ++i) std::copy(queries.row(0), queries.row(0) + d, same.row(i));
-  for (int64_t k : {int64_t(1), int64_t(10), int64_t(200)}) {
+  for (int64_t k : ks({1, 10, 200})) {
     SCOPED_TRACE("k=" + std::to_string(k));
-    for (Metric metric : kGuardedMetrics) {
+    for (Metric metric : metrics()) {
       const SearchParams p = params_for(kBackend, k, metric);
       ASSERT_EQ("", check_search(search(base.view(), queries.view(), p), base.view(), queries.view(), p, exact()));
       ASSERT_EQ("", check_search(search(same.view(), queries.view(), p), same.view(), queries.view(), p, exact()));
@@ -153,7 +160,7 @@ TEST(Guard, ExactTiesAtTheKthDistanceTakeEveryTiedRow) {
 
 TEST(Guard, AlwaysOnExactDataChangesNothingAndOffIsAllowed) {
   const HostMatrix<float> base = integer_matrix(900, 16, -9, 9, 8), queries = integer_matrix(12, 16, -9, 9, 9);
-  for (Metric metric : kGuardedMetrics) {
+  for (Metric metric : metrics()) {
     SearchParams p = params_for(kBackend, 33, metric);
     const Result plain = search(base.view(), queries.view(), p);
     p.guard = Guard::Always;
