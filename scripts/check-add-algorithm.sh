@@ -17,7 +17,7 @@ echo "check-add-algorithm: scratch copy in $work"
 cd "$work"
 
 # --- distance, step 1: one line in the list ----------------------------------------------------------------
-sed -i '/^GKNN_DISTANCE(Cublas,/a GKNN_DISTANCE(DummyDistance, "dummy_distance", cuda, "check-add-algorithm: naive under another name")' \
+sed -i '/^GKNN_DISTANCE(Cublas,/a GKNN_DISTANCE(DummyDistance, "dummy_distance", cuda, float32, "check-add-algorithm: naive under another name")' \
   include/gknn/algorithms.def
 # --- distance, steps 2 and 3: the kernel's folder -----------------------------------------------------------
 mkdir -p src/cuda/distance/dummy_distance
