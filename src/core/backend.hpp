@@ -53,6 +53,11 @@ class ResidentStore;
 KeyResult search_keys(const ResidentStore& store, FloatView queries, const SearchParams& key_params,
                       const ValueStats& query_stats);
 
+/// The distance and selection `backend` would run for these key params, with the reasons (cpu::explain or
+/// cuda::explain): explain_search and the exactness guard's decision read the same choice.
+void explain_on(Backend backend, const SearchParams& key_params, int64_t nq, int64_t nb, int64_t dim,
+                const ValueStats& facts, SearchPlan& plan);
+
 /// Writes key results into the destination in the user's form, on `threads` threads (0 = all): key -> value,
 /// ties re-ordered by index, padding, ids. The host finaliser of the CPU backend and of select_k.
 void finalize_into(const KeyResult& keys, const OutputSpec& out, int threads);

@@ -193,6 +193,12 @@ void write_keys(const KeyResult& keys, const OutputSpec& out, int threads) {
   cuda::upload_result(host, out.destination());
 }
 
+void explain_on(Backend backend, const SearchParams& key_params, int64_t nq, int64_t nb, int64_t dim,
+                const ValueStats& facts, SearchPlan& plan) {
+  if (backend == Backend::Cuda) return cuda::explain(key_params, nq, nb, dim, facts, plan);
+  cpu::explain(key_params, nq, nb, dim, facts, plan);
+}
+
 KeyResult search_keys(const ResidentStore& store, FloatView queries, const SearchParams& key_params,
                       const ValueStats& query_stats) {
   KeyResult keys;

@@ -72,6 +72,13 @@ FloatView gather_rows(FloatView m, const std::vector<int64_t>& which, std::vecto
   return FloatView{storage.data(), static_cast<int64_t>(which.size()), m.cols, 0};
 }
 
+/// The rows of `m` in host memory: `m` itself, or (device memory) a copy in `storage`.
+FloatView host_rows(FloatView m, std::vector<float>& storage) {
+  if (m.memory == Memory::Host) return m;
+  storage = cuda::download_rows(m);
+  return FloatView{storage.data(), m.rows, m.cols, 0};
+}
+
 }  // namespace
 
 bool float32_exact(const ValueStats& f, int64_t dim) {
@@ -92,11 +99,8 @@ GuardDecision decide_guard(const SearchParams& kp, DistanceAlgorithm resolved, c
   if (!info) return {std::nullopt, "none: no distance path"};
   const std::string exact = exact_without_guard(info->precision, name, facts, dim);
   if (kp.guard == Guard::Auto && !exact.empty()) return {std::nullopt, "not needed: " + exact};
-  const std::string why = exact.empty() ? name + " keys are " +
-                                              (info->precision == catalogue::float32 ? std::string("float32 sums")
-                                                                                     : "TF32 products") +
-                                              " on float data"
-                                        : "always (requested), although " + exact;
+  const char* kind = info->precision == catalogue::float32 ? " keys are float32 sums" : " keys are TF32 products";
+  const std::string why = exact.empty() ? name + kind + " on float data" : "always (requested), although " + exact;
   return {bound_of(info->precision, dim),
           "re-rank: " + why + "; the best k' candidates per query are re-ranked on float64 keys and certified within "
           "the path's error bound (queries without the proof are searched again with 4x the candidates)"};
@@ -107,23 +111,17 @@ GuardDecision guard_for(Backend backend, const SearchParams& kp, int64_t nq, int
   const bool keyed = kp.metric == Metric::SquaredL2 || kp.metric == Metric::InnerProduct;
   if (kp.guard == Guard::Off || !keyed || (kp.guard == Guard::Auto && half_exact(facts, dim))) return {};
   SearchPlan plan;  // the very choice the search makes
-  if (backend == Backend::Cuda)
-    cuda::explain(kp, nq, nb, dim, facts, plan);
-  else
-    cpu::explain(kp, nq, nb, dim, facts, plan);
+  explain_on(backend, kp, nq, nb, dim, facts, plan);
   *resolved = plan.distance;
   return decide_guard(kp, plan.distance, facts, dim);
 }
 
-FloatView host_rows(FloatView m, std::vector<float>& storage) {
-  if (m.memory == Memory::Host) return m;
-  storage = cuda::download_rows(m);
-  return FloatView{storage.data(), m.rows, m.cols, 0};
-}
 
-KeyResult guarded_keys(const GuardSource& source, FloatView queries, const SearchParams& kp,
+KeyResult guarded_keys(const GuardSource& source, FloatView queries_in, const SearchParams& kp,
                        DistanceAlgorithm resolved, const KeyErrorBound& bound) {
   const auto start = std::chrono::steady_clock::now();
+  std::vector<float> host_copy;
+  const FloatView queries = host_rows(queries_in, host_copy);
   const int64_t q = queries.rows, n = source.rows, k = kp.k;
   const int threads = cpu::resolve_threads(kp.threads);
   std::vector<double> eps(static_cast<size_t>(q));
@@ -148,8 +146,6 @@ KeyResult guarded_keys(const GuardSource& source, FloatView queries, const Searc
   // Later passes: 4x the candidates each time, in chunks of queries that bound the candidate lists' memory (rows tied
   // at the k-th distance may take every row: the certificate needs all of them).
   for (int64_t kc = std::min(n, first * 4); !pending.empty(); kc = std::min(n, kc * 4)) {
-    GKNN_EXPECT(first < n, ErrorCode::Internal, "exactness guard: ", pending.size(),
-                " queries without a certificate with every row as a candidate");
     SearchParams pass = pass_params(kp, kc, resolved, source.backend);
     pass.progress = nullptr, pass.stats = nullptr;
     retried += static_cast<int64_t>(pending.size());

@@ -40,21 +40,20 @@ GuardDecision decide_guard(const SearchParams& kp, DistanceAlgorithm resolved, c
 GuardDecision guard_for(Backend backend, const SearchParams& kp, int64_t nq, int64_t nb, int64_t dim,
                         const ValueStats& facts, DistanceAlgorithm* resolved);
 
-/// The rows of `m` in host memory: `m` itself, or (device memory) a copy in `storage`.
-FloatView host_rows(FloatView m, std::vector<float>& storage);
-
 /// Where a guarded search gets its candidates and exact keys.
 struct GuardSource {
   Backend backend = Backend::Cpu;
   int64_t rows = 0;            ///< base rows
   double max_row_norm = 0;     ///< largest Euclidean norm of a base row
-  /// Computed keys (key form, ascending, base indices) of the kp.k best rows of every row of `queries` (host).
+  /// Computed keys (key form, ascending, base indices) of the kp.k best rows of every row of `queries` (a host
+  /// copy of the search's queries, or of some of them).
   std::function<KeyResult(FloatView queries, const SearchParams& kp)> candidates;
   /// exact[i * K' + j]: the float64 key of (row i of `queries`, candidates.index(i, j)); any value where it is -1.
   std::function<std::vector<double>(FloatView queries, const KeyResult& candidates)> exact_keys;
 };
 
-/// The guarded search of host `queries`: the exact top k of every query (key form, k = kp.k), certified.
+/// The guarded search of `queries` (device queries are copied to the host once): the exact top k of every query
+/// (key form, k = kp.k), certified.
 /// kp.stats (when set) gets the first candidate pass's phases and the guard's figures.
 KeyResult guarded_keys(const GuardSource& source, FloatView queries, const SearchParams& kp,
                        DistanceAlgorithm resolved, const KeyErrorBound& bound);

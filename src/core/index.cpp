@@ -173,8 +173,6 @@ void guarded_store_search(const Index::Impl& impl, FloatView queries, const Sear
   const detail::GuardDecision guard = detail::guard_for(impl.backend, kp, queries.rows, store.size(), impl.dim,
                                                         store.facts().merged(query_stats), &resolved);
   if (!guard.bound) return store.search_into(queries, kp, query_stats, spec);
-  std::vector<float> host_queries;
-  const FloatView hq = detail::host_rows(queries, host_queries);
   detail::GuardSource source;
   source.backend = impl.backend;
   source.rows = store.size();
@@ -185,7 +183,7 @@ void guarded_store_search(const Index::Impl& impl, FloatView queries, const Sear
   source.exact_keys = [&](FloatView q, const detail::KeyResult& c) {
     return store.exact_keys(q, c, kp.metric, kp.p, kp.threads);
   };
-  detail::write_keys(detail::guarded_keys(source, hq, kp, resolved, *guard.bound), spec, kp.threads);
+  detail::write_keys(detail::guarded_keys(source, queries, kp, resolved, *guard.bound), spec, kp.threads);
 }
 
 void search_store(const Index::Impl& impl, FloatView queries, const SearchParams& params,

@@ -29,8 +29,6 @@ Backend backend_for(const SearchParams& params, bool device_memory) {
 detail::KeyResult guarded_search(Backend backend, FloatView base, FloatView queries, const SearchParams& kp,
                                  const detail::ValueStats& bs, const detail::ValueStats& qs,
                                  DistanceAlgorithm resolved, const detail::KeyErrorBound& bound) {
-  std::vector<float> host_queries;
-  const FloatView hq = detail::host_rows(queries, host_queries);
   detail::GuardSource source;
   source.backend = backend;
   source.rows = base.rows;
@@ -51,7 +49,7 @@ detail::KeyResult guarded_search(Backend backend, FloatView base, FloatView quer
     detail::cuda::search_into(base, q, pass, bs, qs, detail::key_output(keys, q.rows, pass.k));
     return keys;
   };
-  return detail::guarded_keys(source, hq, kp, resolved, bound);
+  return detail::guarded_keys(source, queries, kp, resolved, bound);
 }
 
 /// A validated search, run on the chosen backend and written through `spec`.
@@ -136,10 +134,7 @@ SearchPlan explain_search(FloatView base, FloatView queries, const SearchParams&
   const SearchParams kp = detail::key_params(params, base.rows);
   // Cosine searches normalised rows: fractions, as run_search tells the backend.
   const detail::ValueStats facts = params.metric == Metric::Cosine ? detail::ValueStats{false, false, 1.f} : bs.merged(qs);
-  if (plan.backend.backend == Backend::Cuda)
-    detail::cuda::explain(kp, queries.rows, base.rows, base.cols, facts, plan);
-  else
-    detail::cpu::explain(kp, queries.rows, base.rows, base.cols, facts, plan);
+  detail::explain_on(plan.backend.backend, kp, queries.rows, base.rows, base.cols, facts, plan);
   const detail::GuardDecision guard = detail::decide_guard(kp, plan.distance, facts, base.cols);
   plan.guarded = guard.bound.has_value();
   plan.guard_reason = guard.reason;
