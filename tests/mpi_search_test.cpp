@@ -107,6 +107,33 @@ TEST(MpiSearch, EveryMetricEveryCutEqualsOneIndex) {
     }
 }
 
+TEST(MpiSearch, GuardedRanksMergeOnFloat64Keys) {
+  // Float data: each rank's guard ranks its rows on float64 keys. Row 0 (first rank) lies at squared distance
+  // 1 + 2^-26 from the origin, the last row (last rank) at exactly 1: one float key (1.0f), but only the last row is
+  // the nearest for one Index (and the float64 oracle). Merged on float keys, the index would take row 0 at k = 1.
+  ReversedComm comm;
+  const int me = rank_in(comm.get()), n_ranks = ranks();
+  HostMatrix<float> base = random_matrix(60, 2, 93);
+  for (int64_t i = 0; i < base.rows; ++i) base.data[size_t(i * 2)] += 3.f;  // every other row beyond distance 2
+  base.data[0] = 1.f, base.data[1] = std::ldexp(1.f, -13);
+  base.data[size_t(base.rows * 2 - 2)] = 1.f, base.data[size_t(base.rows * 2 - 1)] = 0.f;
+  HostMatrix<float> queries = random_matrix(4, 2, 94);
+  queries.data[0] = queries.data[1] = 0.f;
+  const mpi::RowRange mine = mpi::rank_rows(base.rows, me, n_ranks);
+  for (Metric metric : {Metric::SquaredL2, Metric::L2})
+    for (int64_t k : {int64_t(1), int64_t(2), int64_t(7)}) {
+      SCOPED_TRACE(to_string(metric) + " k=" + std::to_string(k));
+      const SearchParams params = params_for(metric, k);
+      const Result want = single_search(base.view(), queries.view(), params);
+      // The float64 order takes the last row at k = 1 (equal reported values are then listed by index).
+      EXPECT_NE(std::find(want.indices.begin(), want.indices.begin() + k, base.rows - 1), want.indices.begin() + k);
+      mpi::DistributedIndex index(comm.get(), base.cols, metric, local_shards());
+      index.add(rows_of(base, mine.begin, mine.count()));
+      const Result got = index.search(me == 0 ? queries.view() : FloatView{}, params, 0);
+      if (me == 0) expect_identical(got, want);
+    }
+}
+
 TEST(MpiSearch, SeveralBatchesSeveralShardsOwnQueries) {
   ReversedComm comm;
   const int me = rank_in(comm.get()), n_ranks = ranks();

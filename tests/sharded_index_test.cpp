@@ -166,6 +166,27 @@ TEST(ShardedIndex, EveryAlgorithmOnFloatData) {
       }
 }
 
+// Float data: the guard re-ranks; sharded, each shard computes the float64 keys of its rows, replicated each copy
+// those of its part of the queries (parts without queries included).
+TEST(ShardedIndex, GuardedFloatDataEqualsOneIndex) {
+  const HostMatrix<float> base = random_matrix(120, 9, 31), queries = random_matrix(7, 9, 32);
+  for (ShardMode mode : {ShardMode::Sharded, ShardMode::Replicated})
+    for (int parts : {2, 3, 9}) {
+      if (!kept_under_sanitizer(parts)) continue;
+      SCOPED_TRACE(std::string(mode == ShardMode::Sharded ? "sharded" : "replicated") + " parts " +
+                   std::to_string(parts));
+      SearchParams params = params_for(Metric::SquaredL2, 15);
+      params.guard = Guard::Always;
+      SearchStats stats;
+      params.stats = &stats;
+      const ShardedIndex index = sharded(base.view(), Metric::SquaredL2, 2.0, parts, nullptr, mode);
+      const Result got = index.search(queries.view(), params);
+      EXPECT_GT(stats.guard_candidates, params.k);  // the guard ran
+      params.stats = nullptr;
+      expect_identical(got, single_search(base.view(), queries.view(), params));
+    }
+}
+
 TEST(ShardedIndex, ReplicatedEqualsOneIndex) {
   const HostMatrix<float> base = integer_matrix(90, 7, -2, 2, 21), queries = integer_matrix(13, 7, -2, 2, 22);
   for (Metric metric : every_metric())

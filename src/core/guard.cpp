@@ -118,7 +118,7 @@ GuardDecision guard_for(Backend backend, const SearchParams& kp, int64_t nq, int
 
 
 KeyResult guarded_keys(const GuardSource& source, FloatView queries_in, const SearchParams& kp,
-                       DistanceAlgorithm resolved, const KeyErrorBound& bound) {
+                       DistanceAlgorithm resolved, const KeyErrorBound& bound, std::vector<double>* exact_out) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<float> host_copy;
   const FloatView queries = host_rows(queries_in, host_copy);
@@ -134,6 +134,8 @@ KeyResult guarded_keys(const GuardSource& source, FloatView queries_in, const Se
   std::vector<int64_t> pending(static_cast<size_t>(q));
   std::iota(pending.begin(), pending.end(), 0);
   std::vector<float> gathered;
+  if (exact_out) exact_out->assign(static_cast<size_t>(q * k), std::numeric_limits<double>::infinity());
+  double* const exact = exact_out ? exact_out->data() : nullptr;
   const int64_t first = first_candidate_count(k, n, bound);
   double first_pass_ms = 0;
   int64_t retried = 0;
@@ -141,7 +143,8 @@ KeyResult guarded_keys(const GuardSource& source, FloatView queries_in, const Se
     const auto pass_start = std::chrono::steady_clock::now();
     const KeyResult candidates = source.candidates(queries, pass_params(kp, first, resolved, source.backend));
     first_pass_ms = elapsed_ms(pass_start);
-    pending = rerank_rows(candidates, pending, source.exact_keys(queries, candidates), n, k, eps, result, threads);
+    pending =
+        rerank_rows(candidates, pending, source.exact_keys(queries, candidates), n, k, eps, result, threads, exact);
   }
   // Later passes: 4x the candidates each time, in chunks of queries that bound the candidate lists' memory (rows tied
   // at the k-th distance may take every row: the certificate needs all of them).
@@ -157,7 +160,7 @@ KeyResult guarded_keys(const GuardSource& source, FloatView queries_in, const Se
       const FloatView rows = gather_rows(queries, part, gathered);
       const KeyResult candidates = source.candidates(rows, pass);
       const std::vector<int64_t> left =
-          rerank_rows(candidates, part, source.exact_keys(rows, candidates), n, k, eps, result, threads);
+          rerank_rows(candidates, part, source.exact_keys(rows, candidates), n, k, eps, result, threads, exact);
       still.insert(still.end(), left.begin(), left.end());
     }
     pending = std::move(still);

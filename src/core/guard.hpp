@@ -54,9 +54,12 @@ struct GuardSource {
 
 /// The guarded search of `queries` (device queries are copied to the host once): the exact top k of every query
 /// (key form, k = kp.k), certified.
-/// kp.stats (when set) gets the first candidate pass's phases and the guard's figures.
+/// kp.stats (when set) gets the first candidate pass's phases and the guard's figures. `exact_out`, when given, gets
+/// the float64 key of every entry (queries x k, +inf padding): the result's float keys round them, so lists of
+/// several searches (MPI ranks) merge in the one device's order only on these.
 KeyResult guarded_keys(const GuardSource& source, FloatView queries, const SearchParams& kp,
-                       DistanceAlgorithm resolved, const KeyErrorBound& bound);
+                       DistanceAlgorithm resolved, const KeyErrorBound& bound,
+                       std::vector<double>* exact_out = nullptr);
 
 /// Exact float64 keys of candidate rows of a host base (GuardSource::exact_keys), on `threads` threads.
 std::vector<double> host_exact_keys(FloatView base, FloatView queries, const KeyResult& candidates, Metric key_metric,

@@ -53,7 +53,7 @@ int64_t first_candidate_count(int64_t k, int64_t n, const KeyErrorBound& bound) 
 
 std::vector<int64_t> rerank_rows(const KeyResult& candidates, const std::vector<int64_t>& query_of,
                                  const std::vector<double>& exact, int64_t rows, int64_t k,
-                                 const std::vector<double>& eps, KeyResult& out, int threads) {
+                                 const std::vector<double>& eps, KeyResult& out, int threads, double* exact_out) {
   std::vector<unsigned char> certified(query_of.size(), 0);
   cpu::parallel_for(threads, static_cast<int64_t>(query_of.size()), [&](int64_t i) {
     const int64_t query = query_of[size_t(i)];
@@ -65,6 +65,7 @@ std::vector<int64_t> rerank_rows(const KeyResult& candidates, const std::vector<
       out.distances[size_t(query * k + j)] =
           held ? static_cast<float>(r.top[size_t(j)].first) : std::numeric_limits<float>::infinity();
       out.indices[size_t(query * k + j)] = held ? r.top[size_t(j)].second : -1;
+      if (exact_out) exact_out[query * k + j] = held ? r.top[size_t(j)].first : std::numeric_limits<double>::infinity();
     }
   });
   std::vector<int64_t> retry;

@@ -62,10 +62,12 @@ int64_t first_candidate_count(int64_t k, int64_t n, const KeyErrorBound& bound =
 
 /// rerank_row for every row: candidates row i holds the candidates of query query_of[i], exact its exact keys.
 /// Each certified query's top k goes into `out` (queries x k: exact keys rounded to float, indices; -1/+inf
-/// padding), row query_of[i]; the queries without the certificate are returned, in order (to retry with more
-/// candidates). eps is per query.
+/// padding), row query_of[i], and its float64 keys into `exact_out` (queries x k, +inf padding) when it is not
+/// null; the queries without the certificate are returned, in order (to retry with more candidates). eps is per
+/// query.
 std::vector<int64_t> rerank_rows(const KeyResult& candidates, const std::vector<int64_t>& query_of,
                                  const std::vector<double>& exact, int64_t rows, int64_t k,
-                                 const std::vector<double>& eps, KeyResult& out, int threads);
+                                 const std::vector<double>& eps, KeyResult& out, int threads,
+                                 double* exact_out = nullptr);
 
 }  // namespace gknn::detail

@@ -150,6 +150,7 @@ template HostArray<float> gather(std::span<const float>, int, MPI_Comm, std::vec
 template HostArray<int64_t> gather(std::span<const int64_t>, int, MPI_Comm, std::vector<int64_t>&);
 template GatheredParts<float> gather_parts(std::span<const float>, int, MPI_Comm);
 template GatheredParts<int64_t> gather_parts(std::span<const int64_t>, int, MPI_Comm);
+template GatheredParts<double> gather_parts(std::span<const double>, int, MPI_Comm);
 
 int64_t sum(int64_t value, MPI_Comm comm) {
   check(MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_INT64_T, MPI_SUM, comm), "MPI_Allreduce (sum)");

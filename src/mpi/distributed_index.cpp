@@ -50,6 +50,40 @@ FloatView broadcast_queries(FloatView queries, int root, MPI_Comm comm, std::vec
   return FloatView{storage.data(), shape[0], shape[1], 0};
 }
 
+/// On root: the ranks' lists merged (q x k, key form) on their float keys; elsewhere nothing.
+detail::KeyResult merge_float_keys(detail::KeyResult keys, int64_t rows, int64_t k, int root, int threads,
+                                   MPI_Comm comm) {
+  const GatheredParts<float> all_keys = gather_parts<float>(keys.distances, root, comm);
+  const GatheredParts<int64_t> all_indices = gather_parts<int64_t>(keys.indices, root, comm);
+  if (rank_of(comm) != root || rows == 0) return detail::KeyResult{rows, k, {}, {}};
+  std::vector<detail::KeyListsView> parts;
+  for (size_t r = 0; r < all_keys.parts.size(); ++r)
+    parts.push_back({all_keys.parts[r], all_indices.parts[r], rows, all_keys.counts[r] / rows});
+  if (keys.k != k || keys.rows != rows) return detail::merge_key_lists(parts, rows, k, threads);
+  // Into the root's own lists, one of the parts: each row is merged into a thread's buffer before it is written.
+  detail::merge_key_lists_into(parts, rows, k, threads, keys.distances.data(), keys.indices.data());
+  return keys;  // the views into it are not used after this
+}
+
+/// merge_float_keys on float64 keys: the guard's where this rank has them, else its float keys widened (a rank the
+/// guard let through computes exact keys, which float64 holds as they are).
+detail::KeyResult merge_exact_keys(const detail::KeyResult& keys, std::vector<double> exact, int64_t rows, int64_t k,
+                                   int root, int threads, MPI_Comm comm) {
+  if (exact.empty()) exact.assign(keys.distances.begin(), keys.distances.end());
+  const GatheredParts<double> all_keys = gather_parts<double>(exact, root, comm);
+  const GatheredParts<int64_t> all_indices = gather_parts<int64_t>(keys.indices, root, comm);
+  detail::KeyResult merged{rows, k, {}, {}};
+  if (rank_of(comm) != root || rows == 0) return merged;
+  std::vector<detail::KeyListsOf<double>> parts;
+  for (size_t r = 0; r < all_keys.parts.size(); ++r)
+    parts.push_back({all_keys.parts[r], all_indices.parts[r], rows, all_keys.counts[r] / rows});
+  std::vector<double> wide_keys(size_t(rows * k));
+  merged.indices.resize(size_t(rows * k));
+  detail::merge_key_lists_into(parts, rows, k, threads, wide_keys.data(), merged.indices.data());
+  merged.distances.assign(wide_keys.begin(), wide_keys.end());  // rounded as one device's guard rounds them
+  return merged;
+}
+
 }  // namespace
 
 DistributedIndex::DistributedIndex(MPI_Comm comm, int64_t dimension, Metric metric,
@@ -106,30 +140,21 @@ Result DistributedIndex::search(FloatView queries, const SearchParams& params, i
   local_params.stats = &local_stats;
   if (rank != root) local_params.progress = {};
   detail::KeyResult keys;
+  std::vector<double> exact;  // the guard's float64 keys, when it re-ranked this rank's lists
   collectively(impl.comm, [&] {
-    keys = detail::ShardedAccess::search_keys(impl.local, q, local_params);
+    keys = detail::ShardedAccess::search_keys(impl.local, q, local_params, &exact);
     impl.rows.to_global(keys.indices);
   });
 
   const auto merge_start = std::chrono::steady_clock::now();
-  const GatheredParts<float> all_keys = gather_parts<float>(keys.distances, root, impl.comm);
-  const GatheredParts<int64_t> all_indices = gather_parts<int64_t>(keys.indices, root, impl.comm);
-  if (rank != root) return Result{0, checked.k, {}, {}};
-
+  // Guarded lists merge on their float64 keys: two rows of different ranks whose float64 keys differ can round to
+  // one float key, and the index would then decide where one device ranks them by the float64 key.
+  const bool wide = sum(exact.empty() ? 0 : 1, impl.comm) > 0;
   const int64_t k = std::min(checked.k, impl.total);
-  detail::KeyResult merged{q.rows, k, {}, {}};
-  if (q.rows > 0) {
-    std::vector<detail::KeyListsView> parts;
-    for (size_t r = 0; r < all_keys.parts.size(); ++r)
-      parts.push_back({all_keys.parts[r], all_indices.parts[r], q.rows, all_keys.counts[r] / q.rows});
-    // Into the root's own lists, one of the parts: each row is merged into a thread's buffer before it is written.
-    if (keys.k == k && keys.rows == q.rows) {
-      detail::merge_key_lists_into(parts, q.rows, k, checked.threads, keys.distances.data(), keys.indices.data());
-      merged = std::move(keys);  // the views into it are not used after this
-    } else {
-      merged = detail::merge_key_lists(parts, q.rows, k, checked.threads);
-    }
-  }
+  detail::KeyResult merged = wide ? merge_exact_keys(keys, std::move(exact), q.rows, k, root, checked.threads,
+                                                     impl.comm)
+                                  : merge_float_keys(std::move(keys), q.rows, k, root, checked.threads, impl.comm);
+  if (rank != root) return Result{0, checked.k, {}, {}};
   Result out = detail::finalize(std::move(merged), checked.metric, checked.p, checked.k);
   if (params.stats) {
     *params.stats = local_stats;

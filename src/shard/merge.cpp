@@ -13,18 +13,23 @@ namespace {
 constexpr size_t kScanMaxParts = 8;  // up to here a linear scan of the heads beats a heap
 
 /// The next unread entry of one part's list for the current row.
+template <class Key>
 struct Head {
-  float key;
+  Key key;
   int64_t index;
   int part;
   int64_t pos;
 };
 
 /// std heap algorithms keep the greatest on top, so "greater" ranks the best (first in total order) on top.
-bool after(const Head& a, const Head& b) { return ranks_before(b.key, b.index, a.key, a.index); }
+template <class Key>
+bool after(const Head<Key>& a, const Head<Key>& b) {
+  return ranks_before(b.key, b.index, a.key, a.index);
+}
 
 /// The heads of the parts' lists for one row (parts with entries only).
-void start_row(const std::vector<KeyListsView>& parts, int64_t row, std::vector<Head>& heads) {
+template <class Key>
+void start_row(const std::vector<KeyListsOf<Key>>& parts, int64_t row, std::vector<Head<Key>>& heads) {
   heads.clear();
   for (size_t p = 0; p < parts.size(); ++p)
     if (parts[p].k > 0) {
@@ -34,8 +39,9 @@ void start_row(const std::vector<KeyListsView>& parts, int64_t row, std::vector<
 }
 
 /// Moves `head` to its part's next entry; false when the part is exhausted.
-bool advance(const std::vector<KeyListsView>& parts, int64_t row, Head& head) {
-  const KeyListsView& part = parts[size_t(head.part)];
+template <class Key>
+bool advance(const std::vector<KeyListsOf<Key>>& parts, int64_t row, Head<Key>& head) {
+  const KeyListsOf<Key>& part = parts[size_t(head.part)];
   if (++head.pos >= part.k) return false;
   head.key = part.keys[row * part.k + head.pos];
   head.index = part.indices[row * part.k + head.pos];
@@ -47,8 +53,9 @@ bool advance(const std::vector<KeyListsView>& parts, int64_t row, Head& head) {
 }
 
 /// Few parts (the devices of one host): the best head by a linear scan, no heap upkeep.
-void merge_row_scan(const std::vector<KeyListsView>& parts, int64_t row, int64_t k, std::vector<Head>& heads,
-                    float* keys, int64_t* indices) {
+template <class Key>
+void merge_row_scan(const std::vector<KeyListsOf<Key>>& parts, int64_t row, int64_t k, std::vector<Head<Key>>& heads,
+                    Key* keys, int64_t* indices) {
   start_row(parts, row, heads);
   for (int64_t j = 0; j < k; ++j) {
     if (heads.empty()) too_few(k, row);
@@ -62,26 +69,28 @@ void merge_row_scan(const std::vector<KeyListsView>& parts, int64_t row, int64_t
 }
 
 /// Many parts (MPI ranks): a binary heap of the heads, O(log P) per entry.
-void merge_row_heap(const std::vector<KeyListsView>& parts, int64_t row, int64_t k, std::vector<Head>& heap,
-                    float* keys, int64_t* indices) {
+template <class Key>
+void merge_row_heap(const std::vector<KeyListsOf<Key>>& parts, int64_t row, int64_t k, std::vector<Head<Key>>& heap,
+                    Key* keys, int64_t* indices) {
   start_row(parts, row, heap);
-  std::make_heap(heap.begin(), heap.end(), after);
+  std::make_heap(heap.begin(), heap.end(), after<Key>);
   for (int64_t j = 0; j < k; ++j) {
     if (heap.empty()) too_few(k, row);
-    std::pop_heap(heap.begin(), heap.end(), after);
+    std::pop_heap(heap.begin(), heap.end(), after<Key>);
     keys[j] = heap.back().key;
     indices[j] = heap.back().index;
-    if (advance(parts, row, heap.back())) std::push_heap(heap.begin(), heap.end(), after);
+    if (advance(parts, row, heap.back())) std::push_heap(heap.begin(), heap.end(), after<Key>);
     else heap.pop_back();
   }
 }
 
 }  // namespace
 
-void merge_key_lists_into(const std::vector<KeyListsView>& parts, int64_t rows, int64_t k, int threads,
-                          float* out_keys, int64_t* out_indices) {
+template <class Key>
+void merge_key_lists_into(const std::vector<KeyListsOf<Key>>& parts, int64_t rows, int64_t k, int threads,
+                          Key* out_keys, int64_t* out_indices) {
   int64_t available = 0;
-  for (const KeyListsView& part : parts) {
+  for (const KeyListsOf<Key>& part : parts) {
     GKNN_EXPECT(part.k == 0 || part.rows == rows, ErrorCode::Internal, "merge_key_lists: a part has ", part.rows,
                 " rows, expected ", rows);
     available += part.k;
@@ -90,7 +99,7 @@ void merge_key_lists_into(const std::vector<KeyListsView>& parts, int64_t rows, 
               available, " entries per row");
   // One part with entries (one shard, one MPI rank, the others empty) already is the merge: its first k entries.
   // Into its own storage (the callers' merge into the first part) that is nothing to do: no pass over q x k.
-  const auto filled = std::find_if(parts.begin(), parts.end(), [](const KeyListsView& part) { return part.k > 0; });
+  const auto filled = std::find_if(parts.begin(), parts.end(), [](const KeyListsOf<Key>& part) { return part.k > 0; });
   if (k == 0 || (filled != parts.end() && filled->k == available && filled->k == k && filled->keys == out_keys &&
                  filled->indices == out_indices))
     return;
@@ -99,9 +108,9 @@ void merge_key_lists_into(const std::vector<KeyListsView>& parts, int64_t rows, 
   const int64_t items = (rows + kRowsPerItem - 1) / kRowsPerItem;
   const int64_t useful = std::max<int64_t>(1, rows * k / kEntriesPerThread);
   cpu::parallel_for(int(std::min<int64_t>(cpu::resolve_threads(threads), useful)), items, [&](int64_t item) {
-    std::vector<Head> heads;
+    std::vector<Head<Key>> heads;
     heads.reserve(parts.size());
-    std::vector<float> keys(static_cast<size_t>(k));  // the row's merge, before it replaces the output row
+    std::vector<Key> keys(static_cast<size_t>(k));  // the row's merge, before it replaces the output row
     std::vector<int64_t> indices(static_cast<size_t>(k));
     for (int64_t row = item * kRowsPerItem; row < std::min(rows, (item + 1) * kRowsPerItem); ++row) {
       if (parts.size() <= kScanMaxParts) merge_row_scan(parts, row, k, heads, keys.data(), indices.data());
@@ -111,6 +120,9 @@ void merge_key_lists_into(const std::vector<KeyListsView>& parts, int64_t rows, 
     }
   });
 }
+
+template void merge_key_lists_into(const std::vector<KeyListsOf<float>>&, int64_t, int64_t, int, float*, int64_t*);
+template void merge_key_lists_into(const std::vector<KeyListsOf<double>>&, int64_t, int64_t, int, double*, int64_t*);
 
 KeyResult merge_key_lists(const std::vector<KeyListsView>& parts, int64_t rows, int64_t k, int threads) {
   KeyResult out{rows, k, std::vector<float>(size_t(rows * k)), std::vector<int64_t>(size_t(rows * k))};

@@ -15,12 +15,17 @@
 namespace gknn::detail {
 
 /// One part's lists: `rows` rows of `k` entries each (row-major, row stride k). k may be 0 (an empty shard).
-struct KeyListsView {
-  const float* keys = nullptr;
+/// Keys are float32, or float64 where the parts carry the exactness guard's float64 keys (MPI ranks: two rows whose
+/// float64 keys differ may round to one float32 key on different ranks; only the float64 keys order them as one
+/// device does).
+template <class Key>
+struct KeyListsOf {
+  const Key* keys = nullptr;
   const int64_t* indices = nullptr;
   int64_t rows = 0;
   int64_t k = 0;
 };
+using KeyListsView = KeyListsOf<float>;
 
 inline KeyListsView lists_of(const KeyResult& r) { return {r.distances.data(), r.indices.data(), r.rows, r.k}; }
 
@@ -31,7 +36,8 @@ KeyResult merge_key_lists(const std::vector<KeyListsView>& parts, int64_t rows, 
 
 /// The same merge into rows x k arrays of the caller's, which may be the storage of a part whose k is k (each row is
 /// merged into a buffer of its thread first): a merge into the first part's lists allocates no result.
-void merge_key_lists_into(const std::vector<KeyListsView>& parts, int64_t rows, int64_t k, int threads,
-                          float* out_keys, int64_t* out_indices);
+template <class Key>
+void merge_key_lists_into(const std::vector<KeyListsOf<Key>>& parts, int64_t rows, int64_t k, int threads,
+                          Key* out_keys, int64_t* out_indices);
 
 }  // namespace gknn::detail

@@ -167,25 +167,37 @@ struct ShardedIndex::Impl {
     return decision;
   }
 
-  /// The float64 keys of candidate rows (global indices), each computed by the shard that stores the row.
+  /// The float64 keys of candidate rows (global indices), the shards side by side as their searches run: sharded,
+  /// each shard the keys of the rows it stores; replicated, each copy those of its near-equal part of the queries.
   std::vector<double> exact_keys(FloatView queries, const detail::KeyResult& candidates, Metric key_metric, double p,
                                  int threads) const {
-    if (mode == ShardMode::Replicated) return shards[0].store->exact_keys(queries, candidates, key_metric, p, threads);
     std::vector<double> exact(candidates.indices.size());
-    detail::KeyResult mine = candidates;
-    for (const Shard& shard : shards) {
-      if (shard.size() == 0) continue;
+    const int64_t kc = candidates.k, parts = int64_t(shards.size());
+    run_shards([&](int s, SearchStats&) {
+      const Shard& shard = shards[size_t(s)];
+      if (shard.size() == 0) return;
+      if (mode == ShardMode::Replicated) {
+        const auto [first, last] = detail::near_equal_part(queries.rows, s, parts);
+        if (last == first) return;
+        const detail::KeyResult mine{last - first, kc, {}, {candidates.indices.begin() + first * kc,
+                                                             candidates.indices.begin() + last * kc}};
+        const FloatView rows{queries.row(first), last - first, queries.cols, queries.row_stride()};
+        const std::vector<double> part = shard.store->exact_keys(rows, mine, key_metric, p, threads);
+        std::copy(part.begin(), part.end(), exact.begin() + first * kc);
+        return;
+      }
+      detail::KeyResult mine{candidates.rows, kc, {}, std::vector<int64_t>(candidates.indices.size())};
       bool any = false;
       for (size_t e = 0; e < mine.indices.size(); ++e) {
         const int64_t global = candidates.indices[e];
         mine.indices[e] = global < 0 ? -1 : shard.rows.local(global);
         any |= mine.indices[e] >= 0;
       }
-      if (!any) continue;
+      if (!any) return;
       const std::vector<double> part = shard.store->exact_keys(queries, mine, key_metric, p, threads);
-      for (size_t e = 0; e < part.size(); ++e)
+      for (size_t e = 0; e < part.size(); ++e)  // each entry belongs to one shard: no two threads write it
         if (mine.indices[e] >= 0) exact[e] = part[e];
-    }
+    });
     return exact;
   }
 
@@ -327,7 +339,8 @@ SearchParams ShardedAccess::checked_params(const ShardedIndex& index, const Sear
   return params;
 }
 
-KeyResult ShardedAccess::search_keys(const ShardedIndex& index, FloatView queries, const SearchParams& checked) {
+KeyResult ShardedAccess::search_keys(const ShardedIndex& index, FloatView queries, const SearchParams& checked,
+                                     std::vector<double>* exact) {
   const ShardedIndex::Impl& impl = *index.impl_;
   ValueStats query_stats = validate_matrix(queries, "queries", true);
   GKNN_EXPECT(queries.cols == impl.dim, ErrorCode::InvalidArgument, "ShardedIndex::search: queries have dimension ",
@@ -374,7 +387,7 @@ KeyResult ShardedAccess::search_keys(const ShardedIndex& index, FloatView querie
     };
     SearchParams guarded = kp;
     guarded.stats = &stats;
-    keys = guarded_keys(source, q, guarded, resolved, *guard.bound);
+    keys = guarded_keys(source, q, guarded, resolved, *guard.bound, exact);
   }
   if (checked.stats) *checked.stats = stats;
   return keys;
