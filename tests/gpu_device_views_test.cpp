@@ -253,6 +253,12 @@ struct AllocationWatch {
   }
   int64_t grown_during() const { return detail::cuda::device_buffer_peak_bytes() - before; }
   int64_t kept() const { return detail::cuda::device_buffer_bytes() - before; }
+  /// The sizes allocated since start(), for a failure's message.
+  static std::string allocations() {
+    std::string out;
+    for (int64_t bytes : detail::cuda::device_allocations_since_reset()) out += " " + std::to_string(bytes);
+    return out.empty() ? " none" : out;
+  }
 };
 
 TEST(DeviceViews, RepeatedOneShotSearchesAllocateNothing) {
@@ -278,7 +284,8 @@ TEST(DeviceViews, RepeatedOneShotSearchesAllocateNothing) {
       const std::string context = "call " + std::to_string(call) + " (guard retried " +
                                   std::to_string(stats.guard_retried) + " queries, the first call " +
                                   std::to_string(first_retried) + ")";
-      EXPECT_EQ(0, watch.grown_during()) << context << " allocated during the search";
+      EXPECT_EQ(0, watch.grown_during()) << context << " allocated during the search (bytes:"
+                                         << AllocationWatch::allocations() << ")";
       EXPECT_EQ(0, watch.kept()) << context << " kept memory";
     }
   }

@@ -82,9 +82,10 @@ block(PROPAGATE GKNN_DEPS_MISSING_OPTIONAL)
   endforeach()
 endblock()
 list(JOIN GKNN_DEPS_MISSING_OPTIONAL " " GKNN_DEPS_MISSING_OPTIONAL)
+string(REPLACE ";" "\\;" GKNN_TEST_PREFIX_PATH "${CMAKE_PREFIX_PATH}")  # one argument, as the build passes it
 add_test(NAME install_deps_test
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/scripts/install_deps_test.sh ${PROJECT_SOURCE_DIR}/scripts/install-deps.sh
-                 "${GKNN_DEPS_MISSING_OPTIONAL}")
+                 "${GKNN_DEPS_MISSING_OPTIONAL}" "${GKNN_TEST_PREFIX_PATH}")
 set_tests_properties(install_deps_test PROPERTIES LABELS cpu TIMEOUT 300)
 # scripts/sanitize-gpu-tests.sh's bookkeeping (shards, CTest environment, leak check, summed counts, not-clean tests)
 # against a hand-written CTest tree with a stub compute-sanitizer: the real tool needs a GPU.

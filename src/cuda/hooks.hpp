@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace gknn::detail::cuda {
 
@@ -54,6 +55,9 @@ StageTimes last_stage_times();
 int64_t device_buffer_bytes();
 int64_t device_buffer_peak_bytes();
 void reset_device_buffer_peak();
+/// The sizes of the first 64 allocations since the last reset_device_buffer_peak(), in order: a test that finds a
+/// repeated search allocating names what it allocated.
+std::vector<int64_t> device_allocations_since_reset();
 
 /// Frees what the backend keeps between calls for the life of the process: the cached pipelines (streams, device
 /// and pinned buffers), the device value scan's slots, the exactness guard's buffers and the idle cuBLAS handles. At exit the CUDA runtime may already be gone, so nothing frees

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# install_deps_test.sh SCRIPT [MISSING_OPTIONAL]: scripts/install-deps.sh on a machine where everything the build needs exists, with
+# install_deps_test.sh SCRIPT [MISSING_OPTIONAL [PREFIX_PATH]]: scripts/install-deps.sh on a machine where everything the build needs exists, with
 # apt-get, dpkg-query and sudo replaced by failing stubs first on the PATH (an offline GPU host whose CMake and
 # compilers do not come from Debian packages). The script must decide by probing what the build finds, succeed
 # without calling apt-get, and when something is really missing name it with the command that would install it.
 # MISSING_OPTIONAL: the optional packages the build's configure did not find on this machine (space-separated); the
 # script may ask apt-get for those (any order), never for anything else, and must still succeed. Every run's output
-# is printed, so a failure under `ctest --output-on-failure` shows what the script saw.
+# is printed, so a failure under `ctest --output-on-failure` shows what the script saw. PREFIX_PATH: the build's
+# CMAKE_PREFIX_PATH, handed to the script as the build hands it (e.g. headers unpacked with dpkg -x on a GPU host).
 set -uo pipefail
 script=$1
 missing_optional=${2:-}
+prefix_args=()
+[[ -n ${3:-} ]] && prefix_args=("-DCMAKE_PREFIX_PATH=$3")
 work=$(mktemp -d "${TMPDIR:-/tmp}/gknn-deps-test.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/bin"
@@ -25,7 +28,7 @@ run() {
   local name=$1
   shift
   : >"$work/calls.log"
-  env PATH="$work/bin:$PATH" "$@" bash "$script" >"$work/$name.out" 2>&1
+  env PATH="$work/bin:$PATH" "$@" bash "$script" "${prefix_args[@]}" >"$work/$name.out" 2>&1
   rc=$?
   echo "---- $name: exit $rc"
   cat "$work/$name.out"

@@ -1,5 +1,7 @@
 // buffer.cu: the process-wide count of DeviceBuffer bytes (buffer.cuh) and its hooks (cuda/hooks.hpp).
 #include <atomic>
+#include <mutex>
+#include <vector>
 
 #include "cuda/common/buffer.cuh"
 #include "cuda/hooks.hpp"
@@ -7,9 +9,16 @@
 namespace gknn::detail::cuda {
 namespace {
 std::atomic<int64_t> g_live{0}, g_peak{0};
+constexpr size_t kLoggedAllocations = 64;
+std::mutex g_log_mutex;
+std::vector<int64_t> g_log;  // the first allocations since the last reset_device_buffer_peak()
 }  // namespace
 
 void count_device_bytes(int64_t delta) noexcept {
+  if (delta > 0) {
+    std::lock_guard<std::mutex> lock(g_log_mutex);
+    if (g_log.size() < kLoggedAllocations) g_log.push_back(delta);
+  }
   const int64_t now = g_live.fetch_add(delta, std::memory_order_relaxed) + delta;
   int64_t peak = g_peak.load(std::memory_order_relaxed);
   while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
@@ -18,6 +27,14 @@ void count_device_bytes(int64_t delta) noexcept {
 
 int64_t device_buffer_bytes() { return g_live.load(std::memory_order_relaxed); }
 int64_t device_buffer_peak_bytes() { return g_peak.load(std::memory_order_relaxed); }
-void reset_device_buffer_peak() { g_peak.store(g_live.load(std::memory_order_relaxed), std::memory_order_relaxed); }
+void reset_device_buffer_peak() {
+  g_peak.store(g_live.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(g_log_mutex);
+  g_log.clear();
+}
+std::vector<int64_t> device_allocations_since_reset() {
+  std::lock_guard<std::mutex> lock(g_log_mutex);
+  return g_log;
+}
 
 }  // namespace gknn::detail::cuda
