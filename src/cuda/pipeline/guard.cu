@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "core/backend.hpp"
@@ -76,6 +77,7 @@ struct GuardScratch {
   DeviceBuffer<int64_t> ids;
   DeviceBuffer<double> keys;
   DeviceBuffer<unsigned long long> word{1};
+  size_t bytes() const { return queries.capacity_bytes() + ids.capacity_bytes() + keys.capacity_bytes(); }
 };
 
 class ScratchLease {
@@ -86,7 +88,15 @@ class ScratchLease {
     else
       scratch_ = std::make_unique<GuardScratch>();  // the current device is `device`: its memory
   }
-  ~ScratchLease() { idle_pool<std::unique_ptr<GuardScratch>>().give(device_, scratch_); }
+  /// One scratch stays idle per device, the larger: with several, calls took whichever came back last, and a repeated
+  /// search could meet a smaller one than its previous call grew (H100, 2026-11-26: a 2048-row search after a 300-row
+  /// one grew the queries' buffer on its second call).
+  ~ScratchLease() {
+    IdlePool<std::unique_ptr<GuardScratch>>& pool = idle_pool<std::unique_ptr<GuardScratch>>();
+    std::optional<std::unique_ptr<GuardScratch>> other = pool.take(device_);
+    if (other && (*other)->bytes() > scratch_->bytes()) std::swap(scratch_, *other);
+    pool.give(device_, scratch_, 1);  // the other (or this one, should another call have given one back) is freed
+  }
   ScratchLease(const ScratchLease&) = delete;
   ScratchLease& operator=(const ScratchLease&) = delete;
   GuardScratch* operator->() const { return scratch_.get(); }
