@@ -275,15 +275,20 @@ TEST(DeviceViews, RepeatedOneShotSearchesAllocateNothing) {
     SearchParams p = cuda_params(k);
     SearchStats stats;
     p.stats = &stats;
+    detail::cuda::reset_device_buffer_peak();
     search(b, q, p, out);  // the first call sizes the pipeline's buffers, and keeps them
     const int64_t first_retried = stats.guard_retried;  // fractions: the guard's queries searched again
+    const std::string first_allocations = AllocationWatch::allocations();
+    if (!integers) EXPECT_GT(stats.guard_candidates, k) << "the first call of float data was not guarded";
     for (int call = 0; call < sized(4, 2); ++call) {  // sanitized: 2 (racecheck 40 s with 4, 2026-11-25)
       AllocationWatch watch;
       watch.start();
       search(b, q, p, out);
-      const std::string context = "call " + std::to_string(call) + " (guard retried " +
+      const std::string context = "call " + std::to_string(call) + " (guard candidates " +
+                                  std::to_string(stats.guard_candidates) + ", retried " +
                                   std::to_string(stats.guard_retried) + " queries, the first call " +
-                                  std::to_string(first_retried) + ")";
+                                  std::to_string(first_retried) + "; the first call allocated" + first_allocations +
+                                  ")";
       EXPECT_EQ(0, watch.grown_during()) << context << " allocated during the search (bytes:"
                                          << AllocationWatch::allocations() << ")";
       EXPECT_EQ(0, watch.kept()) << context << " kept memory";
