@@ -8,8 +8,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <memory>
-#include <optional>
+#include <mutex>
 #include <vector>
 
 #include "core/backend.hpp"
@@ -17,7 +18,6 @@
 #include "cuda/common/device.cuh"
 #include "cuda/common/device_scope.cuh"
 #include "cuda/common/error.cuh"
-#include "cuda/common/idle_pool.hpp"
 #include "cuda/hooks.hpp"
 
 namespace gknn::detail::cuda {
@@ -70,45 +70,64 @@ __global__ void max_square_norm_kernel(const float* __restrict__ rows, int64_t c
   atomicMax(out, static_cast<unsigned long long>(__double_as_longlong(best)));
 }
 
-/// The device buffers of the guard's calls, per device, kept between calls (grow-only): a repeated guarded search
-/// allocates nothing once the first has run, as the pipeline's own buffers.
+/// The device buffers of the guard's calls, one set per device kept between calls (grow-only): a repeated guarded
+/// search allocates nothing once the first has run, as the pipeline's own buffers. One set, not a pool: with a pool
+/// of idle sets a repeated search met a smaller set than its previous call grew (H100, 2026-11-26: the queries'
+/// buffer grew on the second of two identical searches). Calls on one device take turns (the copies and the kernel
+/// are short); nothing runs inside a lease that could take another.
 struct GuardScratch {
+  std::mutex mutex;
   DeviceBuffer<float> queries;
   DeviceBuffer<int64_t> ids;
   DeviceBuffer<double> keys;
-  DeviceBuffer<unsigned long long> word{1};
-  size_t bytes() const { return queries.capacity_bytes() + ids.capacity_bytes() + keys.capacity_bytes(); }
+  DeviceBuffer<unsigned long long> word;
 };
+
+struct ScratchSets {
+  std::mutex mutex;
+  std::map<int, std::unique_ptr<GuardScratch>> by_device;
+};
+
+/// Never destroyed: at process exit the CUDA runtime may already be gone (release_guard_scratch frees the buffers).
+ScratchSets& scratch_sets() {
+  static auto* sets = new ScratchSets;
+  return *sets;
+}
 
 class ScratchLease {
  public:
-  explicit ScratchLease(int device) : device_(device) {
-    if (auto idle = idle_pool<std::unique_ptr<GuardScratch>>().take(device))
-      scratch_ = std::move(*idle);
-    else
-      scratch_ = std::make_unique<GuardScratch>();  // the current device is `device`: its memory
-  }
-  /// One scratch stays idle per device, the larger: with several, calls took whichever came back last, and a repeated
-  /// search could meet a smaller one than its previous call grew (H100, 2026-11-26: a 2048-row search after a 300-row
-  /// one grew the queries' buffer on its second call).
-  ~ScratchLease() {
-    IdlePool<std::unique_ptr<GuardScratch>>& pool = idle_pool<std::unique_ptr<GuardScratch>>();
-    std::optional<std::unique_ptr<GuardScratch>> other = pool.take(device_);
-    if (other && (*other)->bytes() > scratch_->bytes()) std::swap(scratch_, *other);
-    pool.give(device_, scratch_, 1);  // the other (or this one, should another call have given one back) is freed
+  explicit ScratchLease(int device) {
+    ScratchSets& sets = scratch_sets();
+    {
+      std::lock_guard<std::mutex> lock(sets.mutex);
+      std::unique_ptr<GuardScratch>& slot = sets.by_device[device];
+      if (!slot) slot = std::make_unique<GuardScratch>();
+      scratch_ = slot.get();
+    }
+    lock_ = std::unique_lock<std::mutex>(scratch_->mutex);
   }
   ScratchLease(const ScratchLease&) = delete;
   ScratchLease& operator=(const ScratchLease&) = delete;
-  GuardScratch* operator->() const { return scratch_.get(); }
+  GuardScratch* operator->() const { return scratch_; }
 
  private:
-  int device_;
-  std::unique_ptr<GuardScratch> scratch_;
+  GuardScratch* scratch_ = nullptr;  // lives until release_guard_scratch, which takes its lock first
+  std::unique_lock<std::mutex> lock_;
 };
 
 }  // namespace
 
-void release_guard_scratch() { idle_pool<std::unique_ptr<GuardScratch>>().drain(); }
+void release_guard_scratch() {
+  ScratchSets& sets = scratch_sets();
+  std::lock_guard<std::mutex> lock(sets.mutex);
+  for (auto& [device, scratch] : sets.by_device) {
+    std::lock_guard<std::mutex> in_use(scratch->mutex);  // a call still in its lease finishes first
+    scratch->queries = DeviceBuffer<float>();
+    scratch->ids = DeviceBuffer<int64_t>();
+    scratch->keys = DeviceBuffer<double>();
+    scratch->word = DeviceBuffer<unsigned long long>();
+  }
+}
 
 std::vector<float> download_rows(FloatView rows) {
   std::vector<float> out(static_cast<size_t>(rows.rows * rows.cols));
@@ -162,6 +181,7 @@ double max_row_norm(FloatView m) {
   DeviceScope scope(device);
   ScratchLease scratch(device);
   DeviceBuffer<unsigned long long>& best = scratch->word;
+  best.resize(1);
   GKNN_CUDA_TRY(cudaMemset(best.data(), 0, sizeof(unsigned long long)));
   max_square_norm_kernel<<<blocks_for(m.rows), kThreads>>>(rows, m.rows, m.row_stride(), m.cols, best.data());
   GKNN_CUDA_CHECK_LAUNCH();
