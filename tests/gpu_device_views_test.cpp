@@ -137,6 +137,9 @@ TEST(DeviceViews, IntegerDataGetTheHostPlanAndIdenticalResults) {
     const DeviceFloats db(c.base.data), dq(c.queries.data);
     const FloatView b = on_device(db, c.base.view()), q = on_device(dq, c.queries.view());
     for (int64_t k : {int64_t(10), int64_t(100), int64_t(300)}) {  // 300: beyond the fused kernel's k
+      // Sanitized: k = 10 (fused) and 300 (beyond it) keep both paths; racecheck ran out of its 300 s on the three
+      // (2026-11-26, most of it in cuBLAS's kernels for the fractions).
+      if (sanitize_mode() && k == 100) continue;
       SCOPED_TRACE("k = " + std::to_string(k));
       const SearchParams p = cuda_params(k);
       const SearchPlan host_plan = explain_search(c.base.view(), c.queries.view(), p);
