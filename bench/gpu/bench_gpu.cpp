@@ -148,6 +148,8 @@ struct Row {
   Sample median{};
   int runs = 0;
   double queries_per_s = 0, distance_pct = 0, select_pct = 0;
+  int64_t guard_candidates = 0, guard_retried = 0;  ///< k' of the guard's first pass (0: not guarded), queries retried
+  double rerank_ms = 0;                              ///< the guard's work after its first pass (retries included)
   bool same = true;
 };
 
@@ -318,6 +320,9 @@ Row measure(const Index& index, const std::vector<float>& queries, const Config&
     row.median.stages.*field = median_of(field);
   row.median.check_ms = checks[checks.size() / 2];
   row.runs = static_cast<int>(wall.size());
+  row.guard_candidates = stats.guard_candidates;  // the last timed run's (the guard's work repeats run for run)
+  row.guard_retried = stats.guard_retried;
+  row.rerank_ms = stats.rerank_ms;
   return row;
 }
 
@@ -334,7 +339,7 @@ void fill_rates(Row& row, const Config& c, double copy_gbs) {
 
 std::string table_line(const Row& r) {
   if (!r.status.empty())
-    return "| " + r.config + " | " + r.distance + " | " + r.select + " | " + r.status + " | | | | | | | | | | | | | |";
+    return "| " + r.config + " | " + r.distance + " | " + r.select + " | " + r.status + " | | | | | | | | | | | | | | | | |";
   const detail::cuda::StageTimes& t = r.median.stages;
   const double wall_ms = r.median.wall_s * 1e3;
   return "| " + r.config + " | " + r.distance + " | " + r.select + " | " + fmt("%.2f", wall_ms) + " | " +
@@ -343,7 +348,10 @@ std::string table_line(const Row& r) {
          fmt("%.0f", r.queries_per_s) + " | " + fmt("%.2f", t.distance_ms) + " | " +
          fmt("%.1f", r.distance_pct) + " | " + fmt("%.2f", t.select_ms) + " | " + fmt("%.1f", r.select_pct) + " | " +
          fmt("%.2f", t.merge_ms + t.finalize_ms) + " | " + fmt("%.2f", t.upload_ms + t.download_ms) + " | " +
-         std::to_string(r.runs) + " | " + (r.same ? "yes" : "**NO**") + " |";
+         (r.guard_candidates > 0 ? std::to_string(r.guard_candidates) + " | " + std::to_string(r.guard_retried) +
+                                       " | " + fmt("%.2f", r.rerank_ms)
+                                 : std::string("- | - | -")) +
+         " | " + std::to_string(r.runs) + " | " + (r.same ? "yes" : "**NO**") + " |";
 }
 
 }  // namespace
@@ -367,8 +375,9 @@ int main(int argc, char** argv) {
                   "includes validation, query upload and result download into a new Result.");
   lines.push_back("");
   lines.push_back("| config | distance | selection | wall ms | device ms | host % | check ms | setup ms | queries/s | "
-                  "distance ms | distance %bw | select ms | select %bw | merge+final ms | copies ms | runs | same |");
-  lines.push_back("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+                  "distance ms | distance %bw | select ms | select %bw | merge+final ms | copies ms | guard k' | "
+                  "retried | re-rank ms | runs | same |");
+  lines.push_back("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
   for (const std::string& l : lines) std::printf("%s\n", l.c_str());
   std::fflush(stdout);
 
