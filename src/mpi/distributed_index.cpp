@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <span>
 
 #include "core/finalize.hpp"
 #include "core/validate.hpp"
@@ -50,18 +51,33 @@ FloatView broadcast_queries(FloatView queries, int root, MPI_Comm comm, std::vec
   return FloatView{storage.data(), shape[0], shape[1], 0};
 }
 
+/// Every rank's lists (rows x its k, keys of type Key, global indices) gathered to root as the parts of a merge;
+/// no parts elsewhere or without rows. The parts point into `keys`/`indices` (root's own) and the gathered storage.
+template <class Key>
+struct GatheredLists {
+  GatheredParts<Key> keys;
+  GatheredParts<int64_t> indices;
+  std::vector<detail::KeyListsOf<Key>> parts;
+};
+
+template <class Key>
+GatheredLists<Key> gather_lists(std::span<const Key> keys, std::span<const int64_t> indices, int64_t rows, int root,
+                                MPI_Comm comm) {
+  GatheredLists<Key> out{gather_parts<Key>(keys, root, comm), gather_parts<int64_t>(indices, root, comm), {}};
+  if (rank_of(comm) == root && rows > 0)
+    for (size_t r = 0; r < out.keys.parts.size(); ++r)
+      out.parts.push_back({out.keys.parts[r], out.indices.parts[r], rows, out.keys.counts[r] / rows});
+  return out;
+}
+
 /// On root: the ranks' lists merged (q x k, key form) on their float keys; elsewhere nothing.
 detail::KeyResult merge_float_keys(detail::KeyResult keys, int64_t rows, int64_t k, int root, int threads,
                                    MPI_Comm comm) {
-  const GatheredParts<float> all_keys = gather_parts<float>(keys.distances, root, comm);
-  const GatheredParts<int64_t> all_indices = gather_parts<int64_t>(keys.indices, root, comm);
-  if (rank_of(comm) != root || rows == 0) return detail::KeyResult{rows, k, {}, {}};
-  std::vector<detail::KeyListsView> parts;
-  for (size_t r = 0; r < all_keys.parts.size(); ++r)
-    parts.push_back({all_keys.parts[r], all_indices.parts[r], rows, all_keys.counts[r] / rows});
-  if (keys.k != k || keys.rows != rows) return detail::merge_key_lists(parts, rows, k, threads);
+  const GatheredLists<float> all = gather_lists<float>(keys.distances, keys.indices, rows, root, comm);
+  if (all.parts.empty()) return detail::KeyResult{rows, k, {}, {}};
+  if (keys.k != k || keys.rows != rows) return detail::merge_key_lists(all.parts, rows, k, threads);
   // Into the root's own lists, one of the parts: each row is merged into a thread's buffer before it is written.
-  detail::merge_key_lists_into(parts, rows, k, threads, keys.distances.data(), keys.indices.data());
+  detail::merge_key_lists_into(all.parts, rows, k, threads, keys.distances.data(), keys.indices.data());
   return keys;  // the views into it are not used after this
 }
 
@@ -70,16 +86,12 @@ detail::KeyResult merge_float_keys(detail::KeyResult keys, int64_t rows, int64_t
 detail::KeyResult merge_exact_keys(const detail::KeyResult& keys, std::vector<double> exact, int64_t rows, int64_t k,
                                    int root, int threads, MPI_Comm comm) {
   if (exact.empty()) exact.assign(keys.distances.begin(), keys.distances.end());
-  const GatheredParts<double> all_keys = gather_parts<double>(exact, root, comm);
-  const GatheredParts<int64_t> all_indices = gather_parts<int64_t>(keys.indices, root, comm);
+  const GatheredLists<double> all = gather_lists<double>(exact, keys.indices, rows, root, comm);
   detail::KeyResult merged{rows, k, {}, {}};
-  if (rank_of(comm) != root || rows == 0) return merged;
-  std::vector<detail::KeyListsOf<double>> parts;
-  for (size_t r = 0; r < all_keys.parts.size(); ++r)
-    parts.push_back({all_keys.parts[r], all_indices.parts[r], rows, all_keys.counts[r] / rows});
+  if (all.parts.empty()) return merged;
   std::vector<double> wide_keys(size_t(rows * k));
   merged.indices.resize(size_t(rows * k));
-  detail::merge_key_lists_into(parts, rows, k, threads, wide_keys.data(), merged.indices.data());
+  detail::merge_key_lists_into(all.parts, rows, k, threads, wide_keys.data(), merged.indices.data());
   merged.distances.assign(wide_keys.begin(), wide_keys.end());  // rounded as one device's guard rounds them
   return merged;
 }

@@ -172,33 +172,43 @@ struct ShardedIndex::Impl {
   std::vector<double> exact_keys(FloatView queries, const detail::KeyResult& candidates, Metric key_metric, double p,
                                  int threads) const {
     std::vector<double> exact(candidates.indices.size());
-    const int64_t kc = candidates.k, parts = int64_t(shards.size());
     run_shards([&](int s, SearchStats&) {
-      const Shard& shard = shards[size_t(s)];
-      if (shard.size() == 0) return;
-      if (mode == ShardMode::Replicated) {
-        const auto [first, last] = detail::near_equal_part(queries.rows, s, parts);
-        if (last == first) return;
-        const detail::KeyResult mine{last - first, kc, {}, {candidates.indices.begin() + first * kc,
-                                                             candidates.indices.begin() + last * kc}};
-        const FloatView rows{queries.row(first), last - first, queries.cols, queries.row_stride()};
-        const std::vector<double> part = shard.store->exact_keys(rows, mine, key_metric, p, threads);
-        std::copy(part.begin(), part.end(), exact.begin() + first * kc);
-        return;
-      }
-      detail::KeyResult mine{candidates.rows, kc, {}, std::vector<int64_t>(candidates.indices.size())};
-      bool any = false;
-      for (size_t e = 0; e < mine.indices.size(); ++e) {
-        const int64_t global = candidates.indices[e];
-        mine.indices[e] = global < 0 ? -1 : shard.rows.local(global);
-        any |= mine.indices[e] >= 0;
-      }
-      if (!any) return;
-      const std::vector<double> part = shard.store->exact_keys(queries, mine, key_metric, p, threads);
-      for (size_t e = 0; e < part.size(); ++e)  // each entry belongs to one shard: no two threads write it
-        if (mine.indices[e] >= 0) exact[e] = part[e];
+      if (shards[size_t(s)].size() == 0) return;
+      if (mode == ShardMode::Replicated) replica_exact_keys(s, queries, candidates, key_metric, p, threads, exact);
+      else shard_exact_keys(s, queries, candidates, key_metric, p, threads, exact);
     });
     return exact;
+  }
+
+  /// Replicated: copy s writes the keys of its near-equal part of the queries' rows of `exact`.
+  void replica_exact_keys(int s, FloatView queries, const detail::KeyResult& candidates, Metric key_metric, double p,
+                          int threads, std::vector<double>& exact) const {
+    const int64_t kc = candidates.k;
+    const auto [first, last] = detail::near_equal_part(queries.rows, s, int64_t(shards.size()));
+    if (last == first) return;
+    const detail::KeyResult mine{last - first, kc, {}, {candidates.indices.begin() + first * kc,
+                                                         candidates.indices.begin() + last * kc}};
+    const FloatView rows{queries.row(first), last - first, queries.cols, queries.row_stride()};
+    const std::vector<double> part = shards[size_t(s)].store->exact_keys(rows, mine, key_metric, p, threads);
+    std::copy(part.begin(), part.end(), exact.begin() + first * kc);
+  }
+
+  /// Sharded: shard s writes the keys of the candidates it stores (each entry belongs to one shard: no two threads
+  /// write one entry).
+  void shard_exact_keys(int s, FloatView queries, const detail::KeyResult& candidates, Metric key_metric, double p,
+                        int threads, std::vector<double>& exact) const {
+    const Shard& shard = shards[size_t(s)];
+    detail::KeyResult mine{candidates.rows, candidates.k, {}, std::vector<int64_t>(candidates.indices.size())};
+    bool any = false;
+    for (size_t e = 0; e < mine.indices.size(); ++e) {
+      const int64_t global = candidates.indices[e];
+      mine.indices[e] = global < 0 ? -1 : shard.rows.local(global);
+      any |= mine.indices[e] >= 0;
+    }
+    if (!any) return;
+    const std::vector<double> part = shard.store->exact_keys(queries, mine, key_metric, p, threads);
+    for (size_t e = 0; e < part.size(); ++e)
+      if (mine.indices[e] >= 0) exact[e] = part[e];
   }
 
   /// Replicated: shard s answers its near-equal part of the queries against its full copy of the base.
