@@ -8,9 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "core/backend.hpp"
@@ -18,6 +16,7 @@
 #include "cuda/common/device.cuh"
 #include "cuda/common/device_scope.cuh"
 #include "cuda/common/error.cuh"
+#include "cuda/common/idle_pool.hpp"
 #include "cuda/hooks.hpp"
 
 namespace gknn::detail::cuda {
@@ -70,64 +69,36 @@ __global__ void max_square_norm_kernel(const float* __restrict__ rows, int64_t c
   atomicMax(out, static_cast<unsigned long long>(__double_as_longlong(best)));
 }
 
-/// The device buffers of the guard's calls, one set per device kept between calls (grow-only): a repeated guarded
-/// search allocates nothing once the first has run, as the pipeline's own buffers. One set, not a pool: with a pool
-/// of idle sets a repeated search met a smaller set than its previous call grew (H100, 2026-11-26: the queries'
-/// buffer grew on the second of two identical searches). Calls on one device take turns (the copies and the kernel
-/// are short); nothing runs inside a lease that could take another.
+/// The device buffers of the guard's calls, per device, kept between calls (grow-only): a repeated guarded search
+/// allocates nothing once the first has run, as the pipeline's own buffers.
 struct GuardScratch {
-  std::mutex mutex;
   DeviceBuffer<float> queries;
   DeviceBuffer<int64_t> ids;
   DeviceBuffer<double> keys;
-  DeviceBuffer<unsigned long long> word;
+  DeviceBuffer<unsigned long long> word{1};
 };
-
-struct ScratchSets {
-  std::mutex mutex;
-  std::map<int, std::unique_ptr<GuardScratch>> by_device;
-};
-
-/// Never destroyed: at process exit the CUDA runtime may already be gone (release_guard_scratch frees the buffers).
-ScratchSets& scratch_sets() {
-  static auto* sets = new ScratchSets;
-  return *sets;
-}
 
 class ScratchLease {
  public:
-  explicit ScratchLease(int device) {
-    ScratchSets& sets = scratch_sets();
-    {
-      std::lock_guard<std::mutex> lock(sets.mutex);
-      std::unique_ptr<GuardScratch>& slot = sets.by_device[device];
-      if (!slot) slot = std::make_unique<GuardScratch>();
-      scratch_ = slot.get();
-    }
-    lock_ = std::unique_lock<std::mutex>(scratch_->mutex);
+  explicit ScratchLease(int device) : device_(device) {
+    if (auto idle = idle_pool<std::unique_ptr<GuardScratch>>().take(device))
+      scratch_ = std::move(*idle);
+    else
+      scratch_ = std::make_unique<GuardScratch>();  // the current device is `device`: its memory
   }
+  ~ScratchLease() { idle_pool<std::unique_ptr<GuardScratch>>().give(device_, scratch_); }
   ScratchLease(const ScratchLease&) = delete;
   ScratchLease& operator=(const ScratchLease&) = delete;
-  GuardScratch* operator->() const { return scratch_; }
+  GuardScratch* operator->() const { return scratch_.get(); }
 
  private:
-  GuardScratch* scratch_ = nullptr;  // lives until release_guard_scratch, which takes its lock first
-  std::unique_lock<std::mutex> lock_;
+  int device_;
+  std::unique_ptr<GuardScratch> scratch_;
 };
 
 }  // namespace
 
-void release_guard_scratch() {
-  ScratchSets& sets = scratch_sets();
-  std::lock_guard<std::mutex> lock(sets.mutex);
-  for (auto& [device, scratch] : sets.by_device) {
-    std::lock_guard<std::mutex> in_use(scratch->mutex);  // a call still in its lease finishes first
-    scratch->queries = DeviceBuffer<float>();
-    scratch->ids = DeviceBuffer<int64_t>();
-    scratch->keys = DeviceBuffer<double>();
-    scratch->word = DeviceBuffer<unsigned long long>();
-  }
-}
+void release_guard_scratch() { idle_pool<std::unique_ptr<GuardScratch>>().drain(); }
 
 std::vector<float> download_rows(FloatView rows) {
   std::vector<float> out(static_cast<size_t>(rows.rows * rows.cols));
@@ -181,7 +152,6 @@ double max_row_norm(FloatView m) {
   DeviceScope scope(device);
   ScratchLease scratch(device);
   DeviceBuffer<unsigned long long>& best = scratch->word;
-  best.resize(1);
   GKNN_CUDA_TRY(cudaMemset(best.data(), 0, sizeof(unsigned long long)));
   max_square_norm_kernel<<<blocks_for(m.rows), kThreads>>>(rows, m.rows, m.row_stride(), m.cols, best.data());
   GKNN_CUDA_CHECK_LAUNCH();

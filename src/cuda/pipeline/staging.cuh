@@ -57,7 +57,11 @@ class Stager {
          StageTimer* timer, StagingSlots<T>* slots = nullptr)
       : host_(host), host_stride_(host_stride), cols_(cols), max_rows_(max_rows), copy_(copy_stream), timer_(timer),
         own_(slots ? nullptr : std::make_unique<StagingSlots<T>>()), s_(slots ? *slots : *own_) {
-    for (auto& slot : s_.slots) slot.used = false;  // a previous search ended synchronised
+    // A previous search ended synchronised. Every search starts at slot 0: a one-tile search that went on from where
+    // the last one stopped used the other slot on every second call, which grew that slot's pinned and device
+    // buffers on the second of two identical searches (H100, 2026-11-26: 262144 bytes for 2048 x 32 queries).
+    for (auto& slot : s_.slots) slot.used = false;
+    s_.next = 0;
   }
 
   /// Uploads rows [begin, begin + count) into the slot's own device buffer (row stride = cols).
