@@ -105,6 +105,37 @@ TEST(Guard, NearTiesOneUlpApartAreResolvedAndTheUnguardedKeysAreNot) {
   EXPECT_GT(unguarded_misses, 0) << "the float32 keys alone should misorder one-ulp ties somewhere";
 }
 
+TEST(Guard, TheCertificateIsTakenWhereTheBaseIs) {
+  // cuda: every pass of a base on the device re-ranks and certifies its candidates in the search
+  // (SearchStats::guard_device_rows: the first pass's queries plus the retried ones); a base streamed from the host
+  // (a budget below its size) and the CPU backend re-rank on the host. The answers are the oracle's either way.
+  const int64_t n = sanitize_mode() ? 900 : 4000, d = 40;
+  const HostMatrix<float> base = random_matrix(n, d, 21), queries = random_matrix(sanitize_mode() ? 7 : 33, d, 22);
+  const bool device = kBackend == Backend::Cuda;
+  for (Metric metric : metrics()) {
+    SCOPED_TRACE(to_string(metric));
+    const std::vector<OracleRow> truth = oracle(base.view(), queries.view(), metric, 2.0);
+    SearchParams p = params_for(kBackend, 20, metric);
+    SearchStats stats;
+    p.stats = &stats;
+    const Result one_shot = search(base.view(), queries.view(), p);
+    ASSERT_EQ("", check_search(one_shot, base.view(), queries.view(), p, exact(), &truth));
+    EXPECT_GT(stats.guard_candidates, 20);
+    EXPECT_EQ(device ? queries.rows + stats.guard_retried : 0, stats.guard_device_rows);
+    Index index(d, metric, kBackend);
+    index.add(base.view());
+    const Result resident = index.search(queries.view(), p);
+    ASSERT_EQ("", check_search(resident, base.view(), queries.view(), p, exact(), &truth));
+    EXPECT_EQ(device ? queries.rows + stats.guard_retried : 0, stats.guard_device_rows);
+    p.memory_budget = static_cast<size_t>(n * d) * sizeof(float);  // the base needs more than half: streamed
+    const Result streamed = search(base.view(), queries.view(), p);
+    ASSERT_EQ("", check_search(streamed, base.view(), queries.view(), p, exact(), &truth));
+    EXPECT_EQ(0, stats.guard_device_rows);
+    EXPECT_EQ(one_shot.indices, streamed.indices);
+    EXPECT_EQ(one_shot.distances, streamed.distances);
+  }
+}
+
 TEST(Guard, IndexAndShardedIndexAreGuardedToo) {
   const HostMatrix<float> base = random_matrix(1500, 20, 3), queries = random_matrix(31, 20, 4);
   std::vector<int64_t> ids(1500);

@@ -135,6 +135,9 @@ struct SearchStats {
   int64_t guard_candidates = 0;  ///< candidates per query of the first pass (k' > k)
   double rerank_ms = 0;          ///< exact float64 keys of the candidates, certificates, later passes (wall time)
   int64_t guard_retried = 0;     ///< queries searched again with more candidates (no certificate)
+  /// Query rows of the guard's passes re-ranked and certified on the device, in the search (cuda: the base on the
+  /// device); the others went through a host re-rank (only their candidates' float64 keys on the device).
+  int64_t guard_device_rows = 0;
 };
 
 struct SearchParams {

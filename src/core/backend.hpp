@@ -34,6 +34,23 @@ struct ValueStats {
   }
 };
 
+/// The exactness guard's certificate (guard.hpp, rerank.hpp) taken where the base lives, inside a search
+/// (OutputSpec::certificate; the cuda backend): the search's key k is K' candidates per query; each query's
+/// candidates are re-ranked on float64 keys, its top `k` written through the OutputSpec (key form: the float64 keys
+/// rounded to float) and `certified` says whether the certificate holds for it. A backend that cannot (the CPU
+/// one, a base streamed from the host, K' beyond kMaxCandidates) leaves `ran` false and writes nothing.
+struct DeviceCertificate {
+  static constexpr int64_t kMaxCandidates = 4096;
+  int64_t k = 0;             ///< the certified k (<= the search's K')
+  double input_error = 0;    ///< KeyErrorBound of the distance path
+  int64_t terms = 0;
+  double max_base_norm = -1;  ///< largest Euclidean base norm; < 0: the backend computes it from the rows
+  double* exact = nullptr;    ///< host, queries x k: the float64 keys of the top k (+inf padding), when not null
+  // Filled by the backend:
+  bool ran = false;
+  std::vector<unsigned char> certified;  ///< per query
+};
+
 /// Where and how a backend writes the user's result (values in the user's metric, k > n padding, user ids).
 struct OutputSpec {
   Metric metric = Metric::SquaredL2;  ///< the user's metric (keys are converted to its values)
@@ -45,6 +62,7 @@ struct OutputSpec {
   /// The destination, asked for once, as late as possible: a Result's vectors are allocated (and their pages
   /// touched) while the device already computes.
   std::function<ResultView()> destination;
+  DeviceCertificate* certificate = nullptr;  ///< the guard's certificate taken in the search, when set
 };
 
 class ResidentStore;
@@ -126,6 +144,8 @@ std::vector<double> exact_keys(FloatView base, FloatView queries, const KeyResul
 double max_row_norm(FloatView rows);
 /// Copies a host result (rows x k) into a device destination of the same shape.
 void upload_result(const Result& result, const ResultView& dest);
+/// Copies row i of a host result (k = dest.k) into row rows[i] of a device destination.
+void scatter_rows(const Result& part, const std::vector<int64_t>& rows, const ResultView& dest);
 std::unique_ptr<ResidentStore> make_store(int64_t dim, int device);
 std::vector<DistanceAlgorithm> distance_algorithms(Metric user_metric);
 std::vector<SelectCapability> select_algorithms();

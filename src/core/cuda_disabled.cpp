@@ -25,5 +25,6 @@ std::vector<float> download_rows(FloatView) { no_cuda(); }
 std::vector<double> exact_keys(FloatView, FloatView, const KeyResult&, Metric, double) { no_cuda(); }
 double max_row_norm(FloatView) { no_cuda(); }
 void upload_result(const Result&, const ResultView&) { no_cuda(); }
+void scatter_rows(const Result&, const std::vector<int64_t>&, const ResultView&) { no_cuda(); }
 
 }  // namespace gknn::detail::cuda

@@ -43,11 +43,11 @@ void check_result_size(int64_t rows, int64_t k) {
               "a result of ", rows, " x k = ", k, " entries cannot be addressed");
 }
 
-/// Row i of the keys, in the user's form, into the destination row (host memory).
-void finalize_row(const KeyResult& keys, const OutputSpec& out, const ResultView& dest, int64_t i) {
+/// Row i of the keys, in the user's form, into row `to` of the destination (host memory).
+void finalize_row(const KeyResult& keys, const OutputSpec& out, const ResultView& dest, int64_t i, int64_t to) {
   const int64_t k = out.k, kept = std::min(k, keys.k);
-  float* d = dest.distances + i * k;
-  int64_t* ix = dest.indices + i * k;
+  float* d = dest.distances + to * k;
+  int64_t* ix = dest.indices + to * k;
   for (int64_t j = 0; j < kept; ++j) {
     const size_t from = static_cast<size_t>(i * keys.k + j);
     d[j] = key_to_value(out.metric, out.p, keys.distances[from]);
@@ -69,7 +69,22 @@ void finalize_into(const KeyResult& keys, const OutputSpec& out, int threads) {
               "device-memory results need the cuda backend (this search ran on the cpu backend)");
   const int64_t rows = keys.rows;
 #pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads()) if (rows > 64)
-  for (int64_t i = 0; i < rows; ++i) finalize_row(keys, out, dest, i);
+  for (int64_t i = 0; i < rows; ++i) finalize_row(keys, out, dest, i, i);
+}
+
+void write_rows(const KeyResult& keys, const std::vector<int64_t>& rows, const OutputSpec& out, int threads) {
+  if (keys.rows == 0) return;
+  const ResultView dest = out.destination();
+  if (dest.memory == Memory::Host) {
+    for (int64_t i = 0; i < keys.rows; ++i) finalize_row(keys, out, dest, i, rows[size_t(i)]);
+    return;
+  }
+  Result part = allocate_result(keys.rows, out.k);
+  OutputSpec staged = out;
+  staged.memory = Memory::Host;
+  staged.destination = [&part] { return view_of(part); };
+  finalize_into(keys, staged, threads);
+  cuda::scatter_rows(part, rows, dest);
 }
 
 namespace {

@@ -1,6 +1,8 @@
 // finalize.hpp: turning a backend's key result into the user's result (values, padding for k > n).
 #pragma once
 
+#include <vector>
+
 #include "core/backend.hpp"
 
 namespace gknn::detail {
@@ -30,6 +32,11 @@ OutputSpec key_output(KeyResult& keys, int64_t rows, int64_t k);
 /// Writes guarded or merged key results through `out`: host destinations by finalize_into, device destinations
 /// through a host result copied to the device (the cuda backend's upload_result).
 void write_keys(const KeyResult& keys, const OutputSpec& out, int threads);
+
+/// Writes key results over some rows of the destination (keys row i -> destination row rows[i], in the user's
+/// form; a device destination through a host copy scattered on the device, cuda::scatter_rows). The guard's
+/// retried queries, after the first pass wrote every row.
+void write_rows(const KeyResult& keys, const std::vector<int64_t>& rows, const OutputSpec& out, int threads);
 
 /// SearchParams as a backend sees them (key metric, k clipped to n).
 SearchParams key_params(const SearchParams& params, int64_t n);

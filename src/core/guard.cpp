@@ -6,7 +6,9 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
 
+#include "core/finalize.hpp"
 #include "cpu/distance/exact.hpp"
 #include "cpu/parallel.hpp"
 #include "gknn/error.hpp"
@@ -117,35 +119,139 @@ GuardDecision guard_for(Backend backend, const SearchParams& kp, int64_t nq, int
 }
 
 
-KeyResult guarded_keys(const GuardSource& source, FloatView queries_in, const SearchParams& kp,
-                       DistanceAlgorithm resolved, const KeyErrorBound& bound, std::vector<double>* exact_out) {
+namespace {
+
+/// One guarded search: the result so far, and what its passes need only when a pass re-ranks on the host (the
+/// queries in host memory, their bounds, the base's largest norm), made the first time one does.
+class GuardRun {
+ public:
+  GuardRun(const GuardSource& source, FloatView queries, const SearchParams& kp, const KeyErrorBound& bound,
+           std::vector<double>* exact_out)
+      : source_(source), queries_(queries), kp_(kp), bound_(bound), threads_(cpu::resolve_threads(kp.threads)),
+        exact_out_(exact_out) {
+    result_.rows = queries.rows;
+    result_.k = kp.k;
+    if (exact_out_)
+      exact_out_->assign(static_cast<size_t>(queries.rows * kp.k), std::numeric_limits<double>::infinity());
+  }
+
+  /// A pass of `pass.k` candidates for `rows` (the queries query_of, in order): each certified query's top k goes
+  /// into the result; the others are returned.
+  std::vector<int64_t> pass(FloatView rows, const std::vector<int64_t>& query_of, const SearchParams& pass) {
+    std::vector<int64_t> left;
+    if (certified_where_base_is(rows, query_of, pass, left)) return left;
+    const FloatView host = rows.memory == Memory::Host ? rows : host_queries();  // device rows: the first pass's
+    const auto search_start = std::chrono::steady_clock::now();
+    const KeyResult candidates = source_.candidates(host, pass);
+    search_ms_ = elapsed_ms(search_start);
+    return rerank_rows(candidates, query_of, source_.exact_keys(host, candidates), source_.rows, kp_.k, eps(),
+                       result(), threads_, exact_out_ ? exact_out_->data() : nullptr);
+  }
+
+  /// The queries in host memory (a device view is downloaded once).
+  FloatView host_queries() {
+    if (queries_.memory == Memory::Host) return queries_;
+    if (!host_view_) host_view_ = host_rows(queries_, host_queries_);
+    return *host_view_;
+  }
+  int64_t device_rows() const { return device_rows_; }
+  /// Wall time of the latest pass's search (the candidates, or on the device candidates and certificate).
+  double search_ms() const { return search_ms_; }
+  KeyResult take() { return std::move(result()); }
+
+ private:
+  /// The pass with its certificate taken in the backend's search (GuardSource::search_into); false when the
+  /// backend cannot take it there.
+  bool certified_where_base_is(FloatView rows, const std::vector<int64_t>& query_of, const SearchParams& pass,
+                               std::vector<int64_t>& left) {
+    if (!source_.search_into || pass.k > DeviceCertificate::kMaxCandidates) return false;
+    const int64_t k = kp_.k;
+    DeviceCertificate certificate;
+    certificate.k = k;
+    certificate.input_error = bound_.input_error;
+    certificate.terms = bound_.terms;
+    certificate.max_base_norm = source_.max_row_norm;
+    std::vector<double> exact;
+    if (exact_out_) {
+      exact.resize(static_cast<size_t>(rows.rows * k));
+      certificate.exact = exact.data();
+    }
+    KeyResult part;
+    OutputSpec out = key_output(part, rows.rows, k);
+    out.certificate = &certificate;
+    const auto search_start = std::chrono::steady_clock::now();
+    source_.search_into(rows, pass, out);
+    search_ms_ = elapsed_ms(search_start);
+    if (!certificate.ran) return false;
+    device_rows_ += rows.rows;
+    // The first pass (query_of: every query in order) gives the result its storage.
+    const bool whole = rows.rows == result_.rows && result_.distances.empty();
+    if (whole) result_ = std::move(part);
+    for (int64_t i = 0; i < rows.rows; ++i) {
+      const int64_t query = query_of[size_t(i)];
+      if (!certificate.certified[size_t(i)]) {
+        left.push_back(query);
+        continue;
+      }
+      if (!whole) {
+        std::copy_n(part.distances.begin() + i * k, k, result().distances.begin() + query * k);
+        std::copy_n(part.indices.begin() + i * k, k, result().indices.begin() + query * k);
+      }
+      if (exact_out_) std::copy_n(exact.begin() + i * k, k, exact_out_->begin() + query * k);
+    }
+    return true;
+  }
+
+  /// The result's storage, allocated by the first pass that writes rows into it.
+  KeyResult& result() {
+    if (result_.distances.empty()) result_ = allocate_result(result_.rows, result_.k);
+    return result_;
+  }
+
+  /// eps_q of every query (the host re-rank's certificates).
+  const std::vector<double>& eps() {
+    if (!eps_.empty()) return eps_;
+    if (source_.max_row_norm < 0) max_norm_ = source_.max_row_norm_of();
+    else max_norm_ = source_.max_row_norm;
+    const FloatView q = host_queries();
+    eps_.resize(static_cast<size_t>(q.rows));
+    cpu::parallel_for(threads_, q.rows, [&](int64_t i) {
+      double s = 0;
+      for (int64_t j = 0; j < q.cols; ++j) s += double(q.row(i)[j]) * q.row(i)[j];
+      eps_[size_t(i)] = bound_.query_bound(std::sqrt(s), max_norm_);
+    });
+    return eps_;
+  }
+
+  const GuardSource& source_;
+  FloatView queries_;
+  const SearchParams& kp_;
+  KeyErrorBound bound_;
+  int threads_;
+  KeyResult result_;
+  std::vector<double>* exact_out_;
+  std::vector<float> host_queries_;
+  std::optional<FloatView> host_view_;
+  std::vector<double> eps_;
+  double max_norm_ = 0, search_ms_ = 0;
+  int64_t device_rows_ = 0;
+};
+
+}  // namespace
+
+KeyResult guarded_keys(const GuardSource& source, FloatView queries, const SearchParams& kp,
+                       DistanceAlgorithm resolved, const KeyErrorBound& bound, std::vector<double>* exact_out,
+                       int64_t first) {
   const auto start = std::chrono::steady_clock::now();
-  std::vector<float> host_copy;
-  const FloatView queries = host_rows(queries_in, host_copy);
   const int64_t q = queries.rows, n = source.rows, k = kp.k;
-  const int threads = cpu::resolve_threads(kp.threads);
-  std::vector<double> eps(static_cast<size_t>(q));
-  cpu::parallel_for(threads, q, [&](int64_t i) {
-    double s = 0;
-    for (int64_t j = 0; j < queries.cols; ++j) s += double(queries.row(i)[j]) * queries.row(i)[j];
-    eps[size_t(i)] = bound.query_bound(std::sqrt(s), source.max_row_norm);
-  });
-  KeyResult result{q, k, std::vector<float>(static_cast<size_t>(q * k)), std::vector<int64_t>(static_cast<size_t>(q * k))};
+  GuardRun run(source, queries, kp, bound, exact_out);
   std::vector<int64_t> pending(static_cast<size_t>(q));
   std::iota(pending.begin(), pending.end(), 0);
   std::vector<float> gathered;
-  if (exact_out) exact_out->assign(static_cast<size_t>(q * k), std::numeric_limits<double>::infinity());
-  double* const exact = exact_out ? exact_out->data() : nullptr;
-  const int64_t first = first_candidate_count(k, n, bound);
-  double first_pass_ms = 0;
+  first = first > 0 ? std::min(first, n) : first_candidate_count(k, n, bound);
+  pending = run.pass(queries, pending, pass_params(kp, first, resolved, source.backend));
+  const double first_pass_ms = run.search_ms();
   int64_t retried = 0;
-  {
-    const auto pass_start = std::chrono::steady_clock::now();
-    const KeyResult candidates = source.candidates(queries, pass_params(kp, first, resolved, source.backend));
-    first_pass_ms = elapsed_ms(pass_start);
-    pending =
-        rerank_rows(candidates, pending, source.exact_keys(queries, candidates), n, k, eps, result, threads, exact);
-  }
   // Later passes: 4x the candidates each time, in chunks of queries that bound the candidate lists' memory (rows tied
   // at the k-th distance may take every row: the certificate needs all of them).
   for (int64_t kc = std::min(n, first * 4); !pending.empty(); kc = std::min(n, kc * 4)) {
@@ -157,10 +263,7 @@ KeyResult guarded_keys(const GuardSource& source, FloatView queries_in, const Se
     for (size_t c0 = 0; c0 < pending.size(); c0 += chunk) {
       const std::vector<int64_t> part(pending.begin() + static_cast<std::ptrdiff_t>(c0),
                                       pending.begin() + static_cast<std::ptrdiff_t>(std::min(pending.size(), c0 + chunk)));
-      const FloatView rows = gather_rows(queries, part, gathered);
-      const KeyResult candidates = source.candidates(rows, pass);
-      const std::vector<int64_t> left =
-          rerank_rows(candidates, part, source.exact_keys(rows, candidates), n, k, eps, result, threads, exact);
+      const std::vector<int64_t> left = run.pass(gather_rows(run.host_queries(), part, gathered), part, pass);
       still.insert(still.end(), left.begin(), left.end());
     }
     pending = std::move(still);
@@ -170,8 +273,52 @@ KeyResult guarded_keys(const GuardSource& source, FloatView queries_in, const Se
     kp.stats->guard_candidates = first;
     kp.stats->rerank_ms = elapsed_ms(start) - first_pass_ms;
     kp.stats->guard_retried = retried;
+    kp.stats->guard_device_rows = run.device_rows();
   }
-  return result;
+  return run.take();
+}
+
+void write_guarded(const GuardSource& source, FloatView queries, const SearchParams& kp, DistanceAlgorithm resolved,
+                   const KeyErrorBound& bound, const OutputSpec& out) {
+  const int64_t q = queries.rows, n = source.rows, k = kp.k, first = first_candidate_count(k, n, bound);
+  if (!source.search_into || first > DeviceCertificate::kMaxCandidates)
+    return write_keys(guarded_keys(source, queries, kp, resolved, bound), out, kp.threads);
+  // The destination is asked for once (a Result is allocated then): the retried rows are written into the same one.
+  std::optional<ResultView> destination;
+  OutputSpec direct = out;
+  direct.destination = [&] {
+    if (!destination) destination = out.destination();
+    return *destination;
+  };
+  DeviceCertificate certificate;
+  certificate.k = k;
+  certificate.input_error = bound.input_error;
+  certificate.terms = bound.terms;
+  certificate.max_base_norm = source.max_row_norm;
+  direct.certificate = &certificate;
+  const auto start = std::chrono::steady_clock::now();
+  source.search_into(queries, pass_params(kp, first, resolved, source.backend), direct);
+  const double first_pass_ms = elapsed_ms(start);
+  if (!certificate.ran) return write_keys(guarded_keys(source, queries, kp, resolved, bound), out, kp.threads);
+  std::vector<int64_t> pending;
+  for (int64_t i = 0; i < q; ++i)
+    if (!certificate.certified[size_t(i)]) pending.push_back(i);
+  SearchStats later;
+  if (!pending.empty()) {
+    std::vector<float> host_copy, gathered;
+    const FloatView host = queries.memory == Memory::Host ? queries : host_rows(queries, host_copy);
+    SearchParams again = kp;
+    again.stats = &later, again.progress = nullptr;
+    const KeyResult fixed = guarded_keys(source, gather_rows(host, pending, gathered), again, resolved, bound, nullptr,
+                                         std::min(n, first * 4));
+    write_rows(fixed, pending, direct, kp.threads);
+  }
+  if (kp.stats) {
+    kp.stats->guard_candidates = first;
+    kp.stats->rerank_ms = elapsed_ms(start) - first_pass_ms;
+    kp.stats->guard_retried = static_cast<int64_t>(pending.size()) + later.guard_retried;
+    kp.stats->guard_device_rows = q + later.guard_device_rows;
+  }
 }
 
 std::vector<double> host_exact_keys(FloatView base, FloatView queries, const KeyResult& candidates, Metric key_metric,

@@ -44,12 +44,19 @@ GuardDecision guard_for(Backend backend, const SearchParams& kp, int64_t nq, int
 struct GuardSource {
   Backend backend = Backend::Cpu;
   int64_t rows = 0;            ///< base rows
-  double max_row_norm = 0;     ///< largest Euclidean norm of a base row
+  /// Largest Euclidean norm of a base row; < 0: not known, max_row_norm_of() gives it when a host re-rank needs it
+  /// (a certificate taken where the base lives computes it there).
+  double max_row_norm = -1;
+  std::function<double()> max_row_norm_of;
   /// Computed keys (key form, ascending, base indices) of the kp.k best rows of every row of `queries` (a host
   /// copy of the search's queries, or of some of them).
   std::function<KeyResult(FloatView queries, const SearchParams& kp)> candidates;
   /// exact[i * K' + j]: the float64 key of (row i of `queries`, candidates.index(i, j)); any value where it is -1.
   std::function<std::vector<double>(FloatView queries, const KeyResult& candidates)> exact_keys;
+  /// Optional (the cuda backend): the backend's search of `queries` (host or device rows) through an OutputSpec, so
+  /// that a pass takes its certificate where the base lives (OutputSpec::certificate); candidates and exact_keys
+  /// serve the passes it cannot take.
+  std::function<void(FloatView queries, const SearchParams& kp, const OutputSpec& out)> search_into;
 };
 
 /// The guarded search of `queries` (device queries are copied to the host once): the exact top k of every query
@@ -57,9 +64,17 @@ struct GuardSource {
 /// kp.stats (when set) gets the first candidate pass's phases and the guard's figures. `exact_out`, when given, gets
 /// the float64 key of every entry (queries x k, +inf padding): the result's float keys round them, so lists of
 /// several searches (MPI ranks) merge in the one device's order only on these.
+/// `first`: the first pass's K' (0: first_candidate_count).
 KeyResult guarded_keys(const GuardSource& source, FloatView queries, const SearchParams& kp,
                        DistanceAlgorithm resolved, const KeyErrorBound& bound,
-                       std::vector<double>* exact_out = nullptr);
+                       std::vector<double>* exact_out = nullptr, int64_t first = 0);
+
+/// The guarded search written through `out` in the user's form. With GuardSource::search_into the first pass
+/// takes its certificate in the backend's search and writes every row there, finalised where the base is; the
+/// queries without the certificate are searched again (guarded_keys on those rows, from 4x the candidates) and
+/// their rows written over (write_rows). Otherwise guarded_keys, then write_keys. kp.stats as guarded_keys.
+void write_guarded(const GuardSource& source, FloatView queries, const SearchParams& kp, DistanceAlgorithm resolved,
+                   const KeyErrorBound& bound, const OutputSpec& out);
 
 /// Exact float64 keys of candidate rows of a host base (GuardSource::exact_keys), on `threads` threads.
 std::vector<double> host_exact_keys(FloatView base, FloatView queries, const KeyResult& candidates, Metric key_metric,

@@ -183,7 +183,11 @@ void guarded_store_search(const Index::Impl& impl, FloatView queries, const Sear
   source.exact_keys = [&](FloatView q, const detail::KeyResult& c) {
     return store.exact_keys(q, c, kp.metric, kp.p, kp.threads);
   };
-  detail::write_keys(detail::guarded_keys(source, queries, kp, resolved, *guard.bound), spec, kp.threads);
+  if (impl.backend == Backend::Cuda)  // the certificate taken on the device, where the rows are resident
+    source.search_into = [&](FloatView q, const SearchParams& pass, const detail::OutputSpec& out) {
+      store.search_into(q, pass, query_stats, out);
+    };
+  detail::write_guarded(source, queries, kp, resolved, *guard.bound, spec);
 }
 
 void search_store(const Index::Impl& impl, FloatView queries, const SearchParams& params,

@@ -10,13 +10,7 @@
 namespace gknn::detail {
 
 double KeyErrorBound::query_bound(double query_norm, double max_base_norm) const {
-  const double u = std::ldexp(1.0, -23);  // float32 accumulation that may truncate
-  const double tu = double(terms) * u;
-  const double gamma = tu < 1 ? tu / (1.0 - tu) : std::numeric_limits<double>::infinity();
-  const double e = input_error, q = query_norm, x = max_base_norm;
-  double eps = (gamma + 2 * u) * (x * x + q * q) + 2 * (2 * e + e * e + 2 * gamma + 2 * u) * q * x;
-  eps += double(terms + 3) * std::ldexp(1.0, -135) * (1 + q + x);  // underflow (rerank.hpp)
-  return 2 * eps;  // safety factor: the bound's own rounding and the norms' float32 sums
+  return key_error_bound(input_error, terms, query_norm, max_base_norm);
 }
 
 KeyErrorBound rounded_inputs_bound(int mantissa_bits, int64_t terms) {

@@ -23,13 +23,26 @@
 // A non-finite a_K' (a key that overflowed) proves nothing. K' = n needs no certificate.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/hd.hpp"
 #include "gknn/types.hpp"
 
 namespace gknn::detail {
+
+/// eps_q of the bound above for operand error e, float32 sums of `terms` terms, a query of Euclidean norm q and a
+/// base whose largest norm is x (the host's guard and the device's certificate, cuda/pipeline/certify.cuh).
+GKNN_HD double key_error_bound(double e, int64_t terms, double q, double x) {
+  const double u = 0x1p-23;  // float32 accumulation that may truncate
+  const double tu = double(terms) * u;
+  const double gamma = tu < 1 ? tu / (1.0 - tu) : HUGE_VAL;
+  double eps = (gamma + 2 * u) * (x * x + q * q) + 2 * (2 * e + e * e + 2 * gamma + 2 * u) * q * x;
+  eps += double(terms + 3) * 0x1p-135 * (1 + q + x);  // underflow
+  return 2 * eps;  // safety factor: the bound's own rounding and the norms' float32 sums
+}
 
 /// The error model of a squared-L2 / inner-product key path (see above).
 struct KeyErrorBound {

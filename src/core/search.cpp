@@ -25,20 +25,21 @@ Backend backend_for(const SearchParams& params, bool device_memory) {
   return detail::resolve_backend(Backend::Cuda);
 }
 
-/// The guarded search of rows on `backend`: candidates from the backend, exact keys where the base is.
-detail::KeyResult guarded_search(Backend backend, FloatView base, FloatView queries, const SearchParams& kp,
-                                 const detail::ValueStats& bs, const detail::ValueStats& qs,
-                                 DistanceAlgorithm resolved, const detail::KeyErrorBound& bound) {
+/// The guarded search of rows on `backend` written through `spec`: candidates from the backend, exact keys where
+/// the base is.
+void guarded_search(Backend backend, FloatView base, FloatView queries, const SearchParams& kp,
+                    const detail::ValueStats& bs, const detail::ValueStats& qs, DistanceAlgorithm resolved,
+                    const detail::KeyErrorBound& bound, const detail::OutputSpec& spec) {
   detail::GuardSource source;
   source.backend = backend;
   source.rows = base.rows;
   if (on_device(base)) {
-    source.max_row_norm = detail::cuda::max_row_norm(base);
+    source.max_row_norm_of = [&] { return detail::cuda::max_row_norm(base); };
     source.exact_keys = [&](FloatView q, const detail::KeyResult& c) {
       return detail::cuda::exact_keys(base, q, c, kp.metric, kp.p);
     };
   } else {
-    source.max_row_norm = detail::host_max_row_norm(base, kp.threads);
+    source.max_row_norm_of = [&] { return detail::host_max_row_norm(base, kp.threads); };
     source.exact_keys = [&](FloatView q, const detail::KeyResult& c) {
       return detail::host_exact_keys(base, q, c, kp.metric, kp.p, kp.threads);
     };
@@ -49,7 +50,11 @@ detail::KeyResult guarded_search(Backend backend, FloatView base, FloatView quer
     detail::cuda::search_into(base, q, pass, bs, qs, detail::key_output(keys, q.rows, pass.k));
     return keys;
   };
-  return detail::guarded_keys(source, queries, kp, resolved, bound);
+  if (backend == Backend::Cuda)  // the certificate taken on the device, in the search (the base uploaded once per pass)
+    source.search_into = [&](FloatView q, const SearchParams& pass, const detail::OutputSpec& out) {
+      detail::cuda::search_into(base, q, pass, bs, qs, out);
+    };
+  detail::write_guarded(source, queries, kp, resolved, bound, spec);
 }
 
 /// A validated search, run on the chosen backend and written through `spec`.
@@ -62,9 +67,7 @@ void run_search(FloatView base, FloatView queries, const SearchParams& params, c
     DistanceAlgorithm resolved = DistanceAlgorithm::Auto;
     const detail::GuardDecision guard =
         detail::guard_for(backend, kp, q.rows, b.rows, b.cols, b_stats.merged(q_stats), &resolved);
-    if (guard.bound)
-      return detail::write_keys(guarded_search(backend, b, q, kp, b_stats, q_stats, resolved, *guard.bound), spec,
-                                kp.threads);
+    if (guard.bound) return guarded_search(backend, b, q, kp, b_stats, q_stats, resolved, *guard.bound, spec);
     if (backend == Backend::Cuda) return detail::cuda::search_into(b, q, kp, b_stats, q_stats, spec);
     detail::finalize_into(detail::cpu::search(b, q, kp), spec, kp.threads);
   };

@@ -380,6 +380,7 @@ KeyResult ShardedAccess::search_keys(const ShardedIndex& index, FloatView querie
     GuardSource source;
     source.backend = impl.shards[0].where.backend;
     source.rows = impl.rows;
+    source.max_row_norm = 0;
     for (const Shard& shard : impl.shards)
       if (shard.size() > 0) source.max_row_norm = std::max(source.max_row_norm, shard.store->max_row_norm());
     bool first_pass = true;

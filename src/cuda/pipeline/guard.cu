@@ -1,10 +1,8 @@
 // guard.cu: the exactness guard's primitives for rows in device memory (core/backend.hpp, core/guard.hpp): the
-// float64 keys of a search's candidates computed where the base lives, the base's largest row norm, and the copies
-// between host and device a guarded search of device views makes (its queries down, its result up).
-//
-// The float64 keys are bit-identical to the host's (cpu/distance/exact.cpp, built without FMA contraction): one
-// thread per (query, candidate), the components summed in order, each difference, product and sum rounded on its own
-// (__dsub_rn, __dmul_rn, __dadd_rn), so near ties come out in the same order on either side.
+// float64 keys of a search's candidates computed where the base lives (one thread per (query, candidate),
+// exact_key.cuh: bit-identical to the host's), the base's largest row norm, and the copies between host and device
+// a guarded search of device views makes (its queries down, its result up). The certificate taken inside a search
+// (no candidates to the host) is certify.cu's.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -18,6 +16,7 @@
 #include "cuda/common/error.cuh"
 #include "cuda/common/idle_pool.hpp"
 #include "cuda/hooks.hpp"
+#include "cuda/pipeline/exact_key.cuh"
 
 namespace gknn::detail::cuda {
 namespace {
@@ -27,23 +26,6 @@ constexpr int64_t kMaxPairsPerChunk = int64_t(1) << 24;  // 128 MiB of float64 k
 
 unsigned blocks_for(int64_t items) {
   return static_cast<unsigned>(std::clamp<int64_t>((items + kThreads - 1) / kThreads, 1, int64_t(1) << 16));
-}
-
-__device__ double exact_key(Metric metric, double p, const float* a, const float* b, int64_t dim) {
-  double acc = 0;
-  for (int64_t j = 0; j < dim; ++j) {
-    const double t = __dsub_rn(static_cast<double>(a[j]), static_cast<double>(b[j]));
-    switch (metric) {
-      case Metric::SquaredL2: acc = __dadd_rn(acc, __dmul_rn(t, t)); break;
-      case Metric::InnerProduct:
-        acc = __dadd_rn(acc, __dmul_rn(static_cast<double>(a[j]), static_cast<double>(b[j])));
-        break;
-      case Metric::L1: acc = __dadd_rn(acc, fabs(t)); break;
-      case Metric::Linf: acc = fmax(acc, fabs(t)); break;
-      default: acc = __dadd_rn(acc, pow(fabs(t), p)); break;  // Lp
-    }
-  }
-  return metric == Metric::InnerProduct ? -acc : acc;
 }
 
 /// out[e] for e = i * kc + j: the key of (query i, base row ids[e]); 0 where ids[e] < 0.
@@ -56,24 +38,23 @@ __global__ void exact_keys_kernel(const float* __restrict__ base, int64_t base_s
   }
 }
 
-/// *out = the bits of the largest float64 sum of squares of a row (non-negative doubles order as their bits).
-__global__ void max_square_norm_kernel(const float* __restrict__ rows, int64_t count, int64_t stride, int64_t dim,
-                                       unsigned long long* __restrict__ out) {
-  double best = 0;
-  for (int64_t r = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; r < count; r += int64_t(gridDim.x) * blockDim.x) {
-    const float* x = rows + r * stride;
-    double s = 0;
-    for (int64_t j = 0; j < dim; ++j) s += static_cast<double>(x[j]) * x[j];
-    best = fmax(best, s);
+/// Row i of `part` (k entries) to row rows[i] of the destination.
+__global__ void scatter_rows_kernel(const float* __restrict__ values, const int64_t* __restrict__ indices,
+                                    const int64_t* __restrict__ rows, int64_t count, int64_t k,
+                                    float* __restrict__ dest_values, int64_t* __restrict__ dest_indices) {
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < count * k; e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t to = rows[e / k] * k + e % k;
+    dest_values[to] = values[e];
+    dest_indices[to] = indices[e];
   }
-  atomicMax(out, static_cast<unsigned long long>(__double_as_longlong(best)));
 }
 
 /// The device buffers of the guard's calls, per device, kept between calls (grow-only): a repeated guarded search
 /// allocates nothing once the first has run, as the pipeline's own buffers.
 struct GuardScratch {
-  DeviceBuffer<float> queries;
-  DeviceBuffer<int64_t> ids;
+  DeviceBuffer<float> queries;  ///< also the values of scatter_rows
+  DeviceBuffer<int64_t> ids;    ///< also the indices of scatter_rows
+  DeviceBuffer<int64_t> rows;   ///< the destination rows of scatter_rows
   DeviceBuffer<double> keys;
   DeviceBuffer<unsigned long long> word{1};
 };
@@ -153,8 +134,7 @@ double max_row_norm(FloatView m) {
   ScratchLease scratch(device);
   DeviceBuffer<unsigned long long>& best = scratch->word;
   GKNN_CUDA_TRY(cudaMemset(best.data(), 0, sizeof(unsigned long long)));
-  max_square_norm_kernel<<<blocks_for(m.rows), kThreads>>>(rows, m.rows, m.row_stride(), m.cols, best.data());
-  GKNN_CUDA_CHECK_LAUNCH();
+  launch_max_square_norm(rows, m.rows, m.row_stride(), m.cols, best.data(), nullptr);
   unsigned long long bits = 0;
   GKNN_CUDA_TRY(cudaMemcpy(&bits, best.data(), sizeof bits, cudaMemcpyDeviceToHost));
   double squares = 0;
@@ -169,6 +149,27 @@ void upload_result(const Result& result, const ResultView& dest) {
   DeviceScope scope(device_address(dest.distances, "result distances").first);
   GKNN_CUDA_TRY(cudaMemcpy(dest.distances, result.distances.data(), entries * sizeof(float), cudaMemcpyHostToDevice));
   GKNN_CUDA_TRY(cudaMemcpy(dest.indices, result.indices.data(), entries * sizeof(int64_t), cudaMemcpyHostToDevice));
+}
+
+void scatter_rows(const Result& part, const std::vector<int64_t>& rows, const ResultView& dest) {
+  const int64_t count = part.rows, k = dest.k, entries = count * k;
+  if (entries == 0) return;
+  const auto device = device_address(dest.distances, "result distances").first;
+  DeviceScope scope(device);
+  ScratchLease scratch(device);
+  scratch->queries.resize(static_cast<size_t>(entries));
+  scratch->ids.resize(static_cast<size_t>(entries));
+  scratch->rows.resize(static_cast<size_t>(count));
+  GKNN_CUDA_TRY(cudaMemcpy(scratch->queries.data(), part.distances.data(), static_cast<size_t>(entries) * sizeof(float),
+                           cudaMemcpyHostToDevice));
+  GKNN_CUDA_TRY(cudaMemcpy(scratch->ids.data(), part.indices.data(), static_cast<size_t>(entries) * sizeof(int64_t),
+                           cudaMemcpyHostToDevice));
+  GKNN_CUDA_TRY(cudaMemcpy(scratch->rows.data(), rows.data(), static_cast<size_t>(count) * sizeof(int64_t),
+                           cudaMemcpyHostToDevice));
+  scatter_rows_kernel<<<blocks_for(entries), kThreads>>>(scratch->queries.data(), scratch->ids.data(),
+                                                         scratch->rows.data(), count, k, dest.distances, dest.indices);
+  GKNN_CUDA_CHECK_LAUNCH();
+  GKNN_CUDA_TRY(cudaDeviceSynchronize());  // the destination is complete when the search returns
 }
 
 }  // namespace gknn::detail::cuda

@@ -10,6 +10,8 @@
 #include "cuda/distance/cublas/handle_pool.cuh"
 #include "cuda/distance/distance.cuh"
 #include "cuda/hooks.hpp"
+#include "cuda/pipeline/certify.cuh"
+#include "cuda/pipeline/exact_key.cuh"
 #include "cuda/pipeline/finalize.cuh"
 #include "cuda/pipeline/hook_state.cuh"
 #include "cuda/pipeline/measured_choice.cuh"
@@ -203,7 +205,7 @@ bool Pipeline::prepare_for(const PlanKey& key) {
 
 size_t Pipeline::held_bytes() const {
   size_t bytes = distances.capacity_bytes() + query_norms.capacity_bytes() + base_norms.capacity_bytes() +
-                 view_norms.capacity_bytes();
+                 view_norms.capacity_bytes() + certified.capacity_bytes() + exact_keys.capacity_bytes();
   for (int i = 0; i < 5; ++i) bytes += list_keys[i].capacity_bytes() + list_labels[i].capacity_bytes();
   for (const OutputSlot& s : out_slots) bytes += s.values.capacity_bytes() + s.indices.capacity_bytes();
   return bytes;
@@ -236,6 +238,8 @@ void Pipeline::release_buffers() {
     s.values = DeviceBuffer<float>();
     s.indices = DeviceBuffer<int64_t>();
   }
+  certified = DeviceBuffer<unsigned char>();
+  exact_keys = DeviceBuffer<double>();
   has_last_key = false;
 }
 
@@ -412,11 +416,94 @@ OperandCache* size_operand_cache(Pipeline& p, OperandCache* cache, const Distanc
 
 }  // namespace
 
+namespace {
+
+/// The exactness guard's certificate taken in the search (OutputSpec::certificate, certify.cuh): the base's largest
+/// norm once, then per query tile the K' candidates re-ranked into the k entries the finaliser writes; the flags
+/// come back once, at the end.
+class TileCertifier {
+ public:
+  /// Whether this search can take it: the whole base on the device, K' within the kernel's limit, a guarded metric.
+  static bool possible(const DeviceCertificate& c, const BaseSource& base, const SearchParams& kp) {
+    return !base.streamed() && kp.k <= DeviceCertificate::kMaxCandidates && c.k >= 1 && c.k <= kp.k &&
+           (kp.metric == Metric::SquaredL2 || kp.metric == Metric::InnerProduct);
+  }
+
+  /// After the tile buffers are sized (a device view's norms and rows are ready from then on).
+  TileCertifier(Pipeline& p, BaseSource& base, DeviceCertificate& c, const SearchParams& kp, int64_t nq, int64_t tq,
+                int64_t dim)
+      : p_(p), c_(c), kp_(kp) {
+    const cudaStream_t s = p.compute.get();
+    whole_ = base.tile(0, base.rows(), s);
+    rows_ = base.rows();
+    p.certified.resize(static_cast<size_t>(nq));
+    if (c.exact) p.exact_keys.resize(static_cast<size_t>(tq * c.k));
+    if (c.max_base_norm < 0) {
+      p.max_norm_bits.resize(1);
+      GKNN_CUDA_TRY(cudaMemsetAsync(p.max_norm_bits.data(), 0, sizeof(unsigned long long), s));
+      launch_max_square_norm(whole_.rows, rows_, whole_.stride, dim, p.max_norm_bits.data(), s);
+    }
+  }
+
+  /// The certified lists of query rows [q0, q0 + qn): keys and labels `k` apart, in the pipeline's tile list.
+  ListRef certify(const float* queries, int64_t stride, int64_t dim, int64_t q0, int64_t qn, ListRef candidates,
+                  const float* row_offsets, cudaStream_t s) {
+    const ListRef out{p_.list_keys[4].data(), p_.list_labels[4].data()};
+    CertifyArgs a;
+    a.queries = queries;
+    a.query_stride = stride;
+    a.rows = qn;
+    a.dim = dim;
+    a.base = whole_.rows;
+    a.base_stride = whole_.stride;
+    a.base_rows = rows_;
+    a.keys = candidates.keys;
+    a.labels = candidates.labels;
+    a.list_stride = kp_.k;
+    a.candidates = kp_.k;
+    a.row_offsets = row_offsets;
+    a.metric = kp_.metric;
+    a.k = c_.k;
+    a.input_error = c_.input_error;
+    a.terms = c_.terms;
+    a.max_base_norm = c_.max_base_norm;
+    a.max_norm_bits = p_.max_norm_bits.data();
+    a.out_keys = out.keys;
+    a.out_labels = out.labels;
+    a.out_exact = c_.exact ? p_.exact_keys.data() : nullptr;
+    a.certified = p_.certified.data() + q0;
+    certify_rows(a, s);
+    if (c_.exact)
+      GKNN_CUDA_TRY(cudaMemcpyAsync(c_.exact + q0 * c_.k, p_.exact_keys.data(),
+                                    static_cast<size_t>(qn * c_.k) * sizeof(double), cudaMemcpyDeviceToHost, s));
+    return out;
+  }
+
+  /// The flags of every query, after the compute stream is synchronised.
+  void finish(int64_t nq) {
+    c_.certified.resize(static_cast<size_t>(nq));
+    GKNN_CUDA_TRY(cudaMemcpy(c_.certified.data(), p_.certified.data(), static_cast<size_t>(nq), cudaMemcpyDeviceToHost));
+    c_.ran = true;
+  }
+
+ private:
+  Pipeline& p_;
+  DeviceCertificate& c_;
+  const SearchParams& kp_;
+  DeviceRows whole_;
+  int64_t rows_ = 0;
+};
+
+}  // namespace
+
 void run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchParams& requested, size_t budget,
                 const DataFacts& data, const detail::OutputSpec& out) {
   const auto setup_start = std::chrono::steady_clock::now();
   const int64_t nq = queries.rows, nb = base.rows(), dim = queries.cols, k = requested.k;
   if (nq == 0) return;
+  DeviceCertificate* const certificate = out.certificate;
+  if (certificate && !TileCertifier::possible(*certificate, base, requested)) return;  // ran stays false
+  const int64_t out_key_k = certificate ? certificate->k : k;  // entries per row the finaliser gets
   // A base kept on the device may keep its fused operands too, in half of the budget (or what it holds already).
   DataFacts facts = data;
   OperandCache* const cache = operand_cache_enabled() ? base.operand_cache() : nullptr;
@@ -424,7 +511,7 @@ void run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchPa
   // Auto's choices from the measured plan table where it has a row for this search (else they stay Auto: rules).
   const SearchParams kp = measured_choice(requested, nq, nb, facts, p.device).params;
   GKNN_EXPECT(k >= 1 && k <= nb, ErrorCode::Internal, "run_search: k = ", k, " outside [1, ", nb, "]");
-  GKNN_EXPECT(out.k >= k, ErrorCode::Internal, "run_search: output k ", out.k, " below the key k ", k);
+  GKNN_EXPECT(out.k >= out_key_k, ErrorCode::Internal, "run_search: output k ", out.k, " below the key k ", out_key_k);
   // Resolve on the whole shape first, so an unsupported request fails before any work or allocation.
   const SelectEntry& select = resolve_select(kp.select, std::min(nq, kMaxQueryTile), nb, k);
   const DistanceEntry& distance = resolve_distance(kp.distance, kp.metric, nq, nb, k, facts);
@@ -453,6 +540,8 @@ void run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchPa
   QueryFeed feed(p, queries, tq, timer.get());
   ResultWriter writer(p.out_slots, out_slots, !host_out, out.destination, out.k, tq, nq, timer.get());
   const int64_t* ids = device_ids(p, out, s);
+  std::optional<TileCertifier> certifier;
+  if (certificate) certifier.emplace(p, base, *certificate, kp, nq, tq, dim);
   const TileJob job{p, base, distance, kp, dim, tb, norms, timer.get(), facts, operands};
   if (timer) {  // the device span starts here: everything above is host set-up
     timer->set_setup_ms(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - setup_start).count());
@@ -469,13 +558,18 @@ void run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchPa
     report(writer.finish(out_slot));  // the slot's previous tile lands before its buffers are reused
     const int64_t qn = std::min(tq, nq - q0);
     const float* q = feed.rows(q0, qn, s);
-    const ListRef top = search_query_tile(job, q, feed.stride(), qn, slot);
+    ListRef top = search_query_tile(job, q, feed.stride(), qn, slot);
+    const float* row_offsets = norms && distance.omits_query_norm ? p.query_norms.data() : nullptr;
+    stage_begin(timer.get(), Stage::Finalize, s);
+    if (certifier) {  // the certified keys are whole float64 keys: no offset left to add
+      top = certifier->certify(q, feed.stride(), dim, q0, qn, top, row_offsets, s);
+      row_offsets = nullptr;
+    }
     feed.release(s);
     const ResultWriter::Target target = writer.target(out_slot, q0);
-    stage_begin(timer.get(), Stage::Finalize, s);
     FinalizeArgs fa =
-        finalize_args(top.keys, top.labels, k, qn, out.metric, out.p, out.k, target.values, target.indices);
-    fa.row_offsets = norms && distance.omits_query_norm ? p.query_norms.data() : nullptr;
+        finalize_args(top.keys, top.labels, out_key_k, qn, out.metric, out.p, out.k, target.values, target.indices);
+    fa.row_offsets = row_offsets;
     fa.ids = ids;
     finalize_rows(fa, s);
     stage_end(timer.get(), Stage::Finalize, s);
@@ -487,6 +581,7 @@ void run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchPa
   if (timer) timer->end_device(s);
   p.compute.sync();  // device destinations are complete when the call returns
   p.upload.sync();
+  if (certifier) certifier->finish(nq);
   publish_stats(timer.get(), tile_index, (nb + tb - 1) / tb, kp.stats);
 }
 

@@ -33,6 +33,29 @@ __device__ __forceinline__ float key_from_ordered(uint32_t ordered) {
 }
 #endif
 
+/// The same for float64 keys (the exactness guard's certificate, pipeline/certify.cu); UINT64_MAX is free as well.
+/// One-to-one: -0.0 keeps its bits (and orders just before +0.0), because the keys it sorts are float64 keys of one
+/// search, whose zeros all have one sign (+0.0 for squared L2, -0.0 for the negated inner product), and the
+/// result must carry the host's sign of zero.
+GKNN_HD uint64_t ordered_from_bits64(uint64_t bits) {
+  constexpr uint64_t sign = uint64_t{1} << 63;
+  return (bits & sign) ? ~bits : (bits | sign);
+}
+
+GKNN_HD uint64_t bits64_from_ordered(uint64_t ordered) {
+  constexpr uint64_t sign = uint64_t{1} << 63;
+  return (ordered & sign) ? (ordered & ~sign) : ~ordered;
+}
+
+#if defined(__CUDACC__)
+__device__ __forceinline__ uint64_t ordered_key64(double key) {
+  return ordered_from_bits64(static_cast<uint64_t>(__double_as_longlong(key)));
+}
+__device__ __forceinline__ double key64_from_ordered(uint64_t ordered) {
+  return __longlong_as_double(static_cast<long long>(bits64_from_ordered(ordered)));
+}
+#endif
+
 /// int64 label -> uint64 with the same order (two's complement: flip the sign bit).
 GKNN_HD uint64_t ordered_label(int64_t label) { return static_cast<uint64_t>(label) ^ (uint64_t{1} << 63); }
 

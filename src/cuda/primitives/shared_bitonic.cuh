@@ -12,16 +12,16 @@
 namespace gknn::detail::cuda::bitonic {
 
 /// True when entry a comes strictly before entry b.
-template <bool kPairs>
-__device__ __forceinline__ bool precedes(const uint32_t* keys, const int64_t* labels, uint32_t a, uint32_t b) {
+template <bool kPairs, class Key>
+__device__ __forceinline__ bool precedes(const Key* keys, const int64_t* labels, uint32_t a, uint32_t b) {
   if constexpr (kPairs) return detail::ranks_before(keys[a], labels[a], keys[b], labels[b]);
   else return keys[a] < keys[b];
 }
 
-/// Sorts keys[0, n) (and labels[0, n) with them when kPairs) ascending; n is a power of two. Every thread of
-/// the block must call it; ends with a barrier.
-template <int kThreads, bool kPairs>
-__device__ void shared_sort(uint32_t* keys, int64_t* labels, uint32_t n) {
+/// Sorts keys[0, n) (and labels[0, n) with them when kPairs) ascending; n is a power of two; Key: 32- or 64-bit
+/// ordered keys. Every thread of the block must call it; ends with a barrier.
+template <int kThreads, bool kPairs, class Key = uint32_t>
+__device__ void shared_sort(Key* keys, int64_t* labels, uint32_t n) {
   __syncthreads();
   for (uint32_t size = 2; size <= n; size <<= 1) {
     for (uint32_t stride = size / 2; stride > 0; stride >>= 1) {
@@ -32,7 +32,7 @@ __device__ void shared_sort(uint32_t* keys, int64_t* labels, uint32_t n) {
         // swap when the pair is out of order for this half's direction (equal pairs never swap)
         const bool swap = ascending ? precedes<kPairs>(keys, labels, hi, lo) : precedes<kPairs>(keys, labels, lo, hi);
         if (swap) {
-          const uint32_t k = keys[lo];
+          const Key k = keys[lo];
           keys[lo] = keys[hi];
           keys[hi] = k;
           if constexpr (kPairs) {
