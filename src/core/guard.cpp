@@ -25,11 +25,19 @@ double elapsed_ms(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();
 }
 
+/// The largest |value| that round_to_tf32 (cuda/distance/cublas/tf32_split.hpp) rounds to nearest: only values within
+/// half a TF32 unit of FLT_MAX are truncated (error up to 2^-10 instead of 2^-11).
+constexpr float kTf32NearestBelow = 3.0e38f;
+
 /// The error model of a path's keys (rerank.hpp): float32 inputs are exact (e = 0); the folded norm columns and the
-/// finaliser's additions count as three more terms; split TF32 sums three products per component.
-KeyErrorBound bound_of(catalogue::KeyPrecision precision, int64_t dim) {
+/// finaliser's additions count as three more terms; split TF32 sums three products per component. The tf32 path
+/// rounds its operands to nearest TF32 itself (10 explicit bits: e = 2^-11, half of the truncation's 2^-10, which
+/// halves the bound and the candidates it admits: 922 of 10k SIFT-shaped queries retried with 2^-10), except near
+/// FLT_MAX.
+KeyErrorBound bound_of(catalogue::KeyPrecision precision, int64_t dim, const ValueStats& facts) {
+  const bool nearest = facts.known && facts.max_abs < kTf32NearestBelow;
   switch (precision) {
-    case catalogue::tf32: return rounded_inputs_bound(10, dim + 3);
+    case catalogue::tf32: return rounded_inputs_bound(nearest ? 11 : 10, dim + 3);
     case catalogue::tf32x3: return KeyErrorBound{std::ldexp(1.0, -21), 3 * dim + 3};
     default: return KeyErrorBound{0.0, dim + 3};
   }
@@ -103,7 +111,7 @@ GuardDecision decide_guard(const SearchParams& kp, DistanceAlgorithm resolved, c
   if (kp.guard == Guard::Auto && !exact.empty()) return {std::nullopt, "not needed: " + exact};
   const char* kind = info->precision == catalogue::float32 ? " keys are float32 sums" : " keys are TF32 products";
   const std::string why = exact.empty() ? name + kind + " on float data" : "always (requested), although " + exact;
-  return {bound_of(info->precision, dim),
+  return {bound_of(info->precision, dim, facts),
           "re-rank: " + why + "; the best k' candidates per query are re-ranked on float64 keys and certified within "
           "the path's error bound (queries without the proof are searched again with 4x the candidates)"};
 }

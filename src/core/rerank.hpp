@@ -4,10 +4,10 @@
 // retried with more candidates. The result then equals the float64 oracle's, ids and order, on any data.
 //
 // Bound (KeyErrorBound). Each operand value v enters the products as v' with |v' - v| <= e |v| (e = 0 for float32
-// inputs, 2^-10 for TF32 whether rounded or truncated, 2^-21 for split TF32), the products of the v' are formed
-// exactly or in float32, and float32 sums over at most `terms` terms (the dimension and any folded norm columns),
-// in any order, possibly truncating (unit u = 2^-23, gamma_t = t u / (1 - t u)), give the key
-// |x|^2 - 2 q.x + |q|^2 (the norms float32 sums or exact pieces; the last two additions float32). Then
+// inputs, 2^-10 for TF32 whether rounded or truncated, 2^-11 rounded to nearest, 2^-21 for split TF32), the
+// products of the v' are formed exactly or in float32, and float32 sums over at most `terms` terms (the dimension
+// and any folded norm columns), in any order, possibly truncating (unit u = 2^-23, gamma_t = t u / (1 - t u)),
+// give the key |x|^2 - 2 q.x + |q|^2 (the norms float32 sums or exact pieces; the last two additions float32). Then
 //     |computed - exact| <= (gamma_t + 2u) (|x|^2 + |q|^2) + 2 (2e + e^2 + 2 gamma_t + 2u) |q| |x|
 // (Cauchy-Schwarz bounds sum |q_i x_i| by |q| |x|), and the inner product key -q.x by less. Direct sums of
 // (q_i - x_i)^2 stay within gamma_(t+2) (|q| + |x|)^2, also below it. Underflow adds absolute errors the relative
@@ -52,7 +52,8 @@ struct KeyErrorBound {
   double query_bound(double query_norm, double max_base_norm) const;
 };
 
-/// Inputs rounded to m explicit mantissa bits, or truncated to them (TF32: m = 10, e = 2^-m covers both).
+/// Inputs rounded to m explicit mantissa bits, or truncated to them (TF32: m = 10, e = 2^-m covers both). Inputs
+/// known to be rounded to nearest have half that error: pass m + 1 (the tf32 path, core/guard.cpp).
 KeyErrorBound rounded_inputs_bound(int mantissa_bits, int64_t terms);
 
 /// A query's candidates re-ranked: the first k (or fewer) of its candidates in (exact float64 key, index) order,
