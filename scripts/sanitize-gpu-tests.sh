@@ -51,8 +51,10 @@ help_text=$("$sanitizer" --help 2>/dev/null)  # read whole: grep -q closing a pi
 # Two exclusions at once (CUB's radix sorts and cuBLAS's nvjet GEMMs, run_job) where this compute-sanitizer takes the
 # option twice; else only the first. The probe's target makes no CUDA call: the tool started it (it says "Target
 # application ...", exit 255 on CUDA 13.0) only when it accepted the options.
-probe=$("$sanitizer" --tool racecheck --kernel-name-exclude kns=RadixSort --kernel-name-exclude kns=nvjet true 2>&1)
-[[ $kernel_exclude == 1 && ( $probe == *"Target application"* || $probe == *"ERROR SUMMARY"* ) ]] && kernel_exclude=2
+if [[ $kernel_exclude == 1 && ,$tools, == *,racecheck,* ]]; then
+  probe=$("$sanitizer" --tool racecheck --kernel-name-exclude kns=RadixSort --kernel-name-exclude kns=nvjet true 2>&1)
+  [[ $probe == *"Target application"* || $probe == *"ERROR SUMMARY"* ]] && kernel_exclude=2
+fi
 mkdir -p "$logs"
 
 # One job per line: cost<TAB>tool<TAB>name<TAB>shard<TAB>shards<TAB>leak check (1/0)<TAB>workdir<TAB>shell-quoted
