@@ -169,7 +169,15 @@ TEST(ExplainSearch, AutoBackendAndCudaReasons) {
   EXPECT_EQ(plan.distance, DistanceAlgorithm::Fused) << plan.distance_reason;
   EXPECT_NE(plan.distance_reason.find("fused kernel"), std::string::npos) << plan.distance_reason;
   const HostMatrix<float> floats = random_matrix(500, 32, 9), float_queries = random_matrix(100, 32, 10);
+  // Float data: under the exactness guard (its default, Auto) the TF32 tensor cores with the re-rank; unguarded,
+  // fp32 SGEMM.
   plan = explain_search(floats.view(), float_queries.view(), p);
+  EXPECT_EQ(plan.distance, DistanceAlgorithm::Tf32) << plan.distance_reason;
+  EXPECT_NE(plan.distance_reason.find("exactness guard"), std::string::npos) << plan.distance_reason;
+  EXPECT_TRUE(plan.guarded) << plan.guard_reason;
+  SearchParams unguarded = p;
+  unguarded.guard = Guard::Off;
+  plan = explain_search(floats.view(), float_queries.view(), unguarded);
   EXPECT_EQ(plan.distance, DistanceAlgorithm::Cublas);
   EXPECT_NE(plan.distance_reason.find("not integers"), std::string::npos) << plan.distance_reason;
   plan = explain_search(ints.view(), FloatView{int_queries.row(0), 10, 32, 0}, p);

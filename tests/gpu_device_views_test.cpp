@@ -148,9 +148,9 @@ TEST(DeviceViews, IntegerDataGetTheHostPlanAndIdenticalResults) {
       EXPECT_EQ(host_plan.distance_reason, device_plan.distance_reason);
       EXPECT_EQ(host_plan.select, device_plan.select);
       // Not a vacuous comparison: by Auto's rules (unless a measured plan table chose), integer data with k <= 128
-      // take the fused kernel, integer data beyond it fp16_mma, fractions cuBLAS.
+      // take the fused kernel, integer data beyond it fp16_mma, fractions (guarded) tf32 up to k = 256, cuBLAS beyond.
       const bool integers = std::string(c.name) != "fractions";
-      const DistanceAlgorithm rule = !integers ? DistanceAlgorithm::Cublas
+      const DistanceAlgorithm rule = !integers ? (k <= 256 ? DistanceAlgorithm::Tf32 : DistanceAlgorithm::Cublas)
                                      : k <= 128 ? DistanceAlgorithm::Fused
                                                 : DistanceAlgorithm::Fp16Mma;
       if (device_plan.distance_reason.rfind("auto:", 0) == 0) {

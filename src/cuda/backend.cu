@@ -55,7 +55,8 @@ std::unique_ptr<ResidentStore> make_store(int64_t dim, int device) { return make
 void explain(const SearchParams& key_params, int64_t nq, int64_t nb, int64_t dim, const ValueStats& facts,
              SearchPlan& plan) {
   use_device(key_params.device);
-  const DataFacts data{facts, dim};
+  DataFacts data{facts, dim};
+  data.guarded = key_params.guard != Guard::Off;
   const MeasuredChoice choice = measured_choice(key_params, nq, nb, data, key_params.device);
   const SearchParams& kp = choice.params;
   const int64_t k = std::min(kp.k, nb);

@@ -89,6 +89,9 @@ struct DataFacts {
   /// stays on the device between searches, an Index's): a search of a kept base converts only its queries, which
   /// makes the fused kernel pay for few queries. 0: no copy is kept (a one-shot search, too little memory).
   size_t keep_bytes = 0;
+  /// The search's keys go through the exactness guard (SearchParams::guard not Off): a lower-precision path whose
+  /// candidates are re-ranked on float64 keys is as exact as fp32, so Auto may take the tf32 path for float data.
+  bool guarded = false;
 };
 
 /// Where a fused distance+selection entry writes one base tile's sorted top-k lists (see DistanceEntry::fused).

@@ -506,6 +506,7 @@ void run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchPa
   const int64_t out_key_k = certificate ? certificate->k : k;  // entries per row the finaliser gets
   // A base kept on the device may keep its fused operands too, in half of the budget (or what it holds already).
   DataFacts facts = data;
+  facts.guarded = requested.guard != Guard::Off;  // as explain() sets it: the guard's choice and the search's agree
   OperandCache* const cache = operand_cache_enabled() ? base.operand_cache() : nullptr;
   if (cache) facts.keep_bytes = std::max(cache->bytes.capacity_bytes(), budget / 2);
   // Auto's choices from the measured plan table where it has a row for this search (else they stay Auto: rules).
