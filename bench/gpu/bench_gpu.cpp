@@ -22,6 +22,9 @@
 // fused kernel's splits' lists left to the pipeline's selection (hooks.hpp: as before the kernel merged them) and
 // each exact GEMM-form distance forced (--filter selects them as 'distance/auto', the second and third as
 // 'auto-nokeep/auto' and 'auto-nomerge/auto'; the other configurations also run 'auto-nomerge').
+// The *_l1 / *_linf configurations search the same integer data under L1 / Linf (every kernel that serves the metric;
+// time estimates from the garcia_* configuration of the same metric). Every configuration ends with the first
+// guarded pair checked against the CPU's float64 reference on 100 sampled queries.
 // The *_float configurations use uniform [0, 1) floats. Auto also runs with the queries cut into 2 and 4 tiles
 // (hooks.hpp: a forced query tile; 'auto-qtiles2/...', 'auto-qtiles4/...'): the pipeline packs and uploads tile i + 1
 // while tile i computes, which is what a planner rule for uploads serial with the kernel (Garcia's shape: ~0.2 of its
@@ -52,6 +55,9 @@ struct Config {
   int64_t nb, nq, dim, k;
   int calls = 0;             ///< > 0: the many-small-calls measurement, this many calls
   bool float_data = false;   ///< uniform [0, 1) floats instead of integers 0..255
+  Metric metric = Metric::SquaredL2;
+  /// Garcia-shaped: its times estimate the larger configurations' of the same metric (--time-limit).
+  bool small() const { return name.rfind("garcia", 0) == 0; }
 };
 
 struct Options {
@@ -72,6 +78,11 @@ const std::map<std::string, Config> kConfigs{
     {"sift1m_k2048", {"sift1m_k2048", 1000000, 10000, 128, 2048}},
     {"sift1m_k16384", {"sift1m_k16384", 1000000, 10000, 128, 16384}},
     {"sift1m_float", {"sift1m_float", 1000000, 10000, 128, 100, 0, true}},
+    // Issue 12's L1 / Linf target (1M x 128, 10k queries, k = 100): every kernel of the metric side by side.
+    {"garcia_l1", {"garcia_l1", 16384, 4096, 128, 16, 0, false, Metric::L1}},
+    {"sift1m_l1", {"sift1m_l1", 1000000, 10000, 128, 100, 0, false, Metric::L1}},
+    {"garcia_linf", {"garcia_linf", 16384, 4096, 128, 16, 0, false, Metric::Linf}},
+    {"sift1m_linf", {"sift1m_linf", 1000000, 10000, 128, 100, 0, false, Metric::Linf}},
     {"calls_q1", {"calls_q1", 1000000, 1, 128, 100, 1000}},
     {"calls_q16", {"calls_q16", 1000000, 16, 128, 100, 1000}},
     {"calls_q128", {"calls_q128", 1000000, 128, 128, 100, 1000}},
@@ -207,6 +218,7 @@ std::pair<std::string, bool> sampled_oracle_check(const std::vector<float>& base
     picked.insert(picked.end(), queries.begin() + i * step * c.dim, queries.begin() + (i * step + 1) * c.dim);
   SearchParams p;
   p.k = c.k;
+  p.metric = c.metric;
   p.backend = Backend::Cpu;
   p.distance = DistanceAlgorithm::Reference;
   const Clock::time_point t0 = Clock::now();
@@ -430,7 +442,7 @@ int main(int argc, char** argv) {
     const std::vector<float> base = c.float_data ? uniform_floats(c.nb, c.dim, 1) : uniform_integers(c.nb, c.dim, 1);
     const std::vector<float> queries =
         c.float_data ? uniform_floats(c.nq, c.dim, 2) : uniform_integers(c.nq, c.dim, 2);
-    Index index(c.dim, Metric::SquaredL2, Backend::Cuda);
+    Index index(c.dim, c.metric, Backend::Cuda);
     const Clock::time_point t0 = Clock::now();
     index.add(FloatView{base.data(), c.nb, c.dim, 0});
     notes.push_back("- base upload (" + c.name + ", " + std::to_string(c.nb) + " x " + std::to_string(c.dim) +
@@ -482,7 +494,7 @@ int main(int argc, char** argv) {
                                            {DistanceAlgorithm::Auto, false, 0},
                                            {DistanceAlgorithm::Auto, true, 2},
                                            {DistanceAlgorithm::Auto, true, 4}};
-    for (DistanceAlgorithm d : distance_algorithms(Backend::Cuda, Metric::SquaredL2)) {
+    for (DistanceAlgorithm d : distance_algorithms(Backend::Cuda, c.metric)) {
       distances.push_back({d});
       if (c.float_data && !distance_requires_integer_data(d)) distances.push_back({d, true, 0, Guard::Off});
     }
@@ -495,13 +507,15 @@ int main(int argc, char** argv) {
         const std::string pair = dname + "/" + to_string(s);
         if (!std::regex_search(pair, filter)) continue;
         Row row;
-        const auto g = garcia_seconds.find(pair);
+        const std::string timed_as = to_string(c.metric) + ":" + pair;
+        const auto g = garcia_seconds.find(timed_as);
         const double estimate = g == garcia_seconds.end() ? 0 : g->second * double(c.nq) * double(c.nb) / garcia_pairs;
-        if (c.name != "garcia" && estimate > o.time_limit_s) {
+        if (!c.small() && estimate > o.time_limit_s) {
           row.status = "skipped: estimated " + fmt("%.0f", estimate) + " s > " + fmt("%.0f", o.time_limit_s) + " s";
         } else {
           SearchParams p;
           p.k = c.k;
+          p.metric = c.metric;
           p.backend = Backend::Cuda;
           p.distance = d;
           p.select = s;
@@ -523,7 +537,7 @@ int main(int argc, char** argv) {
             row.same = guard == Guard::Off ||
                        (got.indices == reference.indices && got.distances == reference.distances);
             if (!row.same) ++failures;
-            if (c.name == "garcia") garcia_seconds[pair] = row.median.wall_s;
+            if (c.small()) garcia_seconds[timed_as] = row.median.wall_s;
           } catch (const Error& e) {
             detail::cuda::set_fused_split_merge_enabled(true);
             detail::cuda::set_tile_override({});
