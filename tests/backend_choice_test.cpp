@@ -183,7 +183,9 @@ TEST(ExplainSearch, AutoBackendAndCudaReasons) {
   plan = explain_search(ints.view(), FloatView{int_queries.row(0), 10, 32, 0}, p);
   EXPECT_NE(plan.distance_reason.find("fewer than 64 queries"), std::string::npos) << plan.distance_reason;
   p.metric = Metric::L1;
-  EXPECT_EQ(explain_search(floats.view(), float_queries.view(), p).distance, DistanceAlgorithm::GarciaGlobal);
+  EXPECT_EQ(explain_search(floats.view(), float_queries.view(), p).distance, DistanceAlgorithm::LpGemm);
+  const HostMatrix<float> narrow = random_matrix(500, 8, 9), narrow_queries = random_matrix(100, 8, 10);
+  EXPECT_EQ(explain_search(narrow.view(), narrow_queries.view(), p).distance, DistanceAlgorithm::GarciaGlobal);
 }
 
 TEST(ExplainSearch, RefusesWhatTheSearchRefuses) {
