@@ -195,6 +195,34 @@ TEST(DeviceViews, FloatDataGetTheOraclesNeighboursThroughTheGuard) {
   }
 }
 
+TEST(DeviceViews, GuardRetriesAreWrittenIntoADeviceResult) {
+  // Rows one ulp apart defeat the first certificate, so some queries are searched again and their rows written over
+  // the first pass's in the device result (write_rows: a host copy scattered on the device, guard.cu scatter_rows);
+  // the untouched rows keep what the first pass wrote there.
+  HostMatrix<float> base, queries;
+  near_ties(sanitize_mode() ? 400 : 2000, 24, 9, base, queries);
+  const DeviceFloats db(base.data), dq(queries.data);
+  const FloatView b = on_device(db, base.view()), q = on_device(dq, queries.view());
+  CheckOptions exact;
+  exact.exact_indices = true;
+  for (int64_t k : {int64_t(10), int64_t(64)}) {
+    SCOPED_TRACE("k = " + std::to_string(k));
+    const DeviceResult out(queries.rows, k);
+    SearchParams p = cuda_params(k);
+    SearchStats stats;
+    p.stats = &stats;
+    search(b, q, p, out.view());
+    EXPECT_GT(stats.guard_retried, 0) << "near ties must defeat the first certificate";
+    EXPECT_GT(stats.guard_device_rows, queries.rows) << "the first pass and the retries certified on the device";
+    p.stats = nullptr;
+    EXPECT_EQ("", check_search(out.download(), base.view(), queries.view(), p, exact));
+    Index index(24, Metric::SquaredL2, Backend::Cuda);
+    index.add(b);
+    index.search(q, p, out.view());
+    EXPECT_EQ("", check_search(out.download(), base.view(), queries.view(), p, exact));
+  }
+}
+
 TEST(DeviceViews, NonFiniteValuesGetTheHostError) {
   const HostMatrix<float> good = integer_matrix(40, 8, 1, 3, 50);
   for (float bad : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),

@@ -39,22 +39,6 @@ std::vector<DistanceAlgorithm> float_paths(Metric metric) {
   return out;
 }
 
-/// Rows at distances one float ulp apart from the queries: base row i is query (i % q) with component (i % d)
-/// moved by one ulp (a few of them by two), so most distances tie within far less than float32 GEMM rounding.
-void near_ties(int64_t n, int64_t d, int64_t q, HostMatrix<float>& base, HostMatrix<float>& queries) {
-  queries = random_matrix(q, d, 5);
-  for (int64_t i = 0; i < q; ++i)
-    for (int64_t j = 0; j < d; ++j) queries.row(i)[j] = 4.f + 8.f * queries.row(i)[j];  // norms far from 0
-  base = HostMatrix<float>(n, d);
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < d; ++j) {
-      const float v = queries.row(i % q)[j];
-      float moved = j == i % d ? std::nextafter(v, 100.f) : v;
-      if (i % 7 == 0 && j == (i + 1) % d) moved = std::nextafter(std::nextafter(v, -100.f), -100.f);
-      base.row(i)[j] = moved;
-    }
-}
-
 /// Sanitizer-sized run (testing/sanitize.hpp): one k, and under racecheck one metric (a kernel's shared-memory
 /// protocol does not depend on them; each search costs a tool 0.4-2 s whatever its size).
 std::vector<int64_t> ks(std::vector<int64_t> all) { return sanitize_mode() ? std::vector<int64_t>{all[1]} : all; }

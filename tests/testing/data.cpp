@@ -1,5 +1,6 @@
 #include "testing/data.hpp"
 
+#include <cmath>
 #include <random>
 
 #include "testing/sanitize.hpp"
@@ -20,6 +21,20 @@ HostMatrix<float> integer_matrix(int64_t rows, int64_t cols, int lo, int hi, uin
   std::uniform_int_distribution<int> u(lo, hi);
   for (auto& v : m.data) v = static_cast<float>(u(rng));
   return m;
+}
+
+void near_ties(int64_t n, int64_t d, int64_t q, HostMatrix<float>& base, HostMatrix<float>& queries) {
+  queries = random_matrix(q, d, 5);
+  for (int64_t i = 0; i < q; ++i)
+    for (int64_t j = 0; j < d; ++j) queries.row(i)[j] = 4.f + 8.f * queries.row(i)[j];  // norms far from 0
+  base = HostMatrix<float>(n, d);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < d; ++j) {
+      const float v = queries.row(i % q)[j];
+      float moved = j == i % d ? std::nextafter(v, 100.f) : v;
+      if (i % 7 == 0 && j == (i + 1) % d) moved = std::nextafter(std::nextafter(v, -100.f), -100.f);
+      base.row(i)[j] = moved;
+    }
 }
 
 namespace {

@@ -22,6 +22,11 @@ HostMatrix<float> random_matrix(int64_t rows, int64_t cols, uint64_t seed);
 /// Small integers in [lo, hi]: float arithmetic on them is exact, so ties are real ties.
 HostMatrix<float> integer_matrix(int64_t rows, int64_t cols, int lo, int hi, uint64_t seed);
 
+/// Rows at distances one float ulp apart from the queries: base row i is query (i % q) with component (i % d)
+/// moved by one ulp (a few of them by two), so most distances tie within far less than float32 or TF32 GEMM
+/// rounding: the exactness guard's certificates fail and its retries must reach the exact order.
+void near_ties(int64_t n, int64_t d, int64_t q, HostMatrix<float>& base, HostMatrix<float>& queries);
+
 /// The search cases of the suite: random, ties, all-equal, duplicates, k=1, k=n, k>n, n=1, d=1, d=1000,
 /// sizes that are multiples of no tile. `scale` < 1 shrinks the large cases for slow algorithms.
 std::vector<Case> search_cases(bool large = true);
