@@ -36,8 +36,8 @@ struct ValueStats {
 
 /// The exactness guard's certificate (guard.hpp, rerank.hpp) taken where the base lives, inside a search
 /// (OutputSpec::certificate; the cuda backend): the search's key k is K' candidates per query; each query's
-/// candidates are re-ranked on float64 keys, its top `k` written through the OutputSpec (key form: the float64 keys
-/// rounded to float) and `certified` says whether the certificate holds for it. A backend that cannot (the CPU
+/// candidates are re-ranked on float64 keys, its top `k` written through the OutputSpec (the float64 keys rounded
+/// to float, then the user's form) and `certified` says whether the certificate holds for it. A backend that cannot (the CPU
 /// one, a base streamed from the host, K' beyond kMaxCandidates) leaves `ran` false and writes nothing.
 struct DeviceCertificate {
   static constexpr int64_t kMaxCandidates = 4096;
@@ -45,7 +45,6 @@ struct DeviceCertificate {
   double input_error = 0;    ///< KeyErrorBound of the distance path
   int64_t terms = 0;
   double max_base_norm = -1;  ///< largest Euclidean base norm; < 0: the backend computes it from the rows
-  double* exact = nullptr;    ///< host, queries x k: the float64 keys of the top k (+inf padding), when not null
   // Filled by the backend:
   bool ran = false;
   std::vector<unsigned char> certified;  ///< per query

@@ -129,6 +129,24 @@ GuardDecision guard_for(Backend backend, const SearchParams& kp, int64_t nq, int
 
 namespace {
 
+/// The certificate a pass asks of the backend's search (write_guarded, GuardRun).
+DeviceCertificate certificate_for(const KeyErrorBound& bound, int64_t k, double max_row_norm) {
+  DeviceCertificate c;
+  c.k = k;
+  c.input_error = bound.input_error;
+  c.terms = bound.terms;
+  c.max_base_norm = max_row_norm;
+  return c;
+}
+
+/// The queries whose certificate did not hold (flags per query of a pass, `query_of` their queries).
+std::vector<int64_t> uncertified(const DeviceCertificate& c, const std::vector<int64_t>* query_of) {
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < c.certified.size(); ++i)
+    if (!c.certified[i]) out.push_back(query_of ? (*query_of)[i] : static_cast<int64_t>(i));
+  return out;
+}
+
 /// One guarded search: the result so far, and what its passes need only when a pass re-ranks on the host (the
 /// queries in host memory, their bounds, the base's largest norm), made the first time one does.
 class GuardRun {
@@ -169,21 +187,12 @@ class GuardRun {
 
  private:
   /// The pass with its certificate taken in the backend's search (GuardSource::search_into); false when the
-  /// backend cannot take it there.
+  /// backend cannot take it there, or the caller wants the float64 keys (exact_out: only the host re-rank has them).
   bool certified_where_base_is(FloatView rows, const std::vector<int64_t>& query_of, const SearchParams& pass,
                                std::vector<int64_t>& left) {
-    if (!source_.search_into || pass.k > DeviceCertificate::kMaxCandidates) return false;
+    if (!source_.search_into || exact_out_ || pass.k > DeviceCertificate::kMaxCandidates) return false;
     const int64_t k = kp_.k;
-    DeviceCertificate certificate;
-    certificate.k = k;
-    certificate.input_error = bound_.input_error;
-    certificate.terms = bound_.terms;
-    certificate.max_base_norm = source_.max_row_norm;
-    std::vector<double> exact;
-    if (exact_out_) {
-      exact.resize(static_cast<size_t>(rows.rows * k));
-      certificate.exact = exact.data();
-    }
+    DeviceCertificate certificate = certificate_for(bound_, k, source_.max_row_norm);
     KeyResult part;
     OutputSpec out = key_output(part, rows.rows, k);
     out.certificate = &certificate;
@@ -192,20 +201,17 @@ class GuardRun {
     search_ms_ = elapsed_ms(search_start);
     if (!certificate.ran) return false;
     device_rows_ += rows.rows;
-    // The first pass (query_of: every query in order) gives the result its storage.
-    const bool whole = rows.rows == result_.rows && result_.distances.empty();
-    if (whole) result_ = std::move(part);
+    left = uncertified(certificate, &query_of);
+    // The first pass (query_of: every query in order) gives the result its storage; a later one copies its rows.
+    if (rows.rows == result_.rows && result_.distances.empty()) {
+      result_ = std::move(part);
+      return true;
+    }
     for (int64_t i = 0; i < rows.rows; ++i) {
+      if (!certificate.certified[size_t(i)]) continue;
       const int64_t query = query_of[size_t(i)];
-      if (!certificate.certified[size_t(i)]) {
-        left.push_back(query);
-        continue;
-      }
-      if (!whole) {
-        std::copy_n(part.distances.begin() + i * k, k, result().distances.begin() + query * k);
-        std::copy_n(part.indices.begin() + i * k, k, result().indices.begin() + query * k);
-      }
-      if (exact_out_) std::copy_n(exact.begin() + i * k, k, exact_out_->begin() + query * k);
+      std::copy_n(part.distances.begin() + i * k, k, result().distances.begin() + query * k);
+      std::copy_n(part.indices.begin() + i * k, k, result().indices.begin() + query * k);
     }
     return true;
   }
@@ -298,23 +304,17 @@ void write_guarded(const GuardSource& source, FloatView queries, const SearchPar
     if (!destination) destination = out.destination();
     return *destination;
   };
-  DeviceCertificate certificate;
-  certificate.k = k;
-  certificate.input_error = bound.input_error;
-  certificate.terms = bound.terms;
-  certificate.max_base_norm = source.max_row_norm;
+  DeviceCertificate certificate = certificate_for(bound, k, source.max_row_norm);
   direct.certificate = &certificate;
   const auto start = std::chrono::steady_clock::now();
   source.search_into(queries, pass_params(kp, first, resolved, source.backend), direct);
   const double first_pass_ms = elapsed_ms(start);
   if (!certificate.ran) return write_keys(guarded_keys(source, queries, kp, resolved, bound), out, kp.threads);
-  std::vector<int64_t> pending;
-  for (int64_t i = 0; i < q; ++i)
-    if (!certificate.certified[size_t(i)]) pending.push_back(i);
+  const std::vector<int64_t> pending = uncertified(certificate, nullptr);
   SearchStats later;
   if (!pending.empty()) {
     std::vector<float> host_copy, gathered;
-    const FloatView host = queries.memory == Memory::Host ? queries : host_rows(queries, host_copy);
+    const FloatView host = host_rows(queries, host_copy);
     SearchParams again = kp;
     again.stats = &later, again.progress = nullptr;
     const KeyResult fixed = guarded_keys(source, gather_rows(host, pending, gathered), again, resolved, bound, nullptr,

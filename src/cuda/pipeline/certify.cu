@@ -74,10 +74,8 @@ __global__ void __launch_bounds__(kThreads) certify_kernel(CertifyArgs a, uint32
   bitonic::shared_sort<kThreads, true, uint64_t>(keys, labels, padded);
   for (int64_t j = threadIdx.x; j < a.k; j += kThreads) {
     const bool held = j < keep;
-    const double exact = held ? key64_from_ordered(keys[j]) : HUGE_VAL;
-    a.out_keys[row * a.k + j] = held ? __double2float_rn(exact) : HUGE_VALF;
+    a.out_keys[row * a.k + j] = held ? __double2float_rn(key64_from_ordered(keys[j])) : HUGE_VALF;
     a.out_labels[row * a.k + j] = held ? labels[j] : -1;
-    if (a.out_exact) a.out_exact[row * a.k + j] = exact;
   }
   if (threadIdx.x != 0) return;
   const double max_base_norm =

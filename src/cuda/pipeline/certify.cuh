@@ -34,10 +34,14 @@ struct CertifyArgs {
   const unsigned long long* max_norm_bits = nullptr;  ///< launch_max_square_norm's result
   float* out_keys = nullptr;  ///< rows x k: float64 keys rounded to float (+inf padding)
   int64_t* out_labels = nullptr;
-  double* out_exact = nullptr;  ///< rows x k float64 keys, or null
   unsigned char* certified = nullptr;  ///< per row: 1 when the certificate holds
 };
 
 void certify_rows(const CertifyArgs& args, cudaStream_t stream);
+
+/// The bits of the largest float64 sum of squares of a row, folded into *out with atomicMax (non-negative doubles
+/// order as their bits); *out starts at 0. The certificate's base norm, and cuda::max_row_norm (guard.cu).
+void launch_max_square_norm(const float* rows, int64_t count, int64_t stride, int64_t dim, unsigned long long* out,
+                            cudaStream_t stream);
 
 }  // namespace gknn::detail::cuda

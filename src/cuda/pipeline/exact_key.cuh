@@ -27,9 +27,4 @@ __device__ inline double exact_key(Metric metric, double p, const float* a, cons
   return metric == Metric::InnerProduct ? -acc : acc;
 }
 
-/// The bits of the largest float64 sum of squares of a row, folded into *out with atomicMax (non-negative doubles
-/// order as their bits); *out starts at 0.
-void launch_max_square_norm(const float* rows, int64_t count, int64_t stride, int64_t dim, unsigned long long* out,
-                            cudaStream_t stream);
-
 }  // namespace gknn::detail::cuda

@@ -16,6 +16,7 @@
 #include "cuda/common/error.cuh"
 #include "cuda/common/idle_pool.hpp"
 #include "cuda/hooks.hpp"
+#include "cuda/pipeline/certify.cuh"
 #include "cuda/pipeline/exact_key.cuh"
 
 namespace gknn::detail::cuda {
@@ -169,7 +170,7 @@ void scatter_rows(const Result& part, const std::vector<int64_t>& rows, const Re
   scatter_rows_kernel<<<blocks_for(entries), kThreads>>>(scratch->queries.data(), scratch->ids.data(),
                                                          scratch->rows.data(), count, k, dest.distances, dest.indices);
   GKNN_CUDA_CHECK_LAUNCH();
-  GKNN_CUDA_TRY(cudaDeviceSynchronize());  // the destination is complete when the search returns
+  GKNN_CUDA_TRY(cudaStreamSynchronize(nullptr));  // the destination is complete when the search returns
 }
 
 }  // namespace gknn::detail::cuda

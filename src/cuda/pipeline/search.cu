@@ -11,7 +11,6 @@
 #include "cuda/distance/distance.cuh"
 #include "cuda/hooks.hpp"
 #include "cuda/pipeline/certify.cuh"
-#include "cuda/pipeline/exact_key.cuh"
 #include "cuda/pipeline/finalize.cuh"
 #include "cuda/pipeline/hook_state.cuh"
 #include "cuda/pipeline/measured_choice.cuh"
@@ -205,7 +204,7 @@ bool Pipeline::prepare_for(const PlanKey& key) {
 
 size_t Pipeline::held_bytes() const {
   size_t bytes = distances.capacity_bytes() + query_norms.capacity_bytes() + base_norms.capacity_bytes() +
-                 view_norms.capacity_bytes() + certified.capacity_bytes() + exact_keys.capacity_bytes();
+                 view_norms.capacity_bytes() + certified.capacity_bytes();
   for (int i = 0; i < 5; ++i) bytes += list_keys[i].capacity_bytes() + list_labels[i].capacity_bytes();
   for (const OutputSlot& s : out_slots) bytes += s.values.capacity_bytes() + s.indices.capacity_bytes();
   return bytes;
@@ -239,7 +238,6 @@ void Pipeline::release_buffers() {
     s.indices = DeviceBuffer<int64_t>();
   }
   certified = DeviceBuffer<unsigned char>();
-  exact_keys = DeviceBuffer<double>();
   has_last_key = false;
 }
 
@@ -430,14 +428,12 @@ class TileCertifier {
   }
 
   /// After the tile buffers are sized (a device view's norms and rows are ready from then on).
-  TileCertifier(Pipeline& p, BaseSource& base, DeviceCertificate& c, const SearchParams& kp, int64_t nq, int64_t tq,
-                int64_t dim)
+  TileCertifier(Pipeline& p, BaseSource& base, DeviceCertificate& c, const SearchParams& kp, int64_t nq, int64_t dim)
       : p_(p), c_(c), kp_(kp) {
     const cudaStream_t s = p.compute.get();
     whole_ = base.tile(0, base.rows(), s);
     rows_ = base.rows();
     p.certified.resize(static_cast<size_t>(nq));
-    if (c.exact) p.exact_keys.resize(static_cast<size_t>(tq * c.k));
     if (c.max_base_norm < 0) {
       p.max_norm_bits.resize(1);
       GKNN_CUDA_TRY(cudaMemsetAsync(p.max_norm_bits.data(), 0, sizeof(unsigned long long), s));
@@ -470,12 +466,8 @@ class TileCertifier {
     a.max_norm_bits = p_.max_norm_bits.data();
     a.out_keys = out.keys;
     a.out_labels = out.labels;
-    a.out_exact = c_.exact ? p_.exact_keys.data() : nullptr;
     a.certified = p_.certified.data() + q0;
     certify_rows(a, s);
-    if (c_.exact)
-      GKNN_CUDA_TRY(cudaMemcpyAsync(c_.exact + q0 * c_.k, p_.exact_keys.data(),
-                                    static_cast<size_t>(qn * c_.k) * sizeof(double), cudaMemcpyDeviceToHost, s));
     return out;
   }
 
@@ -542,7 +534,7 @@ void run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchPa
   ResultWriter writer(p.out_slots, out_slots, !host_out, out.destination, out.k, tq, nq, timer.get());
   const int64_t* ids = device_ids(p, out, s);
   std::optional<TileCertifier> certifier;
-  if (certificate) certifier.emplace(p, base, *certificate, kp, nq, tq, dim);
+  if (certificate) certifier.emplace(p, base, *certificate, kp, nq, dim);
   const TileJob job{p, base, distance, kp, dim, tb, norms, timer.get(), facts, operands};
   if (timer) {  // the device span starts here: everything above is host set-up
     timer->set_setup_ms(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - setup_start).count());

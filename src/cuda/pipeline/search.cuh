@@ -65,7 +65,6 @@ struct Pipeline {
   OutputSlot out_slots[kOutputSlots];  ///< finalised tiles on their way to a host destination
   // The exactness guard's certificate taken in the search (OutputSpec::certificate, certify.cuh):
   DeviceBuffer<unsigned char> certified;  ///< one flag per query of the search
-  DeviceBuffer<double> exact_keys;        ///< one query tile x k float64 keys, when the caller wants them
   DeviceBuffer<unsigned long long> max_norm_bits;  ///< the base's largest squared norm (launch_max_square_norm)
   DeviceBuffer<int64_t> ids;        ///< user ids of an Index (add_with_ids), uploaded when they change
   const int64_t* ids_source = nullptr;
