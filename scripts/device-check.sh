@@ -270,7 +270,7 @@ if [[ $do_bench == 1 ]]; then
   for exe in "${benches[@]}"; do
     [[ -x $exe ]] || continue
     name=$(basename "$exe")
-    args=(--configs "$configs" --repeats "$repeats" --out "$out/$name.md")
+    args=(--configs "$configs" --repeats "$repeats" --out "$out/$name.md" --csv "$out/$name.csv")
     [[ -n $bench_filter ]] && args+=(--filter "$bench_filter")
     t0=$SECONDS
     "$exe" "${args[@]}" >"$out/$name.log" 2>&1
@@ -278,6 +278,17 @@ if [[ $do_bench == 1 ]]; then
     note "bench        $name: rc $rc ($((SECONDS - t0)) s; table: $name.md, log: $name.log)"
     [[ $rc != 0 ]] && status=1 && summary+=("$(tail -n 3 "$out/$name.log")")
     [[ -f $out/$name.md ]] && while IFS= read -r l; do summary+=("  fastest: $l"); done < <(best_pairs "$out/$name.md")
+    # Issue 12: each distance stage against its ceilings, as a PNG where python3 has matplotlib (else later, on
+    # the CSV that comes back: the script runs standalone).
+    if [[ -f $out/$name.csv ]]; then
+      if python3 -c 'import matplotlib' >/dev/null 2>&1; then
+        python3 "$root/bench/gpu/plot_distance.py" --csv "$out/$name.csv" --png "$out/${name}_distance.png" \
+          >"$out/${name}_distance.log" 2>&1
+        note "bench        plot_distance.py: rc $? (${name}_distance.png, table in ${name}_distance.log)"
+      else
+        note "bench        plot_distance.py: skipped, python3 has no matplotlib (later: python3 bench/gpu/plot_distance.py --csv $name.csv --png ${name}_distance.png)"
+      fi
+    fi
   done
   # Other GPU benchmarks (gknn_*_bench except the CPU one) run with their defaults, $OUT exported.
   for exe in "$build"/bench/gknn_*_bench; do

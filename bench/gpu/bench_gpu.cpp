@@ -29,17 +29,24 @@
 // (hooks.hpp: a forced query tile; 'auto-qtiles2/...', 'auto-qtiles4/...'): the pipeline packs and uploads tile i + 1
 // while tile i computes, which is what a planner rule for uploads serial with the kernel (Garcia's shape: ~0.2 of its
 // 0.53 ms, bench/results/gpu_bench_2026-11-25_fused.md) would choose; measured before the planner does it.
+// Issue 12's reporting: the run first measures the arithmetic ceilings (cuBLAS GEMMs in fp32, TF32, fp16 and int8,
+// an FMA kernel: ceilings.cu) and prints them ("Ceilings (measured)"); every measured row's distance stage is then
+// set against the ceiling of its path's unit and the copy bandwidth (the model: ceilings.hpp) in a CSV (--csv,
+// default --out with .csv), one row per (config, distance, selection): floor ms = max(work / ceiling, bytes /
+// bandwidth) and the measured fraction of each. bench/gpu/plot_distance.py draws it.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <regex>
 #include <string>
 #include <vector>
 
 #include <cuda_runtime.h>
 
+#include "ceilings.hpp"
 #include "cuda/hooks.hpp"
 #include "gknn/error.hpp"
 #include "gknn/index.hpp"
@@ -68,6 +75,8 @@ struct Options {
   std::string filter = ".*";
   bool all_selections = false;
   std::string out = "gpu_bench.md";
+  std::string csv;              ///< empty: out with its .md replaced by .csv
+  int64_t ceiling_gemm_n = 8192;  ///< m = n = k of the ceilings' GEMMs
 };
 
 const std::map<std::string, Config> kConfigs{
@@ -189,12 +198,20 @@ Options parse(int argc, char** argv) {
     else if (a == "--filter") o.filter = value();
     else if (a == "--all-selections") o.all_selections = true;
     else if (a == "--out") o.out = value();
+    else if (a == "--csv") o.csv = value();
+    else if (a == "--ceiling-gemm") o.ceiling_gemm_n = std::max<int64_t>(256, std::atoll(value().c_str()) / 4 * 4);
     else {
       std::printf(
           "gknn_gpu_bench [--configs garcia,sift10k,sift1m] [--repeats N] [--time-limit S] [--long-run S]\n"
-          "               [--filter REGEX on 'distance/selection'] [--all-selections] [--out FILE.md]\n");
+          "               [--filter REGEX on 'distance/selection'] [--all-selections] [--out FILE.md]\n"
+          "               [--csv FILE.csv (default: --out with .csv)] [--ceiling-gemm N (GEMM m = n = k, 8192)]\n");
       std::exit(a == "--help" ? 0 : 2);
     }
+  }
+  if (o.csv.empty()) {
+    const size_t dot = o.out.rfind('.'), slash = o.out.rfind('/');
+    const bool has_ext = dot != std::string::npos && (slash == std::string::npos || dot > slash);
+    o.csv = (has_ext ? o.out.substr(0, dot) : o.out) + ".csv";
   }
   return o;
 }
@@ -260,10 +277,16 @@ struct CallVariant {
   std::string name() const { return to_string(distance) + (keep ? "" : "-nokeep") + (merge ? "" : "-nomerge"); }
 };
 
+/// What the CSV takes from a calls_* measurement (medians, ms).
+struct CallNumbers {
+  double wall_ms = 0, distance_ms = 0, select_ms = 0;
+  int64_t query_tiles = 0;
+};
+
 /// Many small searches: median wall per call over `calls` calls without timing events, and the device time of
 /// one call (events on); the difference is the per-call overhead beyond device time.
 std::string measure_calls(const Index& index, const std::vector<float>& queries, const Config& c,
-                          const CallVariant& v, std::vector<int64_t>* ids_out) {
+                          const CallVariant& v, std::vector<int64_t>* ids_out, CallNumbers* numbers) {
   const DistanceAlgorithm distance = v.distance;
   const bool keep = v.keep;
   SearchParams p;
@@ -307,6 +330,7 @@ std::string measure_calls(const Index& index, const std::vector<float>& queries,
   detail::cuda::set_fused_split_merge_enabled(true);
   *ids_out = ids;
   const double w = wall[wall.size() / 2], dv = median(device);
+  *numbers = {w, median(dist), median(sel), stats.query_tiles};
   const std::string name = v.name();
   // Columns as the table's; the bandwidth columns are left empty (the stages' per-call times are in 'ms').
   return "| " + c.name + " | " + name + " | auto (" + std::to_string(c.calls) + " calls of q = " + std::to_string(c.nq) +
@@ -400,6 +424,78 @@ std::string table_line(const Row& r) {
          " | " + std::to_string(r.runs) + " | " + (r.same ? "yes" : "**NO**") + " |";
 }
 
+/// One row of the ceilings CSV (issue 12's reporting requirement; the model: ceilings.hpp).
+struct CsvRow {
+  std::string config, metric, dtype, distance, path, selection;
+  int64_t nb = 0, nq = 0, dim = 0, k = 0;
+  double wall_ms = 0, distance_ms = 0, select_ms = 0;
+  gknn_bench::StageFloor floor;
+};
+
+constexpr const char* kCsvHeader =
+    "config,nb,nq,dim,k,metric,dtype,distance,path,selection,unit,wall_ms,distance_ms,select_ms,arith_ops,"
+    "min_bytes,arith_floor_ms,hbm_floor_ms,floor_ms,bound,arith_fraction,hbm_fraction";
+
+std::string csv_line(const CsvRow& r) {
+  const gknn_bench::StageFloor& f = r.floor;
+  const auto g = [](double v) { return fmt("%.6g", v); };
+  const auto opt = [&](double v) { return f.valid ? g(v) : std::string(); };  // empty where a ceiling is missing
+  return r.config + "," + std::to_string(r.nb) + "," + std::to_string(r.nq) + "," + std::to_string(r.dim) + "," +
+         std::to_string(r.k) + "," + r.metric + "," + r.dtype + "," + r.distance + "," + r.path + "," + r.selection +
+         "," + gknn_bench::unit_name(f.unit) + "," + g(r.wall_ms) + "," + g(r.distance_ms) + "," + g(r.select_ms) +
+         "," + g(f.ops) + "," + g(f.bytes) + "," + opt(f.arith_ms) + "," + opt(f.hbm_ms) + "," + opt(f.floor_ms) +
+         "," + (f.valid ? f.bound() : "") + "," + opt(f.arith_fraction) + "," + opt(f.hbm_fraction);
+}
+
+CsvRow make_csv_row(const Config& c, const std::string& distance, DistanceAlgorithm path, const std::string& select,
+                    double wall_ms, double distance_ms, double select_ms, int64_t query_tiles, bool kept_operands,
+                    const gknn_bench::Ceilings& ceilings) {
+  CsvRow r;
+  r.config = c.name;
+  r.nb = c.nb, r.nq = c.nq, r.dim = c.dim, r.k = c.k;
+  r.metric = to_string(c.metric);
+  r.dtype = c.float_data ? "float" : "uint8";
+  r.distance = distance;
+  r.path = to_string(path);
+  r.selection = select;
+  r.wall_ms = wall_ms, r.distance_ms = distance_ms, r.select_ms = select_ms;
+  r.floor = gknn_bench::stage_floor(path, c.metric, {!c.float_data}, c.nq, c.nb, c.dim, c.k, query_tiles,
+                                    kept_operands, distance_ms, ceilings);
+  return r;
+}
+
+/// The "Ceilings (measured)" lines and the model's notes (stdout at the start, the Markdown file at the end).
+std::vector<std::string> ceiling_lines(const gknn_bench::Ceilings& c) {
+  const auto t = [](double v) { return v > 0 ? fmt("%.1f", v / 1e12) : std::string("not measured"); };
+  const std::string n = std::to_string(c.gemm_n);
+  std::vector<std::string> out{
+      "## Ceilings (measured)",
+      "",
+      "- fp32 SGEMM (cuBLAS, pedantic math, " + n + "^3): " + t(c.sgemm) + " TFLOP/s",
+      "- TF32 GEMM (cublasGemmEx, CUBLAS_COMPUTE_32F_FAST_TF32, " + n + "^3): " + t(c.tf32) + " TFLOP/s",
+      "- fp16 GEMM, fp32 accumulation (cublasGemmEx, " + n + "^3): " + t(c.fp16) + " TFLOP/s",
+      "- int8 GEMM, int32 accumulation (cublasGemmEx, CUDA_R_8I -> CUDA_R_32I, " + n + "^3): " + t(c.int8) + " TOP/s",
+      "- SIMT fp32: " + t(c.simt) + " T FMA instructions/s (" + t(2 * c.simt) + " TFLOP/s; an FMA-throughput kernel)",
+      "- HBM: " + fmt("%.0f", c.copy_bytes_per_s / 1e9) + " GB/s (device-to-device copy, bytes read + written)",
+  };
+  if (!c.errors.empty()) out.push_back("- not measured: " + c.errors);
+  out.push_back("");
+  out.push_back(
+      "Model of each distance stage (bench/gpu/ceilings.hpp): unit = the ceiling of the path's precision (cublas: "
+      "fp32 SGEMM; tf32, tf32x3: TF32; fp16_mma: fp16; fused: int8 on 8-bit data, fp16 beyond or where it falls "
+      "back to fp16_mma's two-stage path; naive, shared_reduce, atomic, garcia_*, lp_gemm: SIMT fp32); work = 2 "
+      "nq nb d flops on GEMM units (x3 for tf32x3; the folded norm columns not counted), nq nb d x instructions per "
+      "component on SIMT (squared L2 2: subtract + FMA; inner product 1; L1 2: subtract + add |.|; Linf 2: "
+      "subtract + max |.|; Lp 2, powf not counted; loads and atomics not counted); bytes = the nq x nb key matrix "
+      "written once at 4 bytes a key (none for fused) + the float32 queries + the base once per query tile (float32 "
+      "rows, which every GEMM path converts each call; fused reads the Index's kept 8-bit copy, 1 byte a "
+      "component); floor = max(work / ceiling, bytes / HBM). Fractions: each term over the measured distance "
+      "stage (fused: the whole kernel, selection included). Auto rows: the path explain_search resolves; the "
+      "calls_* configurations' Auto rows with the Index's kept copy are left out (an Index may choose otherwise "
+      "than a one-shot search).");
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -411,7 +507,12 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop{};
   cudaGetDeviceProperties(&prop, 0);
   const double copy_gbs = copy_bandwidth_gbs();
+  const gknn_bench::Ceilings ceilings = gknn_bench::measure_ceilings(o.ceiling_gemm_n, 10, copy_gbs * 1e9);
+  const std::vector<std::string> ceiling_section = ceiling_lines(ceilings);
+  for (const std::string& l : ceiling_section) std::printf("%s\n", l.c_str());
+  std::printf("\n");
   std::vector<std::string> lines, notes;
+  std::vector<CsvRow> csv_rows;
   lines.push_back("# gknn GPU benchmark: the seeds' kernels (device: " + std::string(prop.name) + ")");
   lines.push_back("");
   lines.push_back("Measured device-to-device copy bandwidth (read + write): " + fmt("%.0f", copy_gbs) + " GB/s. " +
@@ -447,6 +548,26 @@ int main(int argc, char** argv) {
     index.add(FloatView{base.data(), c.nb, c.dim, 0});
     notes.push_back("- base upload (" + c.name + ", " + std::to_string(c.nb) + " x " + std::to_string(c.dim) +
                     "): " + fmt("%.1f", seconds_since(t0) * 1e3) + " ms");
+    // Auto's distance on these inputs, per guard setting (explain_search: the choice a one-shot search makes).
+    std::map<Guard, std::optional<DistanceAlgorithm>> auto_paths;
+    const auto resolve_auto = [&](const Config& cc, Guard guard) -> std::optional<DistanceAlgorithm> {
+      const auto known = auto_paths.find(guard);
+      if (known != auto_paths.end()) return known->second;
+      std::optional<DistanceAlgorithm> path;
+      try {
+        SearchParams p;
+        p.k = cc.k;
+        p.metric = cc.metric;
+        p.backend = Backend::Cuda;
+        p.guard = guard;
+        const SearchPlan plan = explain_search(FloatView{base.data(), cc.nb, cc.dim, 0},
+                                               FloatView{queries.data(), cc.nq, cc.dim, 0}, p);
+        if (plan.distance != DistanceAlgorithm::Auto) path = plan.distance;
+      } catch (const Error&) {
+      }
+      auto_paths[guard] = path;
+      return path;
+    };
     if (c.calls > 0) {
       // Auto with and without the kept operand copy, then each exact GEMM-form distance forced; all must agree.
       std::vector<CallVariant> variants{{DistanceAlgorithm::Auto, true, true},
@@ -461,7 +582,16 @@ int main(int argc, char** argv) {
         std::vector<int64_t> ids;
         std::string line;
         try {
-          line = measure_calls(index, queries, c, v, &ids);
+          CallNumbers numbers;
+          line = measure_calls(index, queries, c, v, &ids, &numbers);
+          // The path: forced, or Auto without the kept copy (it chooses as a one-shot search does); Auto with the
+          // kept copy may choose otherwise than explain_search says, so it stays out of the CSV.
+          std::optional<DistanceAlgorithm> path;
+          if (v.distance != DistanceAlgorithm::Auto) path = v.distance;
+          else if (!v.keep) path = resolve_auto(c, Guard::Auto);
+          if (path)
+            csv_rows.push_back(make_csv_row(c, v.name(), *path, "auto", numbers.wall_ms, numbers.distance_ms,
+                                            numbers.select_ms, numbers.query_tiles, v.keep, ceilings));
           const bool same = first_ids.empty() || ids == first_ids;
           if (first_ids.empty()) first_ids = ids;
           if (!same) ++failures;
@@ -528,6 +658,11 @@ int main(int argc, char** argv) {
             detail::cuda::set_fused_split_merge_enabled(true);
             detail::cuda::set_tile_override({});
             fill_rates(row, c, copy_gbs);
+            const std::optional<DistanceAlgorithm> path = d == DistanceAlgorithm::Auto ? resolve_auto(c, guard) : d;
+            if (path)
+              csv_rows.push_back(make_csv_row(c, dname, *path, to_string(s), row.median.wall_s * 1e3,
+                                              row.median.stages.distance_ms, row.median.stages.select_ms,
+                                              row.median.stages.query_tiles, true, ceilings));
             if (!have_reference && guard != Guard::Off) {
               reference = got;
               have_reference = true;
@@ -562,9 +697,50 @@ int main(int argc, char** argv) {
   lines.push_back("");
   lines.insert(lines.end(), notes.begin(), notes.end());
   for (const std::string& n : notes) std::printf("%s\n", n.c_str());
+  // The floors: the ceilings, then per (config, distance as run) the selection with the fastest distance stage.
+  // The rows start "| config / distance |", which scripts/device-check.sh's fastest-pair scan does not take.
+  std::vector<std::string> floors{""};
+  floors.insert(floors.end(), ceiling_section.begin(), ceiling_section.end());
+  const size_t printed_from = floors.size();  // stdout had the ceilings at the start
+  floors.insert(floors.end(), {"", "## Distance stage against the ceilings", ""});
+  floors.push_back("All rows (every selection): " + o.csv + ". Here the selection with the fastest distance stage.");
+  floors.push_back("");
+  floors.push_back("| config / distance | path | unit | k | distance ms | floor ms | bound | of arith ceiling | "
+                   "of HBM bw |");
+  floors.push_back("|---|---|---|---|---|---|---|---|---|");
+  std::map<std::string, size_t> fastest;  // "config / distance" -> index into csv_rows
+  std::vector<std::string> order;
+  for (size_t i = 0; i < csv_rows.size(); ++i) {
+    const std::string key = csv_rows[i].config + " / " + csv_rows[i].distance;
+    const auto [it, fresh] = fastest.emplace(key, i);
+    if (fresh) order.push_back(key);
+    else if (csv_rows[i].distance_ms < csv_rows[it->second].distance_ms) it->second = i;
+  }
+  for (const std::string& key : order) {
+    const CsvRow& r = csv_rows[fastest[key]];
+    const gknn_bench::StageFloor& f = r.floor;
+    const std::string floor_cells = f.valid ? fmt("%.3f", f.floor_ms) + " | " + f.bound() + " | " +
+                                                  fmt("%.1f%%", 100 * f.arith_fraction) + " | " +
+                                                  fmt("%.1f%%", 100 * f.hbm_fraction)
+                                            : std::string("- | - | - | -");
+    floors.push_back("| " + key + " | " + r.path + " | " + gknn_bench::unit_name(f.unit) + " | " +
+                     std::to_string(r.k) + " | " + fmt("%.3f", r.distance_ms) + " | " + floor_cells + " |");
+  }
+  for (size_t i = printed_from; i < floors.size(); ++i) std::printf("%s\n", floors[i].c_str());
+  lines.insert(lines.end(), floors.begin(), floors.end());
   if (FILE* f = std::fopen(o.out.c_str(), "w")) {
     for (const std::string& l : lines) std::fprintf(f, "%s\n", l.c_str());
     std::fclose(f);
+  }
+  if (FILE* f = std::fopen(o.csv.c_str(), "w")) {
+    std::fprintf(f, "%s\n", kCsvHeader);
+    for (const CsvRow& r : csv_rows) std::fprintf(f, "%s\n", csv_line(r).c_str());
+    std::fclose(f);
+    std::printf("gknn_gpu_bench: %zu row(s) of distance stages against the ceilings in %s\n", csv_rows.size(),
+                o.csv.c_str());
+  } else {
+    std::fprintf(stderr, "gknn_gpu_bench: cannot write %s\n", o.csv.c_str());
+    ++failures;
   }
   std::printf("gknn_gpu_bench: %s (%d pair(s) failed or disagreed)\n", failures ? "FAILED" : "OK", failures);
   return failures ? 1 : 0;
