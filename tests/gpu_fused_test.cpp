@@ -1,8 +1,10 @@
 // gpu_fused_test.cpp: the fused distance + selection kernel (distance "fused", issue 13): ids and values identical
 // to the float64 oracle on every operand type it picks (u8, s8, f16 for integers up to 2048), every row length
 // (32..256 bytes), query and base sizes off its 64 x 128 tiles, one split and many (the splits' lists combined
-// by a selection, or by the kernel itself for a few queries), ties (duplicates, all-equal rows), k = 1 .. 128, k beyond 128 (its two-stage path), and equal
-// to fp16_mma's two-stage result bit for bit; an Index's kept operand copy of its rows (made once, made again
+// by a selection, or by the kernel itself for a few queries), ties (duplicates, all-equal rows), k = 1 .. 128, and
+// k = 129 .. 1024 (the filter rounds of fused/large_k.cuh: a sampled threshold, a base taken whole, a sample that
+// misses the neighbours, all-equal rows that overflow the candidate lists, base tiles), and equal to fp16_mma's
+// two-stage result bit for bit; an Index's kept operand copy of its rows (made once, made again
 // after add, reset or a change of operand type, never by one-shot searches; Auto takes it for one query). Label gpu. Sanitizer-sized run (GKNN_TEST_SANITIZE=1,
 // testing/sanitize.hpp): fewer base rows and queries, still off the tiles, with one split and many.
 #include <algorithm>
@@ -53,6 +55,17 @@ HostMatrix<float> falling_rows(int64_t rows, int64_t tie) {
   return out;
 }
 
+/// Rows near 0 (values 0..1) exactly where the large-k sample of k = `k` looks (every 2k/64-th row), all others
+/// far (200..255): the sample's threshold admits fewer than k rows, so the query needs the later rounds.
+HostMatrix<float> sample_missing_rows(int64_t rows, int64_t k) {
+  const int64_t spacing = std::max<int64_t>(1, 2 * k / 64);
+  HostMatrix<float> out = integer_matrix(rows, 8, 200, 255, 69);
+  const HostMatrix<float> near = integer_matrix(rows, 8, 0, 1, 70);
+  for (int64_t r = 0; r < rows; r += spacing)
+    std::copy_n(near.data.begin() + r * 8, 8, out.data.begin() + r * 8);
+  return out;
+}
+
 std::vector<FusedCase> cases() {
   std::vector<FusedCase> c;
   // u8 operands, 128-byte rows (SIFT-like), sizes off the tiles, a few splits.
@@ -92,9 +105,21 @@ std::vector<FusedCase> cases() {
                {1, 37, 128}});
   c.push_back({"four_queries_d128", integer_matrix(sized(150001, 30001), 128, 0, 255, 27),
                integer_matrix(4, 128, 0, 255, 28), {100}});
-  // k beyond the fused range: the entry's two-stage path.
-  c.push_back({"beyond_fused_k", integer_matrix(sized(3000, 1000), 24, 0, 50, 21),
+  // k beyond the shared lists (129 .. 1024): filter rounds. A base of at most 4096 rows is taken whole (one round).
+  c.push_back({"large_k_whole_base", integer_matrix(sized(3000, 1000), 24, 0, 50, 21),
                integer_matrix(40, 24, 0, 50, 22), {129, 700}});
+  // A longer base: the thresholds come from a strided sample; 70 queries (two query tiles), every operand type.
+  c.push_back({"large_k_u8_d128", integer_matrix(sized(20011, 6011), 128, 0, 255, 60),
+               integer_matrix(70, 128, 0, 255, 61), {129, 1000, 1024}});
+  c.push_back({"large_k_s8_d40", integer_matrix(sized(9001, 5003), 40, -100, 100, 62),
+               integer_matrix(17, 40, -100, 100, 63), {200}});
+  c.push_back({"large_k_f16_d4", integer_matrix(sized(12000, 6000), 4, 0, 1400, 64),
+               integer_matrix(9, 4, 0, 1400, 65), {300}});
+  // All-equal rows: every candidate list overflows, so later rounds lower the threshold to columns.
+  c.push_back({"large_k_all_equal", integer_matrix(sized(9000, 5000), 8, 4, 4, 66), integer_matrix(5, 8, 0, 9, 67),
+               {129, 1000}});
+  c.push_back({"large_k_sample_misses", sample_missing_rows(sized(8192, 5000), 1000), integer_matrix(3, 8, 0, 1, 68),
+               {1000}});
   return c;
 }
 
@@ -104,7 +129,7 @@ TEST(GpuFused, EqualsTheOracleExactly) {
   // (SplitMergeInTheKernelEqualsTheSelection has the others); the fp16 two-stage path is the select suites' (this
   // test did not finish in 120 s, 2026-11-25).
   const std::set<std::string> racecheck_cases{"u8_d128", "s8_d40", "s8_d3", "f16_d4", "u8_d200", "duplicates",
-                                              "few_queries_all_equal"};
+                                              "few_queries_all_equal", "large_k_all_equal"};
   const std::vector<FusedCase> all = cases();
   for (const FusedCase& tc : all) {
     if (racecheck_mode() && !racecheck_cases.contains(tc.name)) continue;
@@ -164,9 +189,10 @@ TEST(GpuFused, IdenticalToTheTwoStageFp16Path) {
   const HostMatrix<float> base = integer_matrix(sized(20011, 2011), 128, 0, 255, 30),
                           queries = integer_matrix(sized(700, 130), 128, 0, 255, 31);
   for (Metric m : {Metric::SquaredL2, Metric::InnerProduct}) {
-    for (int64_t k : {int64_t(10), int64_t(100)}) {
+    for (int64_t k : {int64_t(10), int64_t(100), int64_t(1000)}) {
       // racecheck: one pair (the kernels are those of the other tests; 55 s for the four, 2026-11-25).
       if (racecheck_mode() && (m != Metric::SquaredL2 || k != 100)) continue;
+      SCOPED_TRACE(to_string(m) + " k=" + std::to_string(k));
       SearchParams p = fused_params(k, m);
       const Result fused = search(base.view(), queries.view(), p);
       p.distance = DistanceAlgorithm::Fp16Mma;
@@ -268,6 +294,27 @@ TEST(GpuFused, IndexKeepsItsOperandsUntilTheRowsChange) {
   EXPECT_EQ(search_and_check(index, rows, queries, p, &got), 0) << "hook off: per-search conversion";
   EXPECT_EQ(got.indices, cached.indices);
   EXPECT_EQ(got.distances, cached.distances);
+}
+
+// Large k (filter rounds) over base tiles, whose lists the pipeline merges (the last tile shorter than k: the shared
+// lists), and through an Index's kept copy: exact, and one answer whatever the tiles.
+TEST(GpuFused, LargeKOverBaseTilesAndAKeptCopy) {
+  CacheHookGuard guard;
+  constexpr int64_t d = 64, k = 600;
+  const int64_t n = sized(30011, 9011);
+  const HostMatrix<float> rows = integer_matrix(n, d, 0, 255, 80), queries = integer_matrix(20, d, 0, 255, 81);
+  const SearchParams p = fused_params(k, Metric::SquaredL2);
+  Index index(d, Metric::SquaredL2, Backend::Cuda);
+  index.add(rows.view());
+  Result whole, again, tiled;
+  search_and_check(index, rows, queries, p, &whole);
+  search_and_check(index, rows, queries, p, &again);
+  detail::cuda::set_tile_override({0, 5000});
+  search_and_check(index, rows, queries, p, &tiled);
+  detail::cuda::set_tile_override({});
+  EXPECT_EQ(again.indices, whole.indices);
+  EXPECT_EQ(tiled.indices, whole.indices);
+  EXPECT_EQ(tiled.distances, whole.distances);
 }
 
 // No copy where it does not fit half of the search's memory budget, and none for one-shot searches (their base

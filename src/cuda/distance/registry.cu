@@ -91,10 +91,10 @@ DistanceAlgorithm choose_distance(Metric key_metric, int64_t nq, int64_t nb, int
   const DistanceEntry* fused = find_distance(DistanceAlgorithm::Fused);
   if (fused && fused->fused_serves(k, facts.dim, facts)) {
     if (nq >= kFusedMinQueries && nq * nb >= kFusedMinPairs)
-      return because(DistanceAlgorithm::Fused, "integer data, k <= 128, rows <= 256 bytes: the fused kernel (tensor "
+      return because(DistanceAlgorithm::Fused, "integer data, k <= 1024, rows <= 256 bytes: the fused kernel (tensor "
                                                "cores, exact; the key matrix is never written)");
     if (nb >= kFusedKeptMinRows && fused->fused_operand_bytes(nb, facts.dim, facts) <= facts.keep_bytes)
-      return because(DistanceAlgorithm::Fused, "integer data, k <= 128, a resident base whose 8/16-bit operands are "
+      return because(DistanceAlgorithm::Fused, "integer data, k <= 1024, a resident base whose 8/16-bit operands are "
                                                "kept between searches: the fused kernel reads them, no key matrix");
   }
   if (nq < kFp16MinQueries)

@@ -24,8 +24,12 @@
 // Keys (gknn's GEMM form): squared L2 -> |x|^2 - 2 q.x (the finaliser adds |q|^2), inner product -> -q.x.
 // Exactness: products of integers are exact on tensor cores; s32 accumulation is exact; f32 accumulation is
 // exact while partial sums stay below 2^24 (fp16_exact(), the same bound as fp16_mma); keys are converted to
-// float exactly under that bound. Data outside it are refused (exact_on), and k > 128 or rows longer than 256
-// bytes run the two-stage fp16 path (fp16_mma's GEMM, then selection).
+// float exactly under that bound. Data outside it are refused (exact_on); rows longer than 256 bytes and k > 1024
+// run the two-stage fp16 path (fp16_mma's GEMM, then selection). k from 129 to 1024 (more than the shared lists
+// hold) runs the same kernel in filter mode, in rounds with per-query thresholds and candidate lists in device
+// memory (large_k.cuh): the key matrix is still never written.
+// k from 129 to 1024: the same kernel in filter mode, in rounds with per-query thresholds and candidate lists in
+// device memory (large_k.cuh); the key matrix is still never written.
 #include <algorithm>
 #include <atomic>
 #include <climits>
@@ -37,6 +41,7 @@
 #include "cuda/common/device.cuh"
 #include "cuda/common/error.cuh"
 #include "cuda/distance/cublas/gemm_keys.cuh"
+#include "cuda/distance/fused/large_k.cuh"
 #include "cuda/distance/kernels.cuh"
 #include "cuda/primitives/ordered.cuh"
 #include "cuda/primitives/shared_bitonic.cuh"
@@ -228,6 +233,10 @@ __device__ void keep_best(const Shared& sh, int k, int rows_valid) {
   __syncthreads();
 }
 
+struct KernelArgs;
+template <class S>
+__device__ void flush_to_candidates(const Shared& sh, const KernelArgs& a, int m0, int rows_valid);
+
 struct KernelArgs {
   const unsigned char* queries;  // nq x row_bytes operands
   const unsigned char* base;     // nb x row_bytes operands
@@ -251,7 +260,38 @@ struct KernelArgs {
   // query tile (zeroed by the query conversion). The output (out_*) is then the query's merged list.
   uint64_t* lists;
   unsigned* arrivals;
+  // Filter mode (large k: fused/large_k.cuh; the kernel's kFilter): no list is kept; every key at or below the
+  // row's threshold (an inclusive composite word: ordered key, column in the base tile) goes to the row's
+  // candidate list (cand_cap entries; cand_count counts on past the cap). Rows are this launch's rows.
+  const uint64_t* filter;
+  uint64_t* cand;
+  unsigned* cand_count;
+  int64_t cand_cap;
 };
+
+/// Filter mode: every row's buffered entries (composite words with base-tile columns) appended to its candidate
+/// list in device memory (one atomic per row reserves the places; entries past the cap are dropped, the count
+/// goes on), the buffers emptied. Called by the whole block; barriers before and after.
+template <class S>
+__device__ void flush_to_candidates(const Shared& sh, const KernelArgs& a, int m0, int rows_valid) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  __syncthreads();
+  for (int r = warp; r < rows_valid; r += S::kThreads / 32) {
+    const int n = sh.count[r];
+    if (n == 0) continue;
+    unsigned at = 0;
+    if (lane == 0) at = atomicAdd(a.cand_count + m0 + r, static_cast<unsigned>(n));
+    at = __shfl_sync(0xFFFFFFFFu, at, 0);
+    uint64_t* dst = a.cand + int64_t(m0 + r) * a.cand_cap;
+    for (int j = lane; j < n; j += 32)
+      if (int64_t(at) + j < a.cand_cap) dst[at + j] = sh.buf[r * kBuf + j];
+    __syncwarp();
+    if (lane == 0) sh.count[r] = 0;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) *sh.flag = 0;
+  __syncthreads();
+}
 
 // ---- the splits' lists merged in the kernel ----------------------------------------------------------------------
 /// The min(k, n) smallest of v[0, n) (n a power of two), sorted, into out[0, min(k, n)); tmp holds n entries and
@@ -468,6 +508,8 @@ struct KeyMath<int> {
   __device__ static int threshold(float t) { return t == INFINITY ? INT_MAX : t == -INFINITY ? INT_MIN : int(t); }
   __device__ static int key(int norm, int scale, int dot) { return norm + scale * dot; }
   __device__ static float to_float(int key) { return static_cast<float>(key); }
+  /// `key < inclusive(t)` <=> key <= t for integer keys (|key| < 2^24); +infinity takes every real key.
+  __device__ static int inclusive(float t) { return t == INFINITY ? INT_MAX : int(t) + 1; }
 };
 template <>
 struct KeyMath<float> {
@@ -476,9 +518,10 @@ struct KeyMath<float> {
   __device__ static float threshold(float t) { return t; }
   __device__ static float key(float norm, float /*scale: 1*/, float dot) { return norm + dot; }
   __device__ static float to_float(float key) { return key == 0.f ? 0.f : key; }  // -0 and +0: one bit pattern
+  __device__ static float inclusive(float t) { return t == INFINITY ? INFINITY : nextafterf(t, INFINITY); }
 };
 
-template <Elem E, int kSteps, int kStages, class S>
+template <Elem E, int kSteps, int kStages, class S, bool kFilter>
 __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(const KernelArgs a) {
   constexpr int kBM = S::kBM, kThreads = S::kThreads, kMt = S::kMt, kWarpRows = kMt * 16;
   using M = Mma<E>;
@@ -571,11 +614,23 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
     }
   __syncthreads();
   Acc tau[kMt][2];
+  uint64_t filter[kMt][2];  // filter mode: the rows' composite thresholds (tau: their keys, inclusive)
   auto read_thresholds = [&] {
 #pragma unroll
     for (int mt = 0; mt < kMt; ++mt)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) tau[mt][h] = K::threshold(sh.tau[wm * kWarpRows + mt * 16 + g + 8 * h]);
+      for (int h = 0; h < 2; ++h) {
+        const int row = wm * kWarpRows + mt * 16 + g + 8 * h;
+        if constexpr (kFilter) {
+          filter[mt][h] = m0 + row < a.nq ? a.filter[m0 + row] : 0;
+          const uint32_t ordered = composite_ordered(filter[mt][h], kColumnBits);
+          tau[mt][h] = m0 + row >= a.nq ? K::threshold(-INFINITY)
+                       : ordered == ~0u ? K::inclusive(INFINITY)
+                                        : K::inclusive(key_from_ordered(ordered));
+        } else {
+          tau[mt][h] = K::threshold(sh.tau[row]);
+        }
+      }
   };
   read_thresholds();
   // ldmatrix row of this lane: matrix l / 8 = (mma column block l / 16, byte half (l / 8) % 2), row l % 8.
@@ -593,9 +648,12 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
 #pragma unroll
       for (int j = 0; j < 2; ++j)
         if (key[mt][nb][2 * h + j] < tau[mt][h]) {
-          const uint32_t col = col0 + nb * 8 + 2 * t4 + j;
+          // Filter mode: the column in the base tile (the threshold's), else within the split (the lists').
+          const uint32_t col = col0 + nb * 8 + 2 * t4 + j + (kFilter ? static_cast<uint32_t>(b_begin) : 0u);
+          const uint64_t word = composite_key(ordered_key_of_normal(K::to_float(key[mt][nb][2 * h + j])), col, kColumnBits);
+          if (kFilter && word > filter[mt][h]) continue;  // a tie of the threshold's key past its column
           const int pos = atomicAdd(sh.count + row, 1);
-          if (pos < kBuf) sh.buf[row * kBuf + pos] = composite_key(ordered_key_of_normal(K::to_float(key[mt][nb][2 * h + j])), col, kColumnBits);
+          if (pos < kBuf) sh.buf[row * kBuf + pos] = word;
           else *sh.flag = 1;
         }
   };
@@ -656,8 +714,12 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
     if (*sh.flag) {  // a buffer overflowed: take the tile's appends back, cut every list to k, append again
       if (tid < kBM) sh.count[tid] = sh.at_tile[tid];
       __syncthreads();
-      keep_best<S>(sh, a.k, rows_valid);
-      read_thresholds();
+      if constexpr (kFilter) {
+        flush_to_candidates<S>(sh, a, m0, rows_valid);  // the thresholds stay
+      } else {
+        keep_best<S>(sh, a.k, rows_valid);
+        read_thresholds();
+      }
 #pragma unroll
       for (int mt = 0; mt < kMt; ++mt)
 #pragma unroll
@@ -668,6 +730,10 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
   }
   cp_async_wait<0>();
   __syncthreads();
+  if constexpr (kFilter) {
+    flush_to_candidates<S>(sh, a, m0, rows_valid);
+    return;
+  }
   keep_best<S>(sh, a.k, rows_valid);
 
   // Every split's list to memory; the tile's last block to finish merges them (merge_few_splits, or for a few
@@ -752,12 +818,12 @@ void convert(const float* rows, int64_t stride, int64_t count, int64_t dim, int 
   GKNN_CUDA_CHECK_LAUNCH();
 }
 
-template <Elem E, int kSteps, class S>
+template <Elem E, int kSteps, class S, bool kFilter>
 void launch(const KernelArgs& args, int64_t splits, int device, cudaStream_t s) {
   constexpr int kStages = kSteps >= 8 ? 2 : 3;
   constexpr size_t bytes = shared_bytes<kSteps * 32, kStages, S>();
   static_assert(bytes >= MergeShared::bytes(S::kThreads), "merge_splits reuses the shared memory");
-  auto* kernel = fused_kernel<E, kSteps, kStages, S>;
+  auto* kernel = fused_kernel<E, kSteps, kStages, S, kFilter>;
   // Once per kernel and device (each device's context keeps its own attributes): the call costs microseconds,
   // which a one-query search feels.
   static std::atomic<uint64_t> attributed{0};
@@ -775,13 +841,13 @@ void launch(const KernelArgs& args, int64_t splits, int device, cudaStream_t s) 
   GKNN_CUDA_CHECK_LAUNCH();
 }
 
-template <Elem E, class S>
+template <Elem E, class S, bool kFilter = false>
 void launch_for_rows(const KernelArgs& args, int row_bytes, int64_t splits, int device, cudaStream_t s) {
   switch (row_bytes) {
-    case 32: return launch<E, 1, S>(args, splits, device, s);
-    case 64: return launch<E, 2, S>(args, splits, device, s);
-    case 128: return launch<E, 4, S>(args, splits, device, s);
-    default: return launch<E, 8, S>(args, splits, device, s);
+    case 32: return launch<E, 1, S, kFilter>(args, splits, device, s);
+    case 64: return launch<E, 2, S, kFilter>(args, splits, device, s);
+    case 128: return launch<E, 4, S, kFilter>(args, splits, device, s);
+    default: return launch<E, 8, S, kFilter>(args, splits, device, s);
   }
 }
 
@@ -827,6 +893,154 @@ void convert_and_launch(const DistanceInput& in, KernelArgs args, int row_bytes,
   else launch_for_rows<E, WideBlock>(args, row_bytes, splits, device, s);
 }
 
+/// The scratch of a large-k search (large_k.cuh), carved from one block in this order; `at` null only sizes it.
+struct LargeKScratch {
+  unsigned char *queries, *compact_queries, *base, *sample;
+  float *sample_norms, *sample_keys;
+  int64_t* sample_labels;
+  uint64_t *thresholds, *next, *candidates;
+  unsigned *counts, *failed_count;
+  int* failed[2];
+  size_t bytes = 0;
+
+  LargeKScratch(unsigned char* at, int64_t nq, int64_t nb, int64_t sample_rows, int row_bytes, bool kept) {
+    auto take = [&](size_t n) {
+      unsigned char* p = at ? at + bytes : nullptr;
+      bytes += aligned(n);
+      return p;
+    };
+    const size_t q = static_cast<size_t>(nq);
+    queries = take(q * row_bytes);
+    compact_queries = take(q * row_bytes);
+    base = kept ? nullptr : take(static_cast<size_t>(nb) * row_bytes);
+    sample = take(static_cast<size_t>(sample_rows) * row_bytes);
+    sample_norms = reinterpret_cast<float*>(take(static_cast<size_t>(sample_rows) * 4));
+    sample_keys = reinterpret_cast<float*>(take(sample_rows ? q * fused_large_k::kSampleK * 4 : 0));
+    sample_labels = reinterpret_cast<int64_t*>(take(sample_rows ? q * fused_large_k::kSampleK * 8 : 0));
+    thresholds = reinterpret_cast<uint64_t*>(take(q * 8));
+    next = reinterpret_cast<uint64_t*>(take(q * 8));
+    candidates = reinterpret_cast<uint64_t*>(take(q * fused_large_k::kCandidateCap * 8));
+    counts = reinterpret_cast<unsigned*>(take(q * 4));
+    failed[0] = reinterpret_cast<int*>(take(q * 4));
+    failed[1] = reinterpret_cast<int*>(take(q * 4));
+    failed_count = reinterpret_cast<unsigned*>(take(4));
+  }
+};
+
+/// The sample's spacing for k: its kSampleK-th key then has rank ~ 2 k in the whole base (large_k.cuh).
+int64_t sample_spacing(int64_t k) { return std::max<int64_t>(1, 2 * k / fused_large_k::kSampleK); }
+/// Rows of the strided sample, or 0 where the base is small enough to take whole (or too small to sample).
+int64_t sample_rows_for(int64_t nb, int64_t k) {
+  const int64_t m = sample_spacing(k), rows = (nb + m - 1) / m;
+  return nb > fused_large_k::kCandidateCap && rows >= fused_large_k::kSampleK ? rows : 0;
+}
+
+template <class S>
+void launch_any(Elem e, const KernelArgs& args, int row_bytes, int64_t splits, bool filter, int device,
+                cudaStream_t s) {
+  switch (e) {
+    case Elem::U8: return filter ? launch_for_rows<Elem::U8, S, true>(args, row_bytes, splits, device, s)
+                                 : launch_for_rows<Elem::U8, S>(args, row_bytes, splits, device, s);
+    case Elem::S8: return filter ? launch_for_rows<Elem::S8, S, true>(args, row_bytes, splits, device, s)
+                                 : launch_for_rows<Elem::S8, S>(args, row_bytes, splits, device, s);
+    case Elem::F16: return filter ? launch_for_rows<Elem::F16, S, true>(args, row_bytes, splits, device, s)
+                                  : launch_for_rows<Elem::F16, S>(args, row_bytes, splits, device, s);
+  }
+}
+/// One launch over args.nq query rows, the block shape by their number; splits: 1, or the planned count.
+void launch_rows(Elem e, const KernelArgs& args, int row_bytes, bool filter, bool split, const DistanceContext& ctx) {
+  const bool narrow = args.nq <= NarrowBlock::kBM;
+  const int64_t splits = !split ? 1
+                         : split_count(args.nq, args.nb, args.k, device_props(ctx.device).sm_count,
+                                       narrow ? NarrowBlock::kBM : WideBlock::kBM,
+                                       narrow ? NarrowBlock::kBlocksPerSm : WideBlock::kBlocksPerSm);
+  KernelArgs a = args;
+  a.split_rows = (a.nb + splits - 1) / splits;
+  if (narrow) launch_any<NarrowBlock>(e, a, row_bytes, splits, filter, ctx.device, ctx.stream);
+  else launch_any<WideBlock>(e, a, row_bytes, splits, filter, ctx.device, ctx.stream);
+}
+
+template <Elem E>
+void convert_queries(const DistanceInput& in, int row_bytes, void* dst, cudaStream_t s) {
+  const float factor = in.metric == Metric::SquaredL2 ? -2.f : -1.f;
+  convert<E>(in.queries, in.query_stride, in.nq, in.dim, row_bytes, E == Elem::F16 ? factor : 1.f, dst, s);
+}
+
+/// k > kMaxFusedK: the filter rounds of fused/large_k.cuh, every query's k best straight into the target.
+void search_large_k(const DistanceInput& in, int64_t k, const FusedTarget& target, const DistanceContext& ctx,
+                    Elem elem, int row_bytes, bool kept) {
+  namespace lk = fused_large_k;
+  const cudaStream_t s = ctx.stream;
+  const bool l2 = in.metric == Metric::SquaredL2;
+  const int64_t sample_rows = sample_rows_for(in.nb, k);
+  LargeKScratch probe(nullptr, in.nq, in.nb, sample_rows, row_bytes, kept);
+  const LargeKScratch sc(static_cast<unsigned char*>(ctx.workspace.get(probe.bytes)), in.nq, in.nb, sample_rows,
+                         row_bytes, kept);
+  const unsigned char* base = nullptr;
+  switch (elem) {
+    case Elem::U8:
+      convert_queries<Elem::U8>(in, row_bytes, sc.queries, s);
+      base = base_operands<Elem::U8>(in, row_bytes, kept, sc.base, s);
+      break;
+    case Elem::S8:
+      convert_queries<Elem::S8>(in, row_bytes, sc.queries, s);
+      base = base_operands<Elem::S8>(in, row_bytes, kept, sc.base, s);
+      break;
+    case Elem::F16:
+      convert_queries<Elem::F16>(in, row_bytes, sc.queries, s);
+      base = base_operands<Elem::F16>(in, row_bytes, kept, sc.base, s);
+      break;
+  }
+  KernelArgs args{};
+  args.scale = elem == Elem::F16 ? 1.f : (l2 ? -2.f : -1.f);  // as convert_and_launch: f16 queries carry it
+  args.nq = static_cast<int>(in.nq);
+  if (sample_rows > 0) {  // the first thresholds: each query's kSampleK-th key against every m-th base row
+    lk::gather_sample(base, l2 ? in.base_norms : nullptr, row_bytes, sample_spacing(k), sample_rows, sc.sample,
+                      sc.sample_norms, s);
+    KernelArgs a = args;
+    a.queries = sc.queries;
+    a.base = sc.sample;
+    a.norms = l2 ? sc.sample_norms : nullptr;
+    a.nb = sample_rows;
+    a.k = lk::kSampleK;
+    a.out_keys = sc.sample_keys;
+    a.out_labels = sc.sample_labels;
+    a.out_stride = a.split_step = lk::kSampleK;
+    a.rank_step = 1;
+    launch_rows(elem, a, row_bytes, false, false, ctx);
+    lk::thresholds_from_sample(sc.sample_keys, lk::kSampleK, in.nq, lk::kSampleK - 1, sc.thresholds, s);
+  } else {
+    GKNN_CUDA_TRY(cudaMemsetAsync(sc.thresholds, 0xFF, static_cast<size_t>(in.nq) * 8, s));  // kTakeAll
+  }
+  KernelArgs f = args;
+  f.queries = sc.queries;
+  f.base = base;
+  f.norms = l2 ? in.base_norms : nullptr;
+  f.nb = in.nb;
+  f.k = static_cast<int>(k);
+  f.filter = sc.thresholds;
+  f.cand = sc.candidates;
+  f.cand_count = sc.counts;
+  f.cand_cap = lk::kCandidateCap;
+  const int* rows = nullptr;  // round 0: every query, in order
+  for (int round = 0; f.nq > 0; ++round) {
+    GKNN_CUDA_TRY(cudaMemsetAsync(sc.counts, 0, static_cast<size_t>(f.nq) * 4, s));
+    GKNN_CUDA_TRY(cudaMemsetAsync(sc.failed_count, 0, 4, s));
+    launch_rows(elem, f, row_bytes, true, true, ctx);
+    int* failed = sc.failed[round % 2];
+    lk::settle_candidates(sc.candidates, sc.counts, f.nq, static_cast<int>(k), rows, target.keys, target.labels,
+                          target.stride, target.label_offset, sc.next, failed, sc.failed_count, s);
+    unsigned failed_n = 0;
+    GKNN_CUDA_TRY(cudaMemcpyAsync(&failed_n, sc.failed_count, 4, cudaMemcpyDeviceToHost, s));
+    GKNN_CUDA_TRY(cudaStreamSynchronize(s));
+    if (failed_n > 0)
+      lk::gather_failed(sc.queries, row_bytes, sc.next, failed, failed_n, sc.compact_queries, sc.thresholds, s);
+    f.queries = sc.compact_queries;
+    f.nq = static_cast<int>(failed_n);
+    rows = failed;
+  }
+}
+
 }  // namespace
 
 size_t fused_operand_bytes(int64_t rows, int64_t dim, const DataFacts& facts) {
@@ -835,7 +1049,7 @@ size_t fused_operand_bytes(int64_t rows, int64_t dim, const DataFacts& facts) {
 }
 
 bool fused_serves(int64_t k, int64_t dim, const DataFacts& facts) {
-  return k >= 1 && k <= kMaxFusedK && fp16_exact(facts) && row_bytes_for(dim, element_for(facts)) > 0;
+  return k >= 1 && k <= fused_large_k::kLargeMaxK && fp16_exact(facts) && row_bytes_for(dim, element_for(facts)) > 0;
 }
 
 FusedResult fused_search(const DistanceInput& in, const DataFacts& facts, int64_t k, const FusedTarget& target,
@@ -863,6 +1077,10 @@ FusedResult fused_search(const DistanceInput& in, const DataFacts& facts, int64_
     cache->rows = 0;
   }
   const bool kept = cache && cache->rows >= in.base_row0;
+  if (k > kMaxFusedK) {
+    search_large_k(in, k, target, ctx, elem, row_bytes, kept);
+    return FusedResult{};
+  }
   const size_t b_bytes = kept ? 0 : aligned(static_cast<size_t>(in.nb) * row_bytes);
   // The splits' lists (keys and labels) live in the scratch too: the pipeline sizes no key matrix for a search
   // this kernel serves (fused_workspace bounds them).
@@ -934,7 +1152,9 @@ size_t fused_workspace(int64_t nq, int64_t nb, int64_t dim) {
   // (A merge in the kernel keeps a counter per query tile where the keys would be: fewer than the entries.)
   const size_t fused = aligned(static_cast<size_t>(nq) * kMaxRowBytes) + aligned(static_cast<size_t>(nb) * kMaxRowBytes) +
                        aligned(entries * sizeof(int64_t)) + entries * sizeof(float);
-  return std::max(fused, gemm_keys_workspace(nq, nb, dim, GemmPrecision::Fp16));
+  // k > kMaxFusedK: the filter rounds' scratch (the largest sample is the smallest k's).
+  const size_t large = LargeKScratch(nullptr, nq, nb, sample_rows_for(nb, kMaxFusedK + 1), kMaxRowBytes, false).bytes;
+  return std::max({fused, large, gemm_keys_workspace(nq, nb, dim, GemmPrecision::Fp16)});
 }
 
 bool fused_exact_on(const DataFacts& facts) { return fp16_exact(facts); }
