@@ -81,7 +81,7 @@ struct DataKind {
 };
 
 /// The unit that bounds `path` on these data and this k (the registry entry's precision; see the model above).
-/// The fused kernel's range is that of fused_serves() (src/cuda/distance/fused/fused.cu): k <= 128 and rows of at
+/// The fused kernel's range is that of fused_serves() (src/cuda/distance/fused/fused.cu): k <= 1024 and rows of at
 /// most 256 operand bytes, on data fp16_mma is exact on; 8-bit operands where the values fit.
 inline Unit path_unit(gknn::DistanceAlgorithm path, DataKind data, int64_t dim, int64_t k) {
   using gknn::DistanceAlgorithm;
@@ -92,7 +92,7 @@ inline Unit path_unit(gknn::DistanceAlgorithm path, DataKind data, int64_t dim, 
     case DistanceAlgorithm::Fp16Mma: return Unit::Fp16;
     case DistanceAlgorithm::Fused: {
       const int64_t operand_bytes = data.integers_u8 ? 1 : 2;
-      const bool serves = k >= 1 && k <= 128 && dim * operand_bytes <= 256;
+      const bool serves = k >= 1 && k <= 1024 && dim * operand_bytes <= 256;
       return serves && data.integers_u8 ? Unit::Int8 : Unit::Fp16;
     }
     default: return Unit::Simt;  // naive, shared_reduce, atomic, garcia_global, garcia_texture, lp_gemm
