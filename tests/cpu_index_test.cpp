@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "gknn/error.hpp"
@@ -108,6 +110,51 @@ TEST(CpuIndex, ForwardsAlgorithmChoiceAndErrors) {
   EXPECT_THROW(index.search(queries.view(), p), Error);
   p.distance = DistanceAlgorithm::Reference;
   EXPECT_EQ("", check_search(index.search(queries.view(), p), base.view(), queries.view(), p));
+}
+
+/// Index::add(ByteView): the index of the rows' float values, whatever the metric (cosine normalises the floats).
+TEST(CpuIndex, ByteRowsEqualTheirFloats) {
+  const HostMatrix<float> floats = integer_matrix(500, 7, 0, 255, 30), queries = integer_matrix(9, 7, 0, 255, 31);
+  std::vector<uint8_t> bytes(500 * 10, 77);  // row stride 10: the padding must not be read as values
+  for (int64_t i = 0; i < 500; ++i)
+    for (int64_t j = 0; j < 7; ++j) bytes[size_t(i * 10 + j)] = static_cast<uint8_t>(floats.row(i)[j]);
+  std::vector<int64_t> ids(500);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = 5 * int64_t(i) + 1;
+  for (Metric metric : {Metric::SquaredL2, Metric::InnerProduct, Metric::Cosine, Metric::L1}) {
+    SCOPED_TRACE(to_string(metric));
+    Index from_floats(7, metric, Backend::Cpu), from_bytes(7, metric, Backend::Cpu);
+    from_floats.add_with_ids(rows_of(floats, 0, 200), ids.data());
+    from_floats.add_with_ids(rows_of(floats, 200, 300), ids.data() + 200);
+    from_bytes.add_with_ids(ByteView{bytes.data(), 200, 7, 10}, ids.data());
+    from_bytes.add_with_ids(ByteView{bytes.data() + 200 * 10, 300, 7, 10}, ids.data() + 200);
+    const Result want = from_floats.search(queries.view(), 15), got = from_bytes.search(queries.view(), 15);
+    EXPECT_EQ(want.indices, got.indices);
+    EXPECT_EQ(want.distances, got.distances);
+  }
+  Index index(7, Metric::SquaredL2, Backend::Cpu);
+  EXPECT_THROW(index.add(ByteView{bytes.data(), 3, 6, 0}), Error);  // dimension 6 of 7
+  EXPECT_THROW(index.add(ByteView{bytes.data(), 3, 7, 5}), Error);  // stride below the dimension
+  EXPECT_THROW(index.add(ByteView{bytes.data(), 3, 7, 0, Memory::Device}), Error);
+  EXPECT_EQ(0, index.size());
+}
+
+/// A NaN or Inf in an added batch names its row and column and leaves the index as it was.
+TEST(CpuIndex, AddNamesTheFirstNonFiniteValue) {
+  HostMatrix<float> base = integer_matrix(3000, 100, -5, 5, 32);  // 300K values: the threaded scan
+  Index index(100, Metric::SquaredL2, Backend::Cpu);
+  index.add(rows_of(base, 0, 10));
+  base.row(2500)[3] = INFINITY;
+  base.row(1700)[99] = NAN;
+  base.row(1700)[42] = -INFINITY;
+  try {
+    index.add(base.view());
+    FAIL() << "a non-finite row was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(ErrorCode::InvalidArgument, e.code());
+    EXPECT_NE(std::string(e.what()).find("Index::add vectors row 1700 column 42 is -inf"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(10, index.size());
 }
 
 }  // namespace

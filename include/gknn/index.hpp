@@ -25,8 +25,13 @@ class Index {
 
   /// Appends rows; their ids are their insertion positions (0, 1, ...), unless add_with_ids was used.
   void add(FloatView vectors);
+  /// Appends 8-bit rows (host memory), stored as the floats of their values: the same index as adding those floats.
+  /// A cuda index uploads the bytes and converts them on the device (a quarter of the float rows' host-to-device
+  /// traffic).
+  void add(ByteView vectors);
   /// Appends rows with user ids (int64, one per row). An index uses ids for all rows or for none.
   void add_with_ids(FloatView vectors, const int64_t* ids);
+  void add_with_ids(ByteView vectors, const int64_t* ids);
   /// k nearest stored vectors of each query; indices are the ids. Other parameters come from `params`
   /// (its metric must equal the index metric or be left at the default squared L2 for a squared-L2 index).
   Result search(FloatView queries, int64_t k) const;

@@ -84,6 +84,15 @@ class ResidentStore {
  public:
   virtual ~ResidentStore() = default;
   virtual void append(FloatView rows, const ValueStats& stats) = 0;  ///< already validated and in key form
+  /// Appends rows whose values were not scanned yet (shape valid, the store's dimension, key form): scans them as
+  /// validate_matrix does (the same facts, the same NaN/Inf error naming `what`, nothing stored on error) and
+  /// returns their facts. By default the scan comes first (index.cpp); the CUDA store scans host rows on the device
+  /// after their upload, which saves the host a pass over them (issue 12: uploads).
+  virtual ValueStats append_unscanned(FloatView rows, std::string_view what);
+  /// Appends host 8-bit rows (shape valid, the store's dimension) as floats; returns the facts of those floats. By
+  /// default converted on the host (index.cpp); the CUDA store uploads the bytes (a quarter of the floats' bytes)
+  /// and converts them on the device.
+  virtual ValueStats append_bytes(ByteView rows, std::string_view what);
   virtual void clear() = 0;
   virtual int64_t size() const = 0;
   /// Searches and writes the final result through `out`.

@@ -1,8 +1,10 @@
 // index.cpp: the FAISS-style Index: validation and ids here, storage and search in the backend's store.
 #include "gknn/index.hpp"
 
+#include <algorithm>
 #include <mutex>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "core/backend.hpp"
@@ -44,12 +46,61 @@ Index::~Index() = default;
 Index::Index(Index&&) noexcept = default;
 Index& Index::operator=(Index&&) noexcept = default;
 
+namespace detail {
+
+ValueStats ResidentStore::append_unscanned(FloatView rows, std::string_view what) {
+  const ValueStats stats =
+      rows.memory == Memory::Device ? cuda::device_value_stats(rows, what) : scan_host_values(rows, what, host_team());
+  append(rows, stats);
+  return stats;
+}
+
 namespace {
+
+/// 8-bit rows as contiguous floats, converted on the host team.
+std::vector<float> byte_rows_to_floats(ByteView rows) {
+  std::vector<float> out(static_cast<size_t>(rows.rows * rows.cols));
+  const int parts = host_parts(rows.rows * rows.cols, int64_t(1) << 18);
+  const int64_t per_part = (rows.rows + parts - 1) / parts;
+  host_parallel(parts, [&](int part) {
+    const int64_t end = std::min(rows.rows, (part + 1) * per_part);
+    for (int64_t i = part * per_part; i < end; ++i)
+      for (int64_t j = 0; j < rows.cols; ++j) out[static_cast<size_t>(i * rows.cols + j)] = rows.row(i)[j];
+  });
+  return out;
+}
+
+}  // namespace
+
+ValueStats ResidentStore::append_bytes(ByteView rows, std::string_view what) {
+  const std::vector<float> floats = byte_rows_to_floats(rows);
+  return append_unscanned(FloatView{floats.data(), rows.rows, rows.cols, 0}, what);
+}
+
+}  // namespace detail
+
+namespace {
+
+constexpr std::string_view kAddWhat = "Index::add vectors";
+
+void merge_query_guess(Index::Impl& impl, const detail::ValueStats& stats) {
+  std::lock_guard<std::mutex> lock(impl.guess_mutex);
+  const detail::ValueStats added = impl.metric == Metric::Cosine ? detail::ValueStats{false, false, 1.f} : stats;
+  impl.query_guess = impl.query_guess ? impl.query_guess->merged(added) : added;
+}
+
 void append_rows(Index::Impl& impl, FloatView vectors) {
   // Where the rows are is checked before anything reads them (validation scans device memory on the device).
   GKNN_EXPECT(vectors.memory == Memory::Host || impl.backend == Backend::Cuda, ErrorCode::InvalidArgument,
               "Index::add: device-memory vectors need an index on the cuda backend");
-  const detail::ValueStats stats = detail::validate_matrix(vectors, "Index::add vectors", true);
+  if (vectors.memory == Memory::Host && impl.metric != Metric::Cosine && vectors.cols == impl.dim) {
+    // The checks of validate_matrix below, in its order (shape, then values), but the values are scanned by the
+    // store as it stores them: the CUDA store scans them on the device after their upload, so that the host reads a
+    // large base once (the pack into pinned memory) instead of twice. Same facts, same errors.
+    detail::validate_shape(vectors, kAddWhat, true);
+    return merge_query_guess(impl, impl.store->append_unscanned(vectors, kAddWhat));
+  }
+  const detail::ValueStats stats = detail::validate_matrix(vectors, kAddWhat, true);
   GKNN_EXPECT(vectors.cols == impl.dim, ErrorCode::InvalidArgument, "Index::add: vectors have dimension ",
               vectors.cols, ", the index has ", impl.dim);
   if (impl.metric == Metric::Cosine) {
@@ -61,26 +112,48 @@ void append_rows(Index::Impl& impl, FloatView vectors) {
   } else {
     impl.store->append(vectors, stats);
   }
-  std::lock_guard<std::mutex> lock(impl.guess_mutex);
-  const detail::ValueStats added = impl.metric == Metric::Cosine ? detail::ValueStats{false, false, 1.f} : stats;
-  impl.query_guess = impl.query_guess ? impl.query_guess->merged(added) : added;
+  merge_query_guess(impl, stats);
 }
-}  // namespace
 
-void Index::add(FloatView vectors) {
-  GKNN_EXPECT(!impl_->has_ids || vectors.rows == 0, ErrorCode::InvalidArgument,
+void append_rows(Index::Impl& impl, ByteView vectors) {
+  GKNN_EXPECT(vectors.memory == Memory::Host, ErrorCode::Unsupported,
+              "Index::add: uint8 vectors in device memory are not supported: pass float32 device views");
+  // validate_shape reads no value: the shape checks and messages of a float view of the same shape.
+  detail::validate_shape(FloatView{reinterpret_cast<const float*>(vectors.data), vectors.rows, vectors.cols,
+                                   vectors.stride},
+                         kAddWhat, true);
+  GKNN_EXPECT(vectors.cols == impl.dim, ErrorCode::InvalidArgument, "Index::add: vectors have dimension ",
+              vectors.cols, ", the index has ", impl.dim);
+  if (impl.metric == Metric::Cosine) {  // normalised on the host (as float rows are)
+    const std::vector<float> floats = detail::byte_rows_to_floats(vectors);
+    return append_rows(impl, FloatView{floats.data(), vectors.rows, vectors.cols, 0});
+  }
+  merge_query_guess(impl, impl.store->append_bytes(vectors, kAddWhat));
+}
+
+template <class View>
+void add_rows(Index::Impl& impl, View vectors) {
+  GKNN_EXPECT(!impl.has_ids || vectors.rows == 0, ErrorCode::InvalidArgument,
               "Index::add: this index has user ids; use add_with_ids for every batch");
-  append_rows(*impl_, vectors);
+  append_rows(impl, vectors);
 }
 
-void Index::add_with_ids(FloatView vectors, const int64_t* ids) {
-  GKNN_EXPECT(impl_->has_ids || impl_->store->size() == 0, ErrorCode::InvalidArgument,
+template <class View>
+void add_rows_with_ids(Index::Impl& impl, View vectors, const int64_t* ids) {
+  GKNN_EXPECT(impl.has_ids || impl.store->size() == 0, ErrorCode::InvalidArgument,
               "Index::add_with_ids: the index already holds vectors without ids");
   GKNN_EXPECT(ids != nullptr || vectors.rows == 0, ErrorCode::InvalidArgument, "Index::add_with_ids: ids is null");
-  append_rows(*impl_, vectors);
-  impl_->has_ids = true;
-  impl_->ids.insert(impl_->ids.end(), ids, ids + vectors.rows);
+  append_rows(impl, vectors);
+  impl.has_ids = true;
+  impl.ids.insert(impl.ids.end(), ids, ids + vectors.rows);
 }
+
+}  // namespace
+
+void Index::add(FloatView vectors) { add_rows(*impl_, vectors); }
+void Index::add(ByteView vectors) { add_rows(*impl_, vectors); }
+void Index::add_with_ids(FloatView vectors, const int64_t* ids) { add_rows_with_ids(*impl_, vectors, ids); }
+void Index::add_with_ids(ByteView vectors, const int64_t* ids) { add_rows_with_ids(*impl_, vectors, ids); }
 
 Result Index::search(FloatView queries, int64_t k) const {
   SearchParams params;

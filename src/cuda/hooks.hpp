@@ -59,8 +59,21 @@ void reset_device_buffer_peak();
 /// repeated search allocating names what it allocated.
 std::vector<int64_t> device_allocations_since_reset();
 
+/// How bulk host -> device uploads (Index::add of host rows, pipeline/upload.cuh) are cut, to measure them
+/// (gknn_upload_bench): the largest chunk in bytes and the number of pinned slots (0: the defaults, 8 MiB and 4), and
+/// pinned slots allocated write-combined (the host only writes them; off by default). Results do not depend on it.
+struct UploadOverride {
+  int64_t chunk_bytes = 0;
+  int slots = 0;
+  bool write_combined = false;
+};
+void set_upload_override(UploadOverride o);
+/// Pinned slots allocated by uploads since the process started: repeated adds of the same size allocate none.
+int64_t upload_pinned_allocations();
+
 /// Frees what the backend keeps between calls for the life of the process: the cached pipelines (streams, device
-/// and pinned buffers), the device value scan's slots, the exactness guard's buffers and the idle cuBLAS handles. At exit the CUDA runtime may already be gone, so nothing frees
+/// and pinned buffers), the device value scan's slots, the uploads' pinned slots, the exactness guard's buffers and the
+/// idle cuBLAS handles. At exit the CUDA runtime may already be gone, so nothing frees
 /// them then, and compute-sanitizer's leak check (memcheck --leak-check full) would report them; the test binaries
 /// call this before main returns (tests/testing/main.cpp, mpi_search_test), and later calls simply make new ones.
 void release_cached_device_resources();

@@ -1,17 +1,24 @@
 // resident.cu: the device-resident database of a CUDA Index.
 //
 // Rows and their squared norms (for the cuBLAS distance) live in device buffers that grow geometrically, so a
-// database added in many small batches costs amortised O(1) copies per row. Searches run the tiled pipeline on
+// database added in many small batches costs amortised O(1) copies per row. Host rows come up chunk by chunk
+// through the process's kept pinned slots (upload.cuh), each chunk's norms and value scan (Index::add scans host
+// rows here, on the device, not in a host pass) and, for 8-bit rows, its conversion to floats running on the
+// device while the next chunk is copied. Searches run the tiled pipeline on
 // the resident rows (no base upload); the pipeline's streams and scratch are kept between searches, and so is the
 // fused kernel's operand copy of the rows (OperandCache: n x 32..256 bytes, e.g. n x d for 8-bit data, made by
 // the first fused search where it fits half of the search's memory budget), freed whenever the rows change.
 #include <algorithm>
 #include <mutex>
+#include <optional>
+#include <string_view>
 
 #include "cuda/common/device.cuh"
 #include "cuda/distance/distance.cuh"
 #include "cuda/pipeline/resident.cuh"
 #include "cuda/pipeline/search.cuh"
+#include "cuda/pipeline/upload.cuh"
+#include "cuda/pipeline/value_scan.cuh"
 
 namespace gknn::detail::cuda {
 namespace {
@@ -22,26 +29,32 @@ class CudaStore final : public detail::ResidentStore {
  public:
   CudaStore(int64_t dim, int device) : dim_(dim), device_(device) { use_device(device); }
 
-  void append(FloatView rows, const detail::ValueStats& stats) override {
-    if (rows.rows == 0) return;
+  void append(FloatView rows, const detail::ValueStats& stats) override { store_rows(rows, &stats, {}); }
+
+  detail::ValueStats append_unscanned(FloatView rows, std::string_view what) override {
+    if (rows.memory == Memory::Device) return ResidentStore::append_unscanned(rows, what);  // scanned, then stored
+    return store_rows(rows, nullptr, what);
+  }
+
+  detail::ValueStats append_bytes(ByteView rows, std::string_view what) override {
+    if (rows.rows == 0) return detail::ValueStats{};
     std::lock_guard<std::mutex> lock(mutex_);
-    use_device(device_);
-    Pipeline& p = pipeline();
-    p.release_buffers();  // a search's tile buffers must not crowd out the growing database
-    operands_ = OperandCache();  // converted from the old rows (and facts): the next fused search makes it again
-    reserve(p, size_ + rows.rows);
-    if (rows.memory == Memory::Device)
-      GKNN_CUDA_TRY(cudaMemcpy2DAsync(rows_.data() + size_ * dim_, static_cast<size_t>(dim_) * sizeof(float),
-                                      rows.data, static_cast<size_t>(rows.row_stride()) * sizeof(float),
-                                      static_cast<size_t>(dim_) * sizeof(float), static_cast<size_t>(rows.rows),
-                                      cudaMemcpyDeviceToDevice, p.compute.get()));
-    else
-      upload_rows(p, rows, rows_.data() + size_ * dim_);
-    stats_ = size_ == 0 ? stats : stats_.merged(stats);
-    max_norm_ = -1;
-    row_squared_norms(rows_.data() + size_ * dim_, rows.rows, dim_, dim_, norms_.data() + size_, p.compute.get());
-    p.compute.sync();
-    size_ += rows.rows;
+    Pipeline& p = prepare_append(rows.rows);
+    float* dst = rows_.data() + size_ * dim_;
+    float* norms = norms_.data() + size_;
+    const cudaStream_t compute = p.compute.get();
+    // The bytes go up (a quarter of the floats' bytes) into the upload's device slots; each chunk is converted into
+    // its place, its norms and value facts taken, while the next one is copied. The facts are those of the floats,
+    // as for an add of the same rows as floats.
+    ChunkedValueScan scan(rows.rows, dim_, compute);
+    upload_host_rows(HostRows{rows.data, rows.rows, static_cast<size_t>(dim_), static_cast<size_t>(rows.row_stride())},
+                     nullptr, p.upload.get(), compute, [&](const UploadChunk& c) {
+                       float* d = dst + c.first_row * dim_;
+                       convert_bytes_to_floats(static_cast<const unsigned char*>(c.device), c.rows * dim_, d, compute);
+                       row_squared_norms(d, c.rows, dim_, dim_, norms + c.first_row, compute);
+                       scan.add(d, c.first_row, c.rows, dim_, compute);
+                     });
+    return commit(p, rows.rows, nullptr, &scan, what);
   }
 
   void clear() override {
@@ -90,6 +103,62 @@ class CudaStore final : public detail::ResidentStore {
 
  private:
   FloatView view() const { return FloatView{rows_.data(), size_, dim_, dim_, Memory::Device}; }
+
+  /// Stores float rows after the stored ones, with their norms. `known`: their facts (validated), else they are
+  /// scanned on the device after their upload (host rows only) and `what` names them in the NaN/Inf error.
+  detail::ValueStats store_rows(FloatView rows, const detail::ValueStats* known, std::string_view what) {
+    if (rows.rows == 0) return known ? *known : detail::ValueStats{};
+    std::lock_guard<std::mutex> lock(mutex_);
+    Pipeline& p = prepare_append(rows.rows);
+    float* dst = rows_.data() + size_ * dim_;
+    float* norms = norms_.data() + size_;
+    const cudaStream_t compute = p.compute.get();
+    std::optional<ChunkedValueScan> scan;
+    if (!known) scan.emplace(rows.rows, dim_, compute);
+    if (rows.memory == Memory::Device) {
+      GKNN_CUDA_TRY(cudaMemcpy2DAsync(dst, static_cast<size_t>(dim_) * sizeof(float), rows.data,
+                                      static_cast<size_t>(rows.row_stride()) * sizeof(float),
+                                      static_cast<size_t>(dim_) * sizeof(float), static_cast<size_t>(rows.rows),
+                                      cudaMemcpyDeviceToDevice, compute));
+      row_squared_norms(dst, rows.rows, dim_, dim_, norms, compute);
+      if (scan) scan->add(dst, 0, rows.rows, dim_, compute);
+    } else {
+      // Chunk by chunk through kept pinned slots (upload.cuh); each chunk's norms (and scan) run on the compute
+      // stream while the next chunk is packed and copied. A row's norm does not depend on the chunking (norms.cu).
+      upload_host_rows(HostRows{rows.data, rows.rows, static_cast<size_t>(dim_) * sizeof(float),
+                                static_cast<size_t>(rows.row_stride()) * sizeof(float)},
+                       dst, p.upload.get(), compute, [&](const UploadChunk& c) {
+                         const float* d = static_cast<const float*>(c.device);
+                         row_squared_norms(d, c.rows, dim_, dim_, norms + c.first_row, compute);
+                         if (scan) scan->add(d, c.first_row, c.rows, dim_, compute);
+                       });
+    }
+    return commit(p, rows.rows, known, scan ? &*scan : nullptr, what);
+  }
+
+  /// Before rows are appended: the search's buffers and the operand copy go, the rows' buffers grow to hold `added`
+  /// more rows.
+  Pipeline& prepare_append(int64_t added) {
+    use_device(device_);
+    Pipeline& p = pipeline();
+    p.release_buffers();  // a search's tile buffers must not crowd out the growing database
+    operands_ = OperandCache();  // converted from the old rows (and facts): the next fused search makes it again
+    reserve(p, size_ + added);
+    return p;
+  }
+
+  /// Waits for the appended rows (and their scan): they count from here, unless the scan found NaN or Inf (which
+  /// throws, leaving the store as it was).
+  detail::ValueStats commit(Pipeline& p, int64_t added, const detail::ValueStats* known, ChunkedValueScan* scan,
+                            std::string_view what) {
+    if (scan) scan->fetch(p.compute.get());
+    p.compute.sync();  // the compute stream waited for every chunk's copy
+    const detail::ValueStats stats = known ? *known : scan->finish(rows_.data() + size_ * dim_, dim_, what);
+    stats_ = size_ == 0 ? stats : stats_.merged(stats);
+    max_norm_ = -1;
+    size_ += added;
+    return stats;
+  }
 
   Pipeline& pipeline() const {
     if (!pipeline_) pipeline_ = std::make_unique<Pipeline>(device_);

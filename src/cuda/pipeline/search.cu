@@ -17,14 +17,12 @@
 #include "cuda/pipeline/merge.cuh"
 #include "cuda/pipeline/search.cuh"
 #include "cuda/pipeline/staging.cuh"
+#include "cuda/pipeline/upload.cuh"
 #include "cuda/pipeline/value_scan.cuh"
 #include "cuda/select/select.cuh"
 
 namespace gknn::detail::cuda {
 namespace {
-
-/// Rows per chunk of a bulk upload: about 32 MiB of pinned staging per slot.
-int64_t bulk_chunk_rows(int64_t cols) { return std::max<int64_t>(1, (int64_t(32) << 20) / (cols * 4)); }
 
 /// A base uploaded once for one search.
 class OwnedResidentBase final : public BaseSource {
@@ -242,14 +240,11 @@ void Pipeline::release_buffers() {
 }
 
 void upload_rows(Pipeline& p, FloatView rows, float* dst) {
-  const int64_t chunk = std::min(rows.rows, bulk_chunk_rows(rows.cols));
-  if (chunk == 0) return;
-  Stager<float> stager(rows.data, rows.row_stride(), rows.cols, chunk, p.upload.get(), nullptr);
-  for (int64_t r0 = 0; r0 < rows.rows; r0 += chunk) {
-    const int64_t n = std::min(chunk, rows.rows - r0);
-    stager.upload_into(dst + r0 * rows.cols, r0, n, p.upload.get());
-    stager.release(p.upload.get());
-  }
+  // Through the process's kept pinned slots (upload.cuh), chunk packs overlapping the copies.
+  const cudaStream_t s = p.upload.get();
+  upload_host_rows(HostRows{rows.data, rows.rows, static_cast<size_t>(rows.cols) * sizeof(float),
+                            static_cast<size_t>(rows.row_stride()) * sizeof(float)},
+                   dst, s, s, [](const UploadChunk&) {});
   p.upload.sync();
 }
 
@@ -298,6 +293,7 @@ PipelineLease::~PipelineLease() {
 void release_cached_device_resources() {
   idle_pool<std::unique_ptr<Pipeline>>().drain();  // the destructors free streams, device and pinned buffers
   release_scan_slots();
+  release_upload_slots();
   release_guard_scratch();
   release_cublas_handles();
 }

@@ -8,8 +8,9 @@
 // then one 24-byte copy back.
 // The first non-finite row (smallest index) is copied to the host and named as the host scan names it.
 // select_k's NaN check of a device view (device_reject_nan) is the same kernel with a row bad when it holds a NaN
-// (infinities are valid keys there).
+// (infinities are valid keys there). ChunkedValueScan (value_scan.cuh) runs it per chunk of an upload into one result.
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "core/backend.hpp"
@@ -34,9 +35,11 @@ struct ScanResult {
 };
 
 /// kNanOnly: a row is bad when it holds a NaN (select_k takes infinities), else when it holds a non-finite value.
+/// Rows [0, count) at `rows` are rows first_row.. of `total` (a chunk of an upload, value_scan.cuh): bad_rank
+/// counts from the end of the whole, so the smallest bad row of every chunk wins the max.
 template <bool kNanOnly>
 __global__ void value_scan_kernel(const float* __restrict__ rows, int64_t count, int64_t stride, int64_t cols,
-                                  ScanResult* __restrict__ out) {
+                                  int64_t first_row, int64_t total, ScanResult* __restrict__ out) {
   const int lane = threadIdx.x % 32;
   const int64_t warps = int64_t(gridDim.x) * kWarpsPerBlock;
   ValueBits facts;
@@ -51,7 +54,7 @@ __global__ void value_scan_kernel(const float* __restrict__ rows, int64_t count,
       if constexpr (kNanOnly) nan |= isnan(x[c]);
     }
     const bool bad = kNanOnly ? nan : !row.finite();
-    if (bad && bad_rank == 0) bad_rank = static_cast<unsigned long long>(count - r);  // rows ascend
+    if (bad && bad_rank == 0) bad_rank = static_cast<unsigned long long>(total - (first_row + r));  // rows ascend
     facts.merge(row);
   }
   for (int offset = 16; offset > 0; offset /= 2) {
@@ -105,6 +108,18 @@ void release_scan_slots() {
 
 namespace {
 
+int64_t max_scan_blocks(int device) { return int64_t(device_props(device).sm_count) * kBlocksPerSm; }
+
+template <bool kNanOnly>
+void launch_scan(const float* rows, int64_t count, int64_t stride, int64_t cols, int64_t first_row, int64_t total,
+                 int64_t max_blocks, ScanResult* out, cudaStream_t s) {
+  const int64_t row_blocks = (count + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  const int64_t blocks = std::min<int64_t>(row_blocks, max_blocks);
+  value_scan_kernel<kNanOnly><<<static_cast<unsigned>(blocks), kWarpsPerBlock * 32, 0, s>>>(
+      rows, count, stride, cols, first_row, total, out);
+  GKNN_CUDA_CHECK_LAUNCH();
+}
+
 /// One scan of a device view (m.rows > 0, CUDA available); the first bad row, if any, is copied into *bad_row.
 template <bool kNanOnly>
 ScanResult scan(FloatView m, std::string_view what, std::vector<float>* bad_row) {
@@ -114,11 +129,8 @@ ScanResult scan(FloatView m, std::string_view what, std::vector<float>* bad_row)
   ScanSlot& slot = *lease;
   const cudaStream_t s = slot.stream.get();
   GKNN_CUDA_TRY(cudaMemsetAsync(slot.result.data(), 0, sizeof(ScanResult), s));
-  const int64_t row_blocks = (m.rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
-  const int64_t blocks = std::min<int64_t>(row_blocks, int64_t(device_props(device).sm_count) * kBlocksPerSm);
-  value_scan_kernel<kNanOnly><<<static_cast<unsigned>(blocks), kWarpsPerBlock * 32, 0, s>>>(
-      rows, m.rows, m.row_stride(), m.cols, slot.result.data());
-  GKNN_CUDA_CHECK_LAUNCH();
+  launch_scan<kNanOnly>(rows, m.rows, m.row_stride(), m.cols, 0, m.rows, max_scan_blocks(device), slot.result.data(),
+                        s);
   GKNN_CUDA_TRY(cudaMemcpyAsync(slot.host.data(), slot.result.data(), sizeof(ScanResult), cudaMemcpyDeviceToHost, s));
   GKNN_CUDA_TRY(cudaStreamSynchronize(s));
   const ScanResult r = *slot.host.data();
@@ -139,6 +151,54 @@ ValueStats device_value_stats(FloatView m, std::string_view what) {
   std::vector<float> row;
   const ScanResult r = scan<false>(m, what, &row);
   if (r.bad_rank != 0) reject_non_finite_row(row.data(), m.cols, what, m.rows - static_cast<int64_t>(r.bad_rank));
+  ValueBits facts;
+  facts.fraction = r.fraction;
+  facts.negative = r.negative;
+  facts.max_abs_bits = r.max_abs_bits;
+  return ValueStats{facts.integral(), facts.nonnegative(), facts.max_abs(), true};
+}
+
+struct ChunkedValueScan::Impl {
+  int device = 0;
+  int64_t max_blocks = 0;
+  cudaStream_t stream = nullptr;
+  int64_t total = 0, cols = 0;
+  std::optional<SlotLease> lease;
+};
+
+ChunkedValueScan::ChunkedValueScan(int64_t total, int64_t cols, cudaStream_t s) : impl_(std::make_unique<Impl>()) {
+  GKNN_CUDA_TRY(cudaGetDevice(&impl_->device));
+  impl_->total = total;
+  impl_->cols = cols;
+  impl_->stream = s;
+  impl_->max_blocks = max_scan_blocks(impl_->device);
+  impl_->lease.emplace(impl_->device);
+  GKNN_CUDA_TRY(cudaMemsetAsync((**impl_->lease).result.data(), 0, sizeof(ScanResult), s));
+}
+
+// The slot goes back to the pool only once `s` is idle: on an error path a kernel of `s` may still write its result
+// words, which the next lease clears on another stream.
+ChunkedValueScan::~ChunkedValueScan() { GKNN_CUDA_TRY_NOTHROW(cudaStreamSynchronize(impl_->stream)); }
+
+void ChunkedValueScan::add(const float* rows, int64_t first_row, int64_t count, int64_t stride, cudaStream_t s) {
+  if (count <= 0) return;
+  launch_scan<false>(rows, count, stride, impl_->cols, first_row, impl_->total, impl_->max_blocks,
+                     (**impl_->lease).result.data(), s);
+}
+
+void ChunkedValueScan::fetch(cudaStream_t s) {
+  ScanSlot& slot = **impl_->lease;
+  GKNN_CUDA_TRY(cudaMemcpyAsync(slot.host.data(), slot.result.data(), sizeof(ScanResult), cudaMemcpyDeviceToHost, s));
+}
+
+ValueStats ChunkedValueScan::finish(const float* rows, int64_t stride, std::string_view what) {
+  const ScanResult r = *(**impl_->lease).host.data();
+  if (r.bad_rank != 0) {
+    const int64_t bad = impl_->total - static_cast<int64_t>(r.bad_rank);
+    std::vector<float> row(static_cast<size_t>(impl_->cols));
+    GKNN_CUDA_TRY(cudaMemcpy(row.data(), rows + bad * stride, row.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    reject_non_finite_row(row.data(), impl_->cols, what, bad);
+  }
   ValueBits facts;
   facts.fraction = r.fraction;
   facts.negative = r.negative;

@@ -1,0 +1,236 @@
+// upload.cu: bulk host -> device copies through kept pinned slots (see upload.cuh).
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "core/host_parallel.hpp"
+#include "cuda/common/buffer.cuh"
+#include "cuda/common/error.cuh"
+#include "cuda/common/idle_pool.hpp"
+#include "cuda/hooks.hpp"
+#include "cuda/pipeline/upload.cuh"
+
+namespace gknn::detail::cuda {
+namespace {
+
+constexpr size_t kChunkBytes = size_t(8) << 20;     ///< largest chunk by default
+constexpr size_t kMinChunkBytes = size_t(512) << 10;  ///< smallest chunk a small upload is cut into
+constexpr int64_t kMinChunks = 4;                     ///< chunks a small upload is cut into (pack and copy overlap)
+constexpr int kSlots = 4;
+constexpr size_t kKeptSlotSets = 2;  ///< idle slot sets kept per device (concurrent uploads each lease one)
+constexpr int64_t kMinPackPart = int64_t(1) << 19;  ///< bytes per thread of a strided pack (as parallel_memcpy)
+
+std::atomic<int64_t> g_chunk_override{0};
+std::atomic<int> g_slots_override{0};
+std::atomic<bool> g_write_combined{false};
+std::atomic<int64_t> g_pinned_allocations{0};
+
+/// One pinned slot (and, for uploads without a destination, its device twin) with the events that say when it
+/// may be written again.
+struct Slot {
+  unsigned char* host = nullptr;
+  size_t host_bytes = 0;
+  bool write_combined = false;
+  DeviceBuffer<unsigned char> device;
+  Event copied{cudaEventDisableTiming};    ///< after the copy that last read `host` (and wrote `device`)
+  Event consumed{cudaEventDisableTiming};  ///< after the consumer's work that last read `device`
+  bool copy_pending = false, consume_pending = false;
+
+  Slot() = default;
+  Slot(const Slot&) = delete;
+  Slot& operator=(const Slot&) = delete;
+  ~Slot() {
+    // The copy engine may still read the pinned bytes of the last upload (its caller synchronises later).
+    if (copy_pending) GKNN_CUDA_TRY_NOTHROW(cudaEventSynchronize(copied.get()));
+    if (consume_pending) GKNN_CUDA_TRY_NOTHROW(cudaEventSynchronize(consumed.get()));
+    if (host) GKNN_CUDA_TRY_NOTHROW(cudaFreeHost(host));
+  }
+
+  /// The pinned bytes may be written (the last copy from them has finished).
+  void wait_copied() {
+    if (copy_pending) GKNN_CUDA_TRY(cudaEventSynchronize(copied.get()));
+    copy_pending = false;
+  }
+
+  /// At least `bytes` pinned bytes of the asked kind; grown, never shrunk.
+  void reserve_host(size_t bytes, bool wc) {
+    if (host && host_bytes >= bytes && write_combined == wc) return;
+    wait_copied();
+    const size_t size = std::max(bytes, host_bytes);
+    if (host) GKNN_CUDA_TRY(cudaFreeHost(host));
+    host = nullptr;
+    host_bytes = 0;
+    GKNN_CUDA_TRY(cudaHostAlloc(reinterpret_cast<void**>(&host), size,
+                                wc ? cudaHostAllocWriteCombined : cudaHostAllocDefault));
+    host_bytes = size;
+    write_combined = wc;
+    g_pinned_allocations.fetch_add(1);
+  }
+
+  /// At least `bytes` device bytes; the consumer's reads of the old ones have finished before they are freed.
+  void reserve_device(size_t bytes) {
+    if (device.capacity_bytes() >= bytes) return;
+    if (consume_pending) GKNN_CUDA_TRY(cudaEventSynchronize(consumed.get()));
+    consume_pending = false;
+    device.resize(bytes);
+  }
+};
+
+struct UploadSlots {
+  std::vector<std::unique_ptr<Slot>> slots;
+};
+
+/// The current device's idle slot set, or a new one; given back to the pool (at most kKeptSlotSets idle per
+/// device) when the upload returns.
+class SlotsLease {
+ public:
+  SlotsLease() {
+    GKNN_CUDA_TRY(cudaGetDevice(&device_));
+    if (std::optional<std::unique_ptr<UploadSlots>> idle = idle_pool<std::unique_ptr<UploadSlots>>().take(device_))
+      slots_ = std::move(*idle);
+    else
+      slots_ = std::make_unique<UploadSlots>();
+  }
+  ~SlotsLease() { idle_pool<std::unique_ptr<UploadSlots>>().give(device_, slots_, kKeptSlotSets); }
+  SlotsLease(const SlotsLease&) = delete;
+  SlotsLease& operator=(const SlotsLease&) = delete;
+  UploadSlots& operator*() const { return *slots_; }
+
+ private:
+  int device_ = 0;
+  std::unique_ptr<UploadSlots> slots_;
+};
+
+/// Rows [first, first + count) packed contiguously into `dst` on the host team.
+void pack(unsigned char* dst, const HostRows& rows, int64_t first, int64_t count) {
+  const auto* src = static_cast<const unsigned char*>(rows.data) + static_cast<size_t>(first) * rows.stride_bytes;
+  const size_t bytes = static_cast<size_t>(count) * rows.row_bytes;
+  if (rows.stride_bytes == rows.row_bytes) return parallel_memcpy(dst, src, bytes);  // one copy, split in parts
+  const int parts = host_parts(static_cast<int64_t>(bytes), kMinPackPart);
+  const int64_t per_part = (count + parts - 1) / parts;
+  host_parallel(parts, [&](int part) {
+    const int64_t end = std::min(count, (part + 1) * per_part);
+    for (int64_t r = part * per_part; r < end; ++r)
+      std::memcpy(dst + static_cast<size_t>(r) * rows.row_bytes, src + static_cast<size_t>(r) * rows.stride_bytes,
+                  rows.row_bytes);
+  });
+}
+
+__global__ void bytes_to_floats_kernel(const unsigned char* __restrict__ src, int64_t count, float* __restrict__ dst) {
+  // Four values per thread: one 4-byte load (src is a device slot, 256-byte aligned), four float stores (dst
+  // follows the stored rows: any alignment).
+  const int64_t step = int64_t(gridDim.x) * blockDim.x;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; 4 * i < count; i += step) {
+    if (4 * i + 4 <= count) {
+      const uchar4 v = reinterpret_cast<const uchar4*>(src)[i];
+      dst[4 * i] = v.x;
+      dst[4 * i + 1] = v.y;
+      dst[4 * i + 2] = v.z;
+      dst[4 * i + 3] = v.w;
+    } else {
+      for (int64_t j = 4 * i; j < count; ++j) dst[j] = src[j];
+    }
+  }
+}
+
+}  // namespace
+
+void set_upload_override(UploadOverride o) {
+  g_chunk_override.store(std::max<int64_t>(0, o.chunk_bytes));
+  g_slots_override.store(std::max(0, o.slots));
+  g_write_combined.store(o.write_combined);
+}
+
+int64_t upload_pinned_allocations() { return g_pinned_allocations.load(); }
+
+UploadChunking upload_chunking(size_t total_bytes, size_t row_bytes) {
+  const int64_t forced = g_chunk_override.load();
+  const size_t largest = forced > 0 ? static_cast<size_t>(forced) : kChunkBytes;
+  size_t chunk = std::min(largest, std::max(std::min(kMinChunkBytes, largest), total_bytes / kMinChunks));
+  chunk = std::max(row_bytes, chunk / std::max<size_t>(1, row_bytes) * row_bytes);  // whole rows, at least one
+  const int forced_slots = g_slots_override.load();
+  return UploadChunking{chunk, forced_slots > 0 ? forced_slots : kSlots};
+}
+
+namespace {
+
+bool page_locked(const void* host) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, host) != cudaSuccess) {
+    cudaGetLastError();  // pageable memory on an old runtime: not an error to keep
+    return false;
+  }
+  return a.type == cudaMemoryTypeHost;  // cudaHostAlloc'd or cudaHostRegister'ed (pageable: Unregistered)
+}
+
+}  // namespace
+
+void upload_host_rows(const HostRows& rows, void* dst, cudaStream_t copy, cudaStream_t consumer,
+                      const std::function<void(const UploadChunk&)>& on_chunk) {
+  if (rows.rows == 0 || rows.row_bytes == 0) return;
+  // Rows the caller keeps in page-locked memory (a pinned torch tensor, its own cudaHostAlloc) are copied from
+  // where they are: no pack, the link's full bandwidth. Still chunked, so that the consumer's work overlaps.
+  const bool direct = page_locked(rows.data);
+  const UploadChunking cut = upload_chunking(static_cast<size_t>(rows.rows) * rows.row_bytes, rows.row_bytes);
+  const int64_t chunk_rows = static_cast<int64_t>(cut.chunk_bytes / rows.row_bytes);
+  const int64_t chunks = (rows.rows + chunk_rows - 1) / chunk_rows;
+  const int used = static_cast<int>(std::min<int64_t>(cut.slots, chunks));
+  const size_t slot_bytes = static_cast<size_t>(std::min(chunk_rows, rows.rows)) * rows.row_bytes;
+  const bool wc = g_write_combined.load();
+  SlotsLease lease;
+  UploadSlots& set = *lease;
+  while (static_cast<int>(set.slots.size()) < used) set.slots.push_back(std::make_unique<Slot>());
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t first = c * chunk_rows, count = std::min(chunk_rows, rows.rows - first);
+    const size_t bytes = static_cast<size_t>(count) * rows.row_bytes;
+    Slot& slot = *set.slots[static_cast<size_t>(c % used)];
+    // The slot's last copy (chunk c - used, or an earlier upload's on another stream) has finished: its pinned bytes
+    // may be written, and its event recorded again without losing track of that copy.
+    slot.wait_copied();
+    if (!direct) {
+      slot.reserve_host(slot_bytes, wc);
+      pack(slot.host, rows, first, count);
+    }
+    void* target = dst ? static_cast<unsigned char*>(dst) + static_cast<size_t>(first) * rows.row_bytes : nullptr;
+    if (!target) {
+      slot.reserve_device(slot_bytes);
+      // The consumer's work on the chunk this device slot held before must have read it.
+      if (slot.consume_pending) GKNN_CUDA_TRY(cudaStreamWaitEvent(copy, slot.consumed.get(), 0));
+      target = slot.device.data();
+    }
+    if (direct)
+      GKNN_CUDA_TRY(cudaMemcpy2DAsync(target, rows.row_bytes,
+                                      static_cast<const unsigned char*>(rows.data) +
+                                          static_cast<size_t>(first) * rows.stride_bytes,
+                                      rows.stride_bytes, rows.row_bytes, static_cast<size_t>(count),
+                                      cudaMemcpyHostToDevice, copy));
+    else
+      GKNN_CUDA_TRY(cudaMemcpyAsync(target, slot.host, bytes, cudaMemcpyHostToDevice, copy));
+    slot.copied.record(copy);
+    slot.copy_pending = true;
+    GKNN_CUDA_TRY(cudaStreamWaitEvent(consumer, slot.copied.get(), 0));
+    on_chunk(UploadChunk{target, first, count});
+    if (!dst) {
+      slot.consumed.record(consumer);
+      slot.consume_pending = true;
+    }
+  }
+}
+
+void convert_bytes_to_floats(const unsigned char* src, int64_t count, float* dst, cudaStream_t s) {
+  if (count <= 0) return;
+  constexpr int kThreads = 256;
+  const int64_t quads = (count + 3) / 4;
+  const int64_t blocks = std::min<int64_t>((quads + kThreads - 1) / kThreads, 8192);
+  bytes_to_floats_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(src, count, dst);
+  GKNN_CUDA_CHECK_LAUNCH();
+}
+
+void release_upload_slots() {
+  idle_pool<std::unique_ptr<UploadSlots>>().drain();  // the destructors wait for pending copies and free the slots
+}
+
+}  // namespace gknn::detail::cuda
