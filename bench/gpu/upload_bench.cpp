@@ -1,0 +1,407 @@
+// upload_bench.cpp: what uploading a resident Index base costs, next to what the host and the link can do (issue 12,
+// item 5: "the resident Index base uploads at >= 80% of the measured host->device bandwidth").
+//
+// Bases: 1M x 128 float32 (512 MB, the SIFT1M shape as floats), 1M x 128 uint8 (the same values as bytes,
+// Index::add(ByteView): 128 MB cross the link, converted on the device) and 16384 x 128 float32 (8 MB: the fixed
+// costs of an add). Per base, each a median of --reps after one warm-up:
+//   pinned H2D    cudaMemcpyAsync of the base's bytes from a cudaHostAlloc buffer (the reference bandwidth)
+//   pageable H2D  cudaMemcpy of the base's bytes from the caller's (malloc'd) memory
+//   pack          parallel_memcpy (core/host_parallel) of the base into pinned memory, whole, and chunk by chunk into
+//                 one slot of the upload's chunk size (what the upload's host side does per chunk)
+//   hostalloc     cudaHostAlloc + cudaFreeHost of one slot of the upload's chunk size (the per-add cost before)
+//   cudaMalloc    of the base's device rows (an add's reserve)
+//   add           Index::add end to end on a fresh cuda Index (synchronised; the Index destroyed outside the
+//                 timing), its GB/s of input bytes and its fraction of the pinned H2D of the same bytes; "first add"
+//                 is the warm-up, the first add of the process for the first base (pinned slots not yet made);
+//                 "add from pinned rows": the same rows in page-locked memory (copied where they are, no pack);
+//                 "before": the add before this change, emulated with its parts (legacy_add_ms), and the speed-up
+//   same          the uint8 Index answers 100 queries (k = 10) with the float Index's ids and distances, bit for bit
+// Then cudaHostRegister of the float base (register + copy + unregister: the pack's alternative for one large
+// contiguous add), and the sweep of the upload's chunking on the 512 MB float base (hooks.hpp set_upload_override:
+// chunk MiB x slots, and write-combined slots) to choose the defaults of pipeline/upload.cu.
+//
+//   gknn_upload_bench [--reps N] [--md FILE] [--no-sweep]
+// The tables go to stdout and to --md FILE, else $OUT/upload_bench.md when OUT is set (scripts/device-check.sh).
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "core/host_parallel.hpp"
+#include "cuda/hooks.hpp"
+#include "cuda/pipeline/staging.cuh"
+#include "cuda/pipeline/upload.cuh"
+#include "core/validate.hpp"
+#include "gknn/index.hpp"
+
+namespace {
+
+using namespace gknn;
+using Clock = std::chrono::steady_clock;
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "gknn_upload_bench: %s: %s\n", what, cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/// Median wall time in ms of `reps` calls of f after one warm-up (whose time goes to *first when asked).
+double timed(int reps, const std::function<void()>& f, double* first = nullptr) {
+  check(cudaDeviceSynchronize(), "sync");
+  Clock::time_point t0 = Clock::now();
+  f();
+  check(cudaDeviceSynchronize(), "sync");
+  if (first) *first = ms_since(t0);
+  std::vector<double> ms;
+  for (int r = 0; r < reps; ++r) {
+    t0 = Clock::now();
+    f();
+    check(cudaDeviceSynchronize(), "sync");
+    ms.push_back(ms_since(t0));
+  }
+  return median(ms);
+}
+
+double gbps(size_t bytes, double ms) { return ms > 0 ? bytes / (ms * 1e6) : 0; }
+
+std::string fmt(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+struct PinnedHost {
+  void* p = nullptr;
+  explicit PinnedHost(size_t bytes) {
+    check(cudaHostAlloc(&p, std::max<size_t>(bytes, 1), cudaHostAllocDefault), "cudaHostAlloc");
+  }
+  ~PinnedHost() { cudaFreeHost(p); }
+};
+
+struct DeviceMem {
+  void* p = nullptr;
+  explicit DeviceMem(size_t bytes) { check(cudaMalloc(&p, std::max<size_t>(bytes, 1)), "cudaMalloc"); }
+  ~DeviceMem() { cudaFree(p); }
+};
+
+struct Base {
+  std::string name;
+  int64_t rows, cols;
+  bool bytes;  ///< uint8 rows (Index::add(ByteView)), else float32
+  const void* data;
+  size_t size() const { return static_cast<size_t>(rows * cols) * (bytes ? 1 : sizeof(float)); }
+  void add_to(Index& index) const {
+    if (bytes) index.add(ByteView{static_cast<const uint8_t*>(data), rows, cols, 0});
+    else index.add(FloatView{static_cast<const float*>(data), rows, cols, 0});
+  }
+};
+
+struct Options {
+  int reps = 5;
+  std::string md;
+  bool sweep = true;
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--reps" && i + 1 < argc) o.reps = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--md" && i + 1 < argc) o.md = argv[++i];
+    else if (a == "--no-sweep") o.sweep = false;
+    else {
+      std::fprintf(stderr, "usage: gknn_upload_bench [--reps N] [--md FILE] [--no-sweep]\n");
+      std::exit(2);
+    }
+  }
+  if (o.md.empty())
+    if (const char* out = std::getenv("OUT"); out && *out) o.md = std::string(out) + "/upload_bench.md";
+  return o;
+}
+
+/// Index::add of `b` on a fresh cuda Index, timed; the Index is destroyed outside the timing.
+double add_ms(const Base& b) {
+  check(cudaDeviceSynchronize(), "sync");
+  Index index(b.cols, Metric::SquaredL2, Backend::Cuda);
+  const Clock::time_point t0 = Clock::now();
+  b.add_to(index);
+  check(cudaDeviceSynchronize(), "sync");
+  return ms_since(t0);
+}
+
+/// What Index::add did before the kept slots (emulated with the same parts, norms left out): a uint8 base converted
+/// to floats on the host (what the Python layer does), the host value scan, the rows' cudaMalloc, then a Stager
+/// with two fresh 32 MiB pinned slots (cudaMallocHost, freed at the end) packing and copying 32 MiB chunks.
+double legacy_add_ms(const Base& b, cudaStream_t s) {
+  using gknn::detail::cuda::Stager;
+  check(cudaDeviceSynchronize(), "sync");
+  const Clock::time_point t0 = Clock::now();
+  std::vector<float> converted;
+  const float* data = static_cast<const float*>(b.data);
+  if (b.bytes) {
+    converted.resize(static_cast<size_t>(b.rows * b.cols));
+    const auto* src = static_cast<const uint8_t*>(b.data);
+    const int parts = gknn::detail::host_team();
+    const size_t per = (converted.size() + parts - 1) / parts;
+    gknn::detail::host_parallel(parts, [&](int part) {
+      for (size_t i = part * per; i < std::min(converted.size(), (part + 1) * per); ++i) converted[i] = src[i];
+    });
+    data = converted.data();
+  }
+  const FloatView rows{data, b.rows, b.cols, 0};
+  (void)gknn::detail::validate_matrix(rows, "Index::add vectors", true);
+  float* dst = nullptr;
+  check(cudaMalloc(&dst, static_cast<size_t>(b.rows * (b.cols + 1)) * sizeof(float)), "cudaMalloc");
+  {
+    const int64_t chunk = std::min<int64_t>(b.rows, std::max<int64_t>(1, (int64_t(32) << 20) / (b.cols * 4)));
+    Stager<float> stager(data, b.cols, b.cols, chunk, s, nullptr);
+    for (int64_t r0 = 0; r0 < b.rows; r0 += chunk) {
+      stager.upload_into(dst + r0 * b.cols, r0, std::min(chunk, b.rows - r0), s);
+      stager.release(s);
+    }
+    check(cudaStreamSynchronize(s), "sync");
+  }
+  const double ms = ms_since(t0);
+  check(cudaFree(dst), "cudaFree");
+  return ms;
+}
+
+double median_legacy_add_ms(const Base& b, cudaStream_t s, int reps) {
+  (void)legacy_add_ms(b, s);
+  std::vector<double> ms;
+  for (int r = 0; r < reps; ++r) ms.push_back(legacy_add_ms(b, s));
+  return median(ms);
+}
+
+double median_add_ms(const Base& b, int reps, double* first = nullptr) {
+  const double warm = add_ms(b);
+  if (first) *first = warm;
+  std::vector<double> ms;
+  for (int r = 0; r < reps; ++r) ms.push_back(add_ms(b));
+  return median(ms);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::fprintf(stderr, "gknn_upload_bench: no CUDA device\n");
+    return 77;
+  }
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+  check(cudaSetDevice(0), "cudaSetDevice");
+  check(cudaFree(nullptr), "context");
+
+  // SIFT-like values: integers 0..255, as bytes and as the floats of those bytes (the same rows both ways).
+  const int64_t n = 1000000, d = 128, small = 16384;
+  std::vector<uint8_t> bytes(static_cast<size_t>(n * d));
+  std::vector<float> floats(bytes.size());
+  {
+    const int parts = gknn::detail::host_team();
+    const int64_t per = (n + parts - 1) / parts;
+    gknn::detail::host_parallel(parts, [&](int part) {
+      uint64_t x = 0x9E3779B97F4A7C15ull * (part + 1);
+      for (int64_t i = part * per; i < std::min(n, (part + 1) * per); ++i)
+        for (int64_t j = 0; j < d; ++j) {
+          x = x * 6364136223846793005ull + 1442695040888963407ull;
+          const size_t at = static_cast<size_t>(i * d + j);
+          bytes[at] = static_cast<uint8_t>(x >> 56);
+          floats[at] = bytes[at];
+        }
+    });
+  }
+  const std::vector<Base> bases{{"1M x 128 float32", n, d, false, floats.data()},
+                                {"1M x 128 uint8", n, d, true, bytes.data()},
+                                {"16384 x 128 float32", small, d, false, floats.data()}};
+
+  std::vector<std::string> lines;
+  auto emit = [&](const std::string& l) {
+    std::printf("%s\n", l.c_str());
+    std::fflush(stdout);
+    lines.push_back(l);
+  };
+  emit("# gknn upload bench: " + std::string(prop.name) + ", " + std::to_string(gknn::detail::host_team()) +
+       " host threads, median of " + std::to_string(o.reps));
+  emit("");
+
+  // The reference: a pinned copy of 512 MiB.
+  cudaStream_t stream;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+  const size_t ref_bytes = size_t(512) << 20;
+  double pinned_ref_gbps = 0;
+  {
+    PinnedHost h(ref_bytes);
+    DeviceMem dev(ref_bytes);
+    std::memset(h.p, 1, ref_bytes);
+    const double ms = timed(o.reps, [&] {
+      check(cudaMemcpyAsync(dev.p, h.p, ref_bytes, cudaMemcpyHostToDevice, stream), "copy");
+      check(cudaStreamSynchronize(stream), "sync");
+    });
+    pinned_ref_gbps = gbps(ref_bytes, ms);
+    emit("pinned H2D, 512 MiB: " + fmt("%.2f", ms) + " ms = **" + fmt("%.1f", pinned_ref_gbps) + " GB/s**");
+    emit("");
+  }
+
+  emit("| base | MB | pinned H2D GB/s | pageable H2D GB/s | pack whole GB/s | pack per chunk GB/s | "
+       "chunk MiB x slots | hostalloc + free ms | cudaMalloc + free ms | first add ms | add ms | add GB/s | "
+       "of pinned | add from pinned rows ms | before ms (emulated) | same |");
+  emit("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+  std::vector<int64_t> float_ids;
+  std::vector<float> float_distances;
+  for (const Base& b : bases) {
+    const size_t size = b.size();
+    PinnedHost pinned(size);
+    DeviceMem dev(size);
+    std::memset(pinned.p, 0, size);
+    const double pinned_ms = timed(o.reps, [&] {
+      check(cudaMemcpyAsync(dev.p, pinned.p, size, cudaMemcpyHostToDevice, stream), "copy");
+      check(cudaStreamSynchronize(stream), "sync");
+    });
+    const double pageable_ms =
+        timed(o.reps, [&] { check(cudaMemcpy(dev.p, b.data, size, cudaMemcpyHostToDevice), "copy"); });
+    const double pack_ms = timed(o.reps, [&] { gknn::detail::parallel_memcpy(pinned.p, b.data, size); });
+    // The upload's chunking (set_upload_override off: its defaults), one slot packed chunk after chunk.
+    const size_t row_bytes = static_cast<size_t>(b.cols) * (b.bytes ? 1 : sizeof(float));
+    const gknn::detail::cuda::UploadChunking cut = gknn::detail::cuda::upload_chunking(size, row_bytes);
+    const size_t chunk = cut.chunk_bytes;
+    const double chunk_pack_ms = timed(o.reps, [&] {
+      for (size_t at = 0; at < size; at += chunk)
+        gknn::detail::parallel_memcpy(pinned.p, static_cast<const char*>(b.data) + at, std::min(chunk, size - at));
+    });
+    const double hostalloc_ms = timed(o.reps, [&] {
+      void* p = nullptr;
+      check(cudaHostAlloc(&p, chunk, cudaHostAllocDefault), "cudaHostAlloc");
+      check(cudaFreeHost(p), "cudaFreeHost");
+    });
+    const size_t stored = static_cast<size_t>(b.rows * b.cols) * sizeof(float);
+    const double malloc_ms = timed(o.reps, [&] {
+      void* p = nullptr;
+      check(cudaMalloc(&p, stored), "cudaMalloc");
+      check(cudaFree(p), "cudaFree");
+    });
+    double first = 0;
+    const double add = median_add_ms(b, o.reps, &first);
+    // The same rows in page-locked memory: the upload copies them where they are (no pack).
+    gknn::detail::parallel_memcpy(pinned.p, b.data, size);
+    Base in_pinned = b;
+    in_pinned.data = pinned.p;
+    const double add_pinned = median_add_ms(in_pinned, o.reps);
+    const double before = median_legacy_add_ms(b, stream, o.reps);
+    // The same rows as floats and as bytes make the same index.
+    std::string same = "";
+    if (b.rows == n) {
+      const int64_t nq = 100, k = 10;
+      Index index(b.cols, Metric::SquaredL2, Backend::Cuda);
+      b.add_to(index);
+      const Result r = index.search(FloatView{floats.data() + 12345 * d, nq, d, 0}, k);
+      if (!b.bytes) {
+        float_ids = r.indices;
+        float_distances = r.distances;
+      } else {
+        same = r.indices == float_ids && r.distances == float_distances ? "yes" : "**NO**";
+      }
+    }
+    emit("| " + b.name + " | " + fmt("%.1f", size / 1e6) + " | " + fmt("%.1f", gbps(size, pinned_ms)) + " | " +
+         fmt("%.1f", gbps(size, pageable_ms)) + " | " + fmt("%.1f", gbps(size, pack_ms)) + " | " +
+         fmt("%.1f", gbps(size, chunk_pack_ms)) + " | " + fmt("%.2f", chunk / 1048576.0) +
+         fmt(" x %.0f | ", cut.slots) +
+         fmt("%.2f", hostalloc_ms) + " | " + fmt("%.2f", malloc_ms) + " | " + fmt("%.2f", first) + " | " +
+         fmt("%.2f", add) + " | " + fmt("%.1f", gbps(size, add)) + " | " +
+         fmt("%.0f%%", 100.0 * pinned_ms / add) + " | " + fmt("%.2f", add_pinned) +
+         fmt(" (%.0f%%) | ", 100.0 * pinned_ms / add_pinned) + fmt("%.2f", before) +
+         fmt(" (%.1fx) | ", before / add) + same + " |");
+  }
+  emit("");
+  emit("add GB/s: input bytes per second (the uint8 base stores 4x as many bytes on the device); of pinned: the pinned "
+       "H2D time of the same bytes / the add's time.");
+  emit("");
+
+  {  // cudaHostRegister of the caller's rows instead of the pack, for one large contiguous add.
+    const Base& b = bases[0];
+    const size_t size = b.size();
+    DeviceMem dev(size);
+    std::vector<double> reg, copy, unreg;
+    for (int r = 0; r < o.reps; ++r) {
+      Clock::time_point t0 = Clock::now();
+      check(cudaHostRegister(const_cast<void*>(b.data), size, cudaHostRegisterDefault), "cudaHostRegister");
+      reg.push_back(ms_since(t0));
+      t0 = Clock::now();
+      check(cudaMemcpyAsync(dev.p, b.data, size, cudaMemcpyHostToDevice, stream), "copy");
+      check(cudaStreamSynchronize(stream), "sync");
+      copy.push_back(ms_since(t0));
+      t0 = Clock::now();
+      check(cudaHostUnregister(const_cast<void*>(b.data)), "cudaHostUnregister");
+      unreg.push_back(ms_since(t0));
+    }
+    const double total = median(reg) + median(copy) + median(unreg);
+    emit("cudaHostRegister of the " + b.name + " base: register " + fmt("%.2f", median(reg)) + " ms + copy " +
+         fmt("%.2f", median(copy)) + " ms + unregister " + fmt("%.2f", median(unreg)) + " ms = " + fmt("%.2f", total) +
+         " ms (" + fmt("%.1f", gbps(size, total)) + " GB/s)");
+    emit("");
+  }
+
+  if (o.sweep) {  // the chunking of the 512 MB float base
+    const Base& b = bases[0];
+    emit("Sweep: Index::add of the " + b.name + " base by chunking (median of " + std::to_string(o.reps) +
+         "; ms, and % of the 512 MiB pinned H2D)");
+    emit("");
+    const std::vector<int> slot_counts{2, 3, 4, 6};
+    std::string head = "| chunk MiB |", rule = "|---|";
+    for (int s : slot_counts) {
+      head += fmt(" %.0f slots |", s);
+      rule += "---|";
+    }
+    head += " 4 slots, write-combined |";
+    rule += "---|";
+    emit(head);
+    emit(rule);
+    for (int mib : {1, 2, 4, 8, 16, 32}) {
+      std::string line = "| " + std::to_string(mib) + " |";
+      auto cell = [&](int slots, bool wc) {
+        gknn::detail::cuda::set_upload_override({int64_t(mib) << 20, slots, wc});
+        const double ms = median_add_ms(b, o.reps);
+        line += fmt(" %.2f", ms) + fmt(" (%.0f%%) |", 100.0 * gbps(b.size(), ms) / pinned_ref_gbps);
+      };
+      for (int s : slot_counts) cell(s, false);
+      cell(4, true);
+      emit(line);
+    }
+    gknn::detail::cuda::set_upload_override({});
+    emit("");
+    emit("pinned slots allocated by uploads in this process: " +
+         std::to_string(gknn::detail::cuda::upload_pinned_allocations()));
+  }
+  check(cudaStreamDestroy(stream), "stream");
+  gknn::detail::cuda::release_cached_device_resources();
+
+  if (!o.md.empty()) {
+    if (FILE* f = std::fopen(o.md.c_str(), "w")) {
+      for (const std::string& l : lines) std::fprintf(f, "%s\n", l.c_str());
+      std::fclose(f);
+      std::printf("(written to %s)\n", o.md.c_str());
+    } else {
+      std::fprintf(stderr, "gknn_upload_bench: cannot write %s\n", o.md.c_str());
+      return 1;
+    }
+  }
+  return 0;
+}
