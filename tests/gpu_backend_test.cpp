@@ -303,6 +303,40 @@ TEST(GpuLpGemm, KeysEqualGarciaGlobalBitForBit) {
   }
 }
 
+// ---- lp_bytes: the same keys on byte-sized integers ---------------------------------------------------------
+
+// Unsigned (0..255) and signed (-128..127, shifted by 128 in the packing) data, sizes off every 128 x 128 tile and
+// 32-component step: L1 and Linf keys equal garcia_global's bit for bit; data that do not fit a byte are refused.
+TEST(GpuLpBytes, KeysEqualGarciaGlobalBitForBit) {
+  for (const auto& [nb, nq, dim, lo, hi] :
+       {std::tuple<int64_t, int64_t, int64_t, int, int>{300, 130, 37, 0, 255}, {129, 257, 8, -128, 127},
+        {1000, 5, 3, 0, 9}, {128, 128, 128, 0, 255}, {77, 1, 1, -3, 3}, {513, 70, 200, -100, 100}}) {
+    const HostMatrix<float> base = integer_matrix(nb, dim, lo, hi, 95 + nb),
+                            queries = integer_matrix(nq, dim, lo, hi, 96 + nq);
+    for (Metric metric : {Metric::L1, Metric::Linf}) {
+      SearchParams p = cuda_params(std::min<int64_t>(nb, 40), metric);
+      p.distance = DistanceAlgorithm::GarciaGlobal;
+      const Result want = search(base.view(), queries.view(), p);
+      p.distance = DistanceAlgorithm::LpBytes;
+      const Result got = search(base.view(), queries.view(), p);
+      EXPECT_EQ(got.indices, want.indices) << to_string(metric) << " " << nb << "x" << nq << "x" << dim;
+      EXPECT_EQ(got.distances, want.distances) << to_string(metric) << " " << nb << "x" << nq << "x" << dim;
+    }
+  }
+  SearchParams p = cuda_params(5, Metric::L1);
+  p.distance = DistanceAlgorithm::LpBytes;
+  HostMatrix<float> wide = integer_matrix(50, 8, 0, 255, 97), mixed = integer_matrix(50, 8, -128, 127, 99);
+  wide.data[17] = 256.f;  // one value past a byte
+  mixed.data[3] = 128.f;  // negative values and a 128: no byte form either way
+  const HostMatrix<float> fractions = random_matrix(50, 8, 98);
+  EXPECT_THROW(search(wide.view(), wide.view(), p), Error);
+  EXPECT_THROW(search(fractions.view(), fractions.view(), p), Error);
+  EXPECT_THROW(search(mixed.view(), mixed.view(), p), Error);
+  p.metric = Metric::SquaredL2;
+  const HostMatrix<float> bytes = integer_matrix(50, 8, 0, 255, 100);
+  EXPECT_THROW(search(bytes.view(), bytes.view(), p), Error);
+}
+
 // ---- cuBLAS runs in true float32 (no TF32) --------------------------------------------------------------
 
 // Integers in [2049, 2300] need 12 significant bits: TF32 keeps 11, so a TF32 GEMM would round the inputs and

@@ -34,6 +34,8 @@ struct OperandCache {
   }
 };
 
+struct DataFacts;
+
 struct DistanceInput {
   const float* queries = nullptr;
   int64_t query_stride = 0;
@@ -53,6 +55,8 @@ struct DistanceInput {
   /// `base_row0` of that base (the tile's offset). Null: the kernel converts the tile into its scratch.
   OperandCache* base_cache = nullptr;
   int64_t base_row0 = 0;
+  /// What the search's data allow (set by the pipeline): a kernel that packs integer data reads their range here.
+  const DataFacts* facts = nullptr;
 };
 
 struct DistanceOutput {

@@ -23,5 +23,8 @@ bool fused_serves(int64_t k, int64_t dim, const DataFacts& facts);
 FusedResult fused_search(const DistanceInput& in, const DataFacts& facts, int64_t k, const FusedTarget& target,
                          const DistanceContext& ctx);
 size_t fused_operand_bytes(int64_t rows, int64_t dim, const DataFacts& facts);
+bool lp_bytes_serves(Metric key_metric);
+bool lp_bytes_exact_on(const DataFacts& facts);
+size_t lp_bytes_workspace(int64_t nq, int64_t nb, int64_t dim);
 
 }  // namespace gknn::detail::cuda

@@ -75,6 +75,10 @@ DistanceAlgorithm choose_distance(Metric key_metric, int64_t nq, int64_t nb, int
   // H100, uint8-valued data, k = 100 / 16 (bench/results/gpu_bench_2026-11-27_lp.md): L1 1M x 128, 10k queries
   // lp_gemm 129.6 ms vs garcia_global 428.3; Garcia's shape 1.39 vs 3.38 ms; Linf alike. Same keys, bit for bit.
   if (!gemm_key_metric(key_metric)) {
+    const DistanceEntry* bytes = find_distance(DistanceAlgorithm::LpBytes);
+    if (bytes && bytes->supports(key_metric) && bytes->exact_on(facts))
+      return because(DistanceAlgorithm::LpBytes, "L1/Linf keys of byte-sized integer data: lp_gemm's tiles on packed "
+                                                 "bytes, four terms per SIMD instruction (exact)");
     if (find_distance(DistanceAlgorithm::LpGemm))
       return because(DistanceAlgorithm::LpGemm, "L1/Linf/Lp keys: the modified MAGMA GEMM whose inner operation is the "
                                                 "metric's term, register-blocked (3.3x garcia_global, SIFT1M shape)");

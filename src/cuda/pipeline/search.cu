@@ -142,7 +142,8 @@ ListRef search_query_tile(const TileJob& job, const float* queries, int64_t quer
     }
     const DistanceInput din{queries, query_stride, qn, rows.rows, rows.stride, bn, job.dim, job.kp.metric,
                             static_cast<float>(job.kp.p), norms_first ? p.query_norms.data() : nullptr,
-                            job.norms ? base_norms : nullptr, texture_limit_override(), job.operand_cache, b0};
+                            job.norms ? base_norms : nullptr, texture_limit_override(), job.operand_cache, b0,
+                            &job.facts};
     int64_t fallbacks = 0;
     const DistanceContext dctx{p.distance_workspace, s, p.device, &fallbacks};
     const int64_t kt = std::min(k, bn);
