@@ -155,6 +155,14 @@ TEST(CpuIndex, AddNamesTheFirstNonFiniteValue) {
         << e.what();
   }
   EXPECT_EQ(10, index.size());
+  base.row(1000)[0] = NAN;
+  try {
+    index.add(base.view());
+    FAIL() << "a non-finite row was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Index::add vectors row 1000 column 0 is nan"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(10, index.size());
 }
 
 }  // namespace

@@ -163,37 +163,43 @@ TEST(GpuUpload, DeviceScanGivesTheHostFacts) {
 }
 
 /// NaN or Inf in a host batch: the device scan names the first bad row and column as the host scan does, and the
-/// index keeps only the rows it had; the next add overwrites the rejected rows.
+/// index keeps only the rows it had; the next add overwrites the rejected rows. 70000 rows of 512 bytes: the scan
+/// runs per 32 MiB run of chunks (65536 rows), so the bad rows sit in the first and in the second run.
 TEST(GpuUpload, NonFiniteRowIsNamedAndNothingIsStored) {
   UploadGuard guard;
-  const int64_t dim = 100;
-  HostMatrix<float> base = integer_matrix(3000, dim, -5, 5, 60);
+  const int64_t dim = 128, rows = 70000;
+  const HostMatrix<float> base = integer_matrix(rows, dim, -5, 5, 60);
   const HostMatrix<float> queries = integer_matrix(7, dim, -5, 5, 61);
   for (const UploadOverride& chunking : {UploadOverride{}, UploadOverride{4096, 2, false}}) {
-    detail::cuda::set_upload_override(chunking);  // 4096 bytes: 10 rows a chunk, the bad rows in late chunks
-    SCOPED_TRACE("chunk bytes " + std::to_string(chunking.chunk_bytes));
-    Index index(dim, Metric::SquaredL2, Backend::Cuda);
-    index.add(FloatView{base.row(0), 10, dim, 0});
-    HostMatrix<float> bad = base;
-    bad.row(2500)[3] = INFINITY;
-    bad.row(1700)[99] = NAN;
-    bad.row(1700)[42] = -INFINITY;
-    try {
-      index.add(bad.view());
-      FAIL() << "a non-finite row was accepted";
-    } catch (const Error& e) {
-      EXPECT_EQ(ErrorCode::InvalidArgument, e.code());
-      EXPECT_NE(std::string(e.what()).find("Index::add vectors row 1700 column 42 is -inf"), std::string::npos)
-          << e.what();
+    detail::cuda::set_upload_override(chunking);  // 4096 bytes: 8 rows a chunk
+    for (int64_t early : {int64_t(-1), int64_t(1000)}) {
+      SCOPED_TRACE("chunk bytes " + std::to_string(chunking.chunk_bytes) + ", bad row " + std::to_string(early));
+      Index index(dim, Metric::SquaredL2, Backend::Cuda);
+      index.add(FloatView{base.row(0), 10, dim, 0});
+      HostMatrix<float> bad = base;
+      bad.row(69000)[3] = INFINITY;
+      bad.row(66000)[99] = NAN;
+      bad.row(66000)[42] = -INFINITY;
+      if (early >= 0) bad.row(early)[0] = NAN;
+      try {
+        index.add(bad.view());
+        FAIL() << "a non-finite row was accepted";
+      } catch (const Error& e) {
+        EXPECT_EQ(ErrorCode::InvalidArgument, e.code());
+        const std::string want = early >= 0 ? "Index::add vectors row 1000 column 0 is nan"
+                                            : "Index::add vectors row 66000 column 42 is -inf";
+        EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+      }
+      ASSERT_EQ(10, index.size());
+      const FloatView first{base.row(0), 10, dim, 0};
+      ASSERT_EQ("", check_search(index.search(queries.view(), 5), first, queries.view(),
+                                 params_for(Backend::Cuda, 5), exact()));
+      if (early >= 0) continue;
+      index.add(FloatView{base.row(10), rows - 10, dim, 0});
+      ASSERT_EQ(rows, index.size());
+      ASSERT_EQ("", check_search(index.search(queries.view(), 5), base.view(), queries.view(),
+                                 params_for(Backend::Cuda, 5), exact()));
     }
-    ASSERT_EQ(10, index.size());
-    const FloatView first{base.row(0), 10, dim, 0};
-    ASSERT_EQ("", check_search(index.search(queries.view(), 5), first, queries.view(), params_for(Backend::Cuda, 5),
-                               exact()));
-    index.add(FloatView{base.row(10), 2990, dim, 0});
-    ASSERT_EQ(3000, index.size());
-    ASSERT_EQ("", check_search(index.search(queries.view(), 5), base.view(), queries.view(),
-                               params_for(Backend::Cuda, 5), exact()));
   }
 }
 

@@ -31,7 +31,7 @@ struct HostRows {
   size_t stride_bytes = 0;
 };
 
-/// One chunk on the device, handed to the consumer's work.
+/// Uploaded rows on the device (one chunk, or a run of chunks), handed to the consumer's work.
 struct UploadChunk {
   const void* device = nullptr;  ///< its rows on the device, contiguous (row_bytes apart)
   int64_t first_row = 0;         ///< of the whole upload
@@ -48,13 +48,14 @@ struct UploadChunking {
 /// that the pack and the copy of a small add overlap too.
 UploadChunking upload_chunking(size_t total_bytes, size_t row_bytes);
 
-/// Copies `rows` to the device on `copy`, chunk by chunk, through the current device's kept pinned slots.
-/// `dst` (device): chunk rows land at dst + first_row * row_bytes, contiguous. `dst` null: each chunk lands in a
-/// device slot of the lease (kept with the pinned ones), valid for the work on_chunk enqueues on `consumer`: the slot
-/// is overwritten only after that work. Per chunk, `consumer` waits for its copy and then on_chunk(chunk) enqueues
-/// the chunk's device work on it. Returns once every chunk is packed and its work enqueued; `consumer` has waited
-/// for every copy, so synchronising it completes the upload (the pinned slots may be reused before that: their next
-/// user waits on their events).
+/// Copies `rows` to the device on `copy`, chunk by chunk, through the current device's kept pinned slots (rows in
+/// page-locked memory: from where they are). `dst` (device): rows land at dst + row * row_bytes, contiguous, and
+/// on_chunk is handed runs of consecutive chunks (up to 32 MiB, the last run when the last chunk has been sent).
+/// `dst` null: each chunk lands in a device slot of the lease (kept with the pinned ones), valid for the work
+/// on_chunk enqueues on `consumer`: the slot is overwritten only after that work. `consumer` first waits for the
+/// copies of what on_chunk(chunk) is handed, then on_chunk enqueues its device work on it. Returns once every chunk
+/// is packed and its work enqueued; `consumer` has waited for every copy, so synchronising it completes the upload
+/// (the pinned slots may be reused before that: their next user waits on their events).
 void upload_host_rows(const HostRows& rows, void* dst, cudaStream_t copy, cudaStream_t consumer,
                       const std::function<void(const UploadChunk&)>& on_chunk);
 
