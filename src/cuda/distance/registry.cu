@@ -77,8 +77,9 @@ DistanceAlgorithm choose_distance(Metric key_metric, int64_t nq, int64_t nb, int
   if (!gemm_key_metric(key_metric)) {
     const DistanceEntry* bytes = find_distance(DistanceAlgorithm::LpBytes);
     if (bytes && bytes->supports(key_metric) && bytes->exact_on(facts))
-      return because(DistanceAlgorithm::LpBytes, "L1/Linf keys of byte-sized integer data: lp_gemm's tiles on packed "
-                                                 "bytes, four terms per SIMD instruction (exact)");
+      return because(DistanceAlgorithm::LpBytes, "L1 keys of byte-sized integer data: lp_gemm's tiles on packed bytes, "
+                                                 "four terms per SIMD instruction, exact (H100, SIFT1M shape: 54.9 ms, "
+                                                 "lp_gemm 129.5)");
     if (find_distance(DistanceAlgorithm::LpGemm))
       return because(DistanceAlgorithm::LpGemm, "L1/Linf/Lp keys: the modified MAGMA GEMM whose inner operation is the "
                                                 "metric's term, register-blocked (3.3x garcia_global, SIFT1M shape)");
@@ -116,11 +117,14 @@ const DistanceEntry& resolve_distance(DistanceAlgorithm requested, Metric key_me
               " is not available on the cuda backend");
   GKNN_EXPECT(e->supports(key_metric), ErrorCode::Unsupported, "distance algorithm ", to_string(a),
               " does not support metric ", to_string(key_metric), " on the cuda backend");
+  const bool bytes = a == DistanceAlgorithm::LpBytes;
   GKNN_EXPECT(!e->exact_on || e->exact_on(facts), ErrorCode::Unsupported, "distance algorithm ", to_string(a),
-              " computes exactly only on integer data with |x| <= 2048 whose partial sums stay below 2^24 "
-              "(2 d max|x|^2 < 2^24 for non-negative data, 4 d max|x|^2 otherwise); these data are not (max |x| = ",
-              facts.values.max_abs, ", dimension ", facts.dim, ", integers: ", facts.values.integral ? "yes" : "no",
-              "): use cublas");
+              bytes ? " computes exactly only on integer data that fit a byte (0..255, or -127..127 with negative "
+                      "values)"
+                    : " computes exactly only on integer data with |x| <= 2048 whose partial sums stay below 2^24 "
+                      "(2 d max|x|^2 < 2^24 for non-negative data, 4 d max|x|^2 otherwise)",
+              "; these data are not (max |x| = ", facts.values.max_abs, ", dimension ", facts.dim, ", integers: ",
+              facts.values.integral ? "yes" : "no", "): use ", bytes ? "lp_gemm" : "cublas");
   return *e;
 }
 
