@@ -184,6 +184,10 @@ TEST_P(Adversarial, MatchesTheOracle) {
       params.distance = e.distance;
       params.select = e.select;
       params.select_options.tang = e.tang;
+      if (outside_exact_range(e.distance, tc.base, tc.queries)) {
+        EXPECT_THROW(search(tc.base.view(), tc.queries.view(), params), Error);  // refused, never inexact
+        continue;
+      }
       Result got;
       ASSERT_NO_THROW(got = search(tc.base.view(), tc.queries.view(), params));
       CheckOptions opt;

@@ -136,7 +136,7 @@ TEST(DeviceViews, IntegerDataGetTheHostPlanAndIdenticalResults) {
     SCOPED_TRACE(c.name);
     const DeviceFloats db(c.base.data), dq(c.queries.data);
     const FloatView b = on_device(db, c.base.view()), q = on_device(dq, c.queries.view());
-    for (int64_t k : {int64_t(10), int64_t(100), int64_t(300)}) {  // 300: beyond the fused kernel's k
+    for (int64_t k : {int64_t(10), int64_t(100), int64_t(300)}) {  // 300: beyond the fused kernel's shared lists
       // Sanitized: k = 10 (fused) and 300 (beyond it) keep both paths; racecheck ran out of its 300 s on the three
       // (2026-11-26, most of it in cuBLAS's kernels for the fractions).
       if (sanitize_mode() && k == 100) continue;
@@ -147,12 +147,11 @@ TEST(DeviceViews, IntegerDataGetTheHostPlanAndIdenticalResults) {
       EXPECT_EQ(host_plan.distance, device_plan.distance);
       EXPECT_EQ(host_plan.distance_reason, device_plan.distance_reason);
       EXPECT_EQ(host_plan.select, device_plan.select);
-      // Not a vacuous comparison: by Auto's rules (unless a measured plan table chose), integer data with k <= 128
-      // take the fused kernel, integer data beyond it fp16_mma, fractions (guarded) tf32 up to k = 256, cuBLAS beyond.
+      // Not a vacuous comparison: by Auto's rules (unless a measured plan table chose), integer data take the fused
+      // kernel (k <= 1024: k = 300 in its filter rounds), fractions (guarded) tf32 up to k = 256, cuBLAS beyond.
       const bool integers = std::string(c.name) != "fractions";
       const DistanceAlgorithm rule = !integers ? (k <= 256 ? DistanceAlgorithm::Tf32 : DistanceAlgorithm::Cublas)
-                                     : k <= 128 ? DistanceAlgorithm::Fused
-                                                : DistanceAlgorithm::Fp16Mma;
+                                               : DistanceAlgorithm::Fused;
       if (device_plan.distance_reason.rfind("auto:", 0) == 0) {
         EXPECT_EQ(rule, device_plan.distance);
       }

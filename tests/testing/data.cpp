@@ -1,7 +1,10 @@
 #include "testing/data.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
+
+#include "gknn/search.hpp"
 
 #include "testing/sanitize.hpp"
 
@@ -70,6 +73,20 @@ std::vector<Case> search_cases(bool large) {
     c.push_back({"many_rows", random_matrix(20011, 20, 23), random_matrix(sized(67, 5), 20, 24), 50, false});
   }
   return c;
+}
+
+bool outside_exact_range(DistanceAlgorithm algorithm, const HostMatrix<float>& base, const HostMatrix<float>& queries) {
+  if (!distance_requires_integer_data(algorithm)) return false;
+  bool negative = false;
+  double max_abs = 0;
+  for (const HostMatrix<float>* m : {&base, &queries})
+    for (float v : m->data) {
+      if (!(v == std::nearbyint(v))) return true;  // fractions, NaN, +-inf
+      negative = negative || v < 0;
+      max_abs = std::max(max_abs, std::fabs(double(v)));
+    }
+  if (algorithm == DistanceAlgorithm::LpBytes) return max_abs > (negative ? 127 : 255);
+  return max_abs > 2048 || (negative ? 4.0 : 2.0) * double(base.cols) * max_abs * max_abs >= 16777216.0;
 }
 
 }  // namespace gknn::testing

@@ -31,4 +31,10 @@ void near_ties(int64_t n, int64_t d, int64_t q, HostMatrix<float>& base, HostMat
 /// sizes that are multiples of no tile. `scale` < 1 shrinks the large cases for slow algorithms.
 std::vector<Case> search_cases(bool large = true);
 
+/// True when a distance algorithm exact only on integer data (distance_requires_integer_data) must refuse these
+/// data: a value not an integer, or outside the algorithm's documented range (lp_bytes: 0..255, or -127..127 with
+/// negative values; the fp16 paths: |x| <= 2048 and 2 d max|x|^2 < 2^24, 4 d max|x|^2 with negative values).
+/// Written from the documentation, not from the library's check, so that a wrong refusal fails the suites.
+bool outside_exact_range(DistanceAlgorithm algorithm, const HostMatrix<float>& base, const HostMatrix<float>& queries);
+
 }  // namespace gknn::testing
