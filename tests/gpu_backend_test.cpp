@@ -306,15 +306,15 @@ TEST(GpuLpGemm, KeysEqualGarciaGlobalBitForBit) {
 // ---- lp_bytes: the same keys on byte-sized integers ---------------------------------------------------------
 
 // Unsigned (0..255) and signed (-127..127, shifted by 128 in the packing) data, sizes off every 128 x 128 tile and
-// 32-component step: L1 keys equal garcia_global's bit for bit; data that may not fit a byte are refused (the value
-// facts keep only max |x|, so negative data with |x| = 128 are), and so are other metrics.
+// step: L1 (bytes) and Linf (halves) keys equal garcia_global's bit for bit; data that may not fit a byte are refused
+// (the value facts keep only max |x|, so negative data with |x| = 128 are), and so are other metrics.
 TEST(GpuLpBytes, KeysEqualGarciaGlobalBitForBit) {
   for (const auto& [nb, nq, dim, lo, hi] :
        {std::tuple<int64_t, int64_t, int64_t, int, int>{300, 130, 37, 0, 255}, {129, 257, 8, -127, 127},
         {1000, 5, 3, 0, 9}, {128, 128, 128, 0, 255}, {77, 1, 1, -3, 3}, {513, 70, 200, -100, 100}}) {
     const HostMatrix<float> base = integer_matrix(nb, dim, lo, hi, 95 + nb),
                             queries = integer_matrix(nq, dim, lo, hi, 96 + nq);
-    for (Metric metric : {Metric::L1}) {
+    for (Metric metric : {Metric::L1, Metric::Linf}) {
       SearchParams p = cuda_params(std::min<int64_t>(nb, 40), metric);
       p.distance = DistanceAlgorithm::GarciaGlobal;
       const Result want = search(base.view(), queries.view(), p);
@@ -334,7 +334,7 @@ TEST(GpuLpBytes, KeysEqualGarciaGlobalBitForBit) {
   EXPECT_THROW(search(fractions.view(), fractions.view(), p), Error);
   EXPECT_THROW(search(mixed.view(), mixed.view(), p), Error);
   const HostMatrix<float> bytes = integer_matrix(50, 8, 0, 255, 100);
-  for (Metric m : {Metric::SquaredL2, Metric::Linf}) {
+  for (Metric m : {Metric::SquaredL2, Metric::Lp}) {
     p.metric = m;
     EXPECT_THROW(search(bytes.view(), bytes.view(), p), Error) << to_string(m);
   }
