@@ -10,6 +10,7 @@
 #include "core/finalize.hpp"
 #include "core/guard.hpp"
 #include "core/validate.hpp"
+#include "gknn/algorithms.hpp"
 #include "gknn/error.hpp"
 
 namespace gknn {
@@ -292,7 +293,8 @@ std::vector<SelectCapability> compiled_select_algorithms(Backend backend) {
 }
 
 bool distance_requires_integer_data(DistanceAlgorithm algorithm) {
-  return algorithm == DistanceAlgorithm::Fp16Mma || algorithm == DistanceAlgorithm::Fused;
+  const catalogue::DistanceInfo* info = catalogue::find(algorithm);  // algorithms.def's precision column
+  return info && info->precision == catalogue::integer_only;
 }
 
 bool backend_available(Backend backend) {
