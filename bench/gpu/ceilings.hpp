@@ -13,7 +13,8 @@
 //             1 to 3 of them, are not counted), x3 for tf32x3 (its 3d columns). SIMT: nq nb d x the instructions
 //             per component of the metric's term and combine: squared L2 2 (subtract, FMA), inner product and cosine
 //             1 (FMA), L1 2 (subtract, add with the |.| modifier), Linf 2 (subtract, max with |.|), Lp 2 (its
-//             powf is not counted: a lower bound). Loads, index arithmetic and the atomics of `atomic` are not
+//             powf is not counted: a lower bound); lp_bytes on packed words: L1 0.5 (vsadu4 + add per 4 bytes),
+//             Linf 1 (half2 subtract + half2 max per 2 halves). Loads, index arithmetic and the atomics of `atomic` are not
 //             counted either: the SIMT floor is that of the arithmetic alone.
 //   bytes     the least the stage must move through HBM: the nq x nb key matrix written once (4 bytes a key)
 //             unless the path is fused (no key matrix), the queries read once (float32) and the base read once
@@ -80,9 +81,14 @@ struct DataKind {
   bool integers_u8 = true;  ///< integers 0..255 (8-bit operands for fused), else float32 data
 };
 
+/// Whether the fused kernel serves (writes no key matrix): fused_serves() of src/cuda/distance/fused/fused.cu,
+/// k <= 1024 and rows of at most 256 operand bytes (8-bit operands where the values fit, else f16).
+inline bool fused_serves_model(DataKind data, int64_t dim, int64_t k) {
+  const int64_t operand_bytes = data.integers_u8 ? 1 : 2;
+  return k >= 1 && k <= 1024 && dim * operand_bytes <= 256;
+}
+
 /// The unit that bounds `path` on these data and this k (the registry entry's precision; see the model above).
-/// The fused kernel's range is that of fused_serves() (src/cuda/distance/fused/fused.cu): k <= 1024 and rows of at
-/// most 256 operand bytes, on data fp16_mma is exact on; 8-bit operands where the values fit.
 inline Unit path_unit(gknn::DistanceAlgorithm path, DataKind data, int64_t dim, int64_t k) {
   using gknn::DistanceAlgorithm;
   switch (path) {
@@ -90,24 +96,21 @@ inline Unit path_unit(gknn::DistanceAlgorithm path, DataKind data, int64_t dim, 
     case DistanceAlgorithm::Tf32:
     case DistanceAlgorithm::Tf32x3: return Unit::Tf32;
     case DistanceAlgorithm::Fp16Mma: return Unit::Fp16;
-    case DistanceAlgorithm::Fused: {
-      const int64_t operand_bytes = data.integers_u8 ? 1 : 2;
-      const bool serves = k >= 1 && k <= 1024 && dim * operand_bytes <= 256;
-      return serves && data.integers_u8 ? Unit::Int8 : Unit::Fp16;
-    }
-    default: return Unit::Simt;  // naive, shared_reduce, atomic, garcia_global, garcia_texture, lp_gemm
+    case DistanceAlgorithm::Fused:
+      return fused_serves_model(data, dim, k) && data.integers_u8 ? Unit::Int8 : Unit::Fp16;
+    default: return Unit::Simt;  // naive, shared_reduce, atomic, garcia_global, garcia_texture, lp_gemm, lp_bytes
   }
 }
 
 /// True when `path` writes no key matrix (the fused kernel where it serves).
 inline bool path_is_fused(gknn::DistanceAlgorithm path, DataKind data, int64_t dim, int64_t k) {
-  if (path != gknn::DistanceAlgorithm::Fused) return false;
-  const int64_t operand_bytes = data.integers_u8 ? 1 : 2;
-  return k >= 1 && k <= 128 && dim * operand_bytes <= 256;
+  return path == gknn::DistanceAlgorithm::Fused && fused_serves_model(data, dim, k);
 }
 
-/// SIMT instructions per component of the metric's term and combine (see the model above).
-inline double simt_instructions_per_term(gknn::Metric metric) {
+/// SIMT instructions per component of the metric's term and combine (see the model above). lp_bytes packs the
+/// components: L1 one vsadu4 and one add per 4 bytes, Linf one half2 subtract and one half2 max per 2 halves.
+inline double simt_instructions_per_term(gknn::DistanceAlgorithm path, gknn::Metric metric) {
+  if (path == gknn::DistanceAlgorithm::LpBytes) return metric == gknn::Metric::L1 ? 0.5 : 1.0;
   switch (metric) {
     case gknn::Metric::InnerProduct:
     case gknn::Metric::Cosine: return 1;
@@ -135,7 +138,7 @@ inline StageFloor stage_floor(gknn::DistanceAlgorithm path, gknn::Metric metric,
   f.unit = path_unit(path, data, dim, k);
   const double terms = double(nq) * double(nb) * double(dim);
   if (f.unit == Unit::Simt)
-    f.ops = terms * simt_instructions_per_term(metric);
+    f.ops = terms * simt_instructions_per_term(path, metric);
   else
     f.ops = 2 * terms * (path == gknn::DistanceAlgorithm::Tf32x3 ? 3 : 1);
   const bool fused = path_is_fused(path, data, dim, k);
