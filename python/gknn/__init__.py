@@ -201,16 +201,17 @@ class Index:
 
     def add(self, x):
         """Appends rows; their ids are their insertion positions 0, 1, ... (FAISS's add). A CUDA tensor (torch,
-        cupy; float32) is copied device to device into a "cuda" index, never through the host."""
+        cupy; float32) is copied device to device into a "cuda" index, never through the host; uint8 rows are
+        uploaded as bytes and widened on the device."""
         if _arrays.is_device_array(x):
             return self._add_device(x, None)
-        self._index.add(_arrays.host_matrix(x, "vectors", allow_uint8=False))
+        self._index.add(_arrays.host_matrix(x, "vectors"))
 
     def add_with_ids(self, x, ids):
         """Appends rows with int64 user ids, returned by search instead of positions (all rows or none)."""
         if _arrays.is_device_array(x):
             return self._add_device(x, ids)
-        host = _arrays.host_matrix(x, "vectors", allow_uint8=False)
+        host = _arrays.host_matrix(x, "vectors")
         self._index.add_with_ids(host, _arrays.int64_vector(ids, "ids", host.shape[0]))
 
     def _require_cuda(self, name):

@@ -21,6 +21,21 @@ def test_index_add_search_reset(rng):
         index.search(queries, 3)
 
 
+def test_index_adds_uint8_rows_as_their_values(rng):
+    base, queries = small_integers(rng, 120, 7), small_integers(rng, 9, 7)
+    as_bytes = np.ascontiguousarray(base, dtype=np.uint8)
+    floats, ints, with_ids = (gknn.Index(7, backend="cpu") for _ in range(3))
+    floats.add(base)
+    ints.add(as_bytes[:50])
+    ints.add(as_bytes[50:])
+    with_ids.add_with_ids(as_bytes, np.arange(120))  # ids equal to the positions: the same answer
+    D, I = floats.search(queries, 6)
+    for index in (ints, with_ids):
+        D2, I2 = index.search(queries, 6)
+        np.testing.assert_array_equal(I2, I)
+        np.testing.assert_array_equal(D2, D)
+
+
 @pytest.mark.parametrize("metric,p", [("cosine", None), ("inner_product", None), ("minkowski", 3.0),
                                       ("chebyshev", None)])
 def test_index_metrics_equal_search(rng, metric, p):
