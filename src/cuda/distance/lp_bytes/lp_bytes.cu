@@ -23,6 +23,7 @@
 
 #include "cuda/common/error.cuh"
 #include "cuda/distance/kernels.cuh"
+#include "cuda/distance/tile_store.cuh"
 #include "cuda/distance/key_ops.cuh"
 
 namespace gknn::detail::cuda {
@@ -136,28 +137,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     __syncthreads();
   }
 
-  // As lp_gemm: a thread's 4 consecutive keys of a row as one float4 where the output allows it.
-  const bool vector_store = out_stride % 4 == 0 && (reinterpret_cast<uintptr_t>(out) & 15) == 0;
-#pragma unroll
-  for (int i = 0; i < kPerThread; ++i) {
-    const int64_t qi = q_first + (i < 4 ? 4 * ty + i : 64 + 4 * ty + (i - 4));
-    if (qi >= nq) continue;
-    float* row = out + qi * out_stride;
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int64_t bj = b_first + 64 * half + 4 * tx;
-      float v[4];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) v[j] = F::key(acc[i][4 * half + j]);
-      if (vector_store && bj + 3 < nb) {
-        *reinterpret_cast<float4*>(row + bj) = make_float4(v[0], v[1], v[2], v[3]);
-      } else {
-#pragma unroll
-        for (int j = 0; j < 4; ++j)
-          if (bj + j < nb) row[bj + j] = v[j];
-      }
-    }
-  }
+  store_tile_keys(acc, [](Acc a) { return F::key(a); }, out, out_stride, nq, nb, q_first, b_first, tx, ty);
 }
 
 template <class F>

@@ -14,6 +14,7 @@
 // the identity of every key metric (key_ops.cuh), and only appended after the real components.
 #include "cuda/distance/key_ops.cuh"
 #include "cuda/distance/kernels.cuh"
+#include "cuda/distance/tile_store.cuh"
 #include "cuda/distance/query_launch.cuh"
 
 namespace gknn::detail::cuda {
@@ -87,27 +88,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     __syncthreads();
   }
 
-  // A thread's 4 consecutive keys of a row go out as one float4 where the output rows allow it (then a warp writes
-  // 256 contiguous bytes per row), else one by one.
-  const bool vector_store = out_stride % 4 == 0 && (reinterpret_cast<uintptr_t>(out) & 15) == 0;
-#pragma unroll
-  for (int i = 0; i < kPerThread; ++i) {
-    const int64_t qi = q_first + (i < 4 ? 4 * ty + i : 64 + 4 * ty + (i - 4));
-    if (qi >= nq) continue;
-    float* row = out + qi * out_stride;
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int64_t bj = b_first + 64 * half + 4 * tx;
-      const float* v = &acc[i][4 * half];
-      if (vector_store && bj + 3 < nb) {
-        *reinterpret_cast<float4*>(row + bj) = make_float4(v[0], v[1], v[2], v[3]);
-      } else {
-#pragma unroll
-        for (int j = 0; j < 4; ++j)
-          if (bj + j < nb) row[bj + j] = v[j];
-      }
-    }
-  }
+  store_tile_keys(acc, [](float a) { return a; }, out, out_stride, nq, nb, q_first, b_first, tx, ty);
 }
 
 }  // namespace
