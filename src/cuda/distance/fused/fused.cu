@@ -28,8 +28,6 @@
 // run the two-stage fp16 path (fp16_mma's GEMM, then selection). k from 129 to 1024 (more than the shared lists
 // hold) runs the same kernel in filter mode, in rounds with per-query thresholds and candidate lists in device
 // memory (large_k.cuh): the key matrix is still never written.
-// k from 129 to 1024: the same kernel in filter mode, in rounds with per-query thresholds and candidate lists in
-// device memory (large_k.cuh); the key matrix is still never written.
 #include <algorithm>
 #include <atomic>
 #include <climits>
@@ -232,10 +230,6 @@ __device__ void keep_best(const Shared& sh, int k, int rows_valid) {
   if (threadIdx.x == 0) *sh.flag = 0;
   __syncthreads();
 }
-
-struct KernelArgs;
-template <class S>
-__device__ void flush_to_candidates(const Shared& sh, const KernelArgs& a, int m0, int rows_valid);
 
 struct KernelArgs {
   const unsigned char* queries;  // nq x row_bytes operands
