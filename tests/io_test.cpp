@@ -558,6 +558,38 @@ TEST(Hdf5, ConvertsFloat64AndInt64DatasetsAndFixedStrings) {
   expect_error([&] { load_matrix(path + ":cube"); }, ErrorCode::Format, {path, "'cube'", "3 dimensions"});
 }
 
+/// An ann-benchmarks file whose "distance" attribute is an array of `count` strings ("l2" each), fixed-length
+/// (4 bytes) or variable-length.
+void string_array_attribute_file(const std::string& path, hsize_t count, bool variable) {
+  hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  ASSERT_GE(file, 0);
+  raw_dataset<float>(file, "train", H5T_NATIVE_FLOAT, {2, 2}, {1.f, 2.f, 3.f, 4.f});
+  raw_dataset<float>(file, "test", H5T_NATIVE_FLOAT, {1, 2}, {5.f, 6.f});
+  hid_t type = H5Tcopy(H5T_C_S1);
+  H5Tset_size(type, variable ? H5T_VARIABLE : 4);
+  hid_t space = H5Screate_simple(1, &count, nullptr);
+  hid_t attr = H5Acreate2(file, "distance", type, space, H5P_DEFAULT, H5P_DEFAULT);
+  std::vector<const char*> pointers(count, "l2");
+  std::vector<char> fixed(count * 4, '\0');
+  for (hsize_t i = 0; i < count; ++i) std::memcpy(&fixed[i * 4], "l2", 2);
+  ASSERT_GE(H5Awrite(attr, type, variable ? static_cast<const void*>(pointers.data()) : fixed.data()), 0);
+  H5Aclose(attr);
+  H5Sclose(space);
+  H5Tclose(type);
+  H5Fclose(file);
+}
+
+TEST(Hdf5, DistanceAttributeOfSeveralStringsIsFormatBeforeReading) {
+  // H5Aread writes every element: an array attribute read into a buffer for one string overflowed it.
+  for (const bool variable : {false, true}) {
+    const std::string path = temp_path(variable ? "vlen.hdf5" : "fixed.hdf5");
+    string_array_attribute_file(path, 64, variable);
+    expect_error([&] { read_ann_hdf5(path); }, ErrorCode::Format, {path, "'distance'", "64 values"});
+    string_array_attribute_file(path, 1, variable);  // one string in a 1-element array is read as a scalar
+    EXPECT_EQ(read_ann_hdf5(path).distance, "l2");
+  }
+}
+
 TEST(Hdf5, ShapeBeyondTheStoredValuesIsFormatBeforeAllocating) {
   // A chunked dataset of 2^20 x 2^20 float64 with nothing written stores no chunk: reading it would allocate
   // 8 TiB for fill values. The reader refuses it from the sizes, naming the shape and the stored bytes.

@@ -190,12 +190,19 @@ HostMatrix<int32_t> narrow_to_int32(const HostMatrix<int64_t>& wide, const std::
 }
 
 /// The "distance" attribute, stored by h5py as a variable-length string, by other writers as fixed-length.
+/// H5Aread writes every element of the attribute: it must hold exactly one string (a scalar or one-element array),
+/// and a fixed-length one no longer than the file, before anything is read into a buffer sized for one.
 std::string read_distance_attribute(hid_t file, const std::string& path, const std::string& fallback) {
   if (H5Aexists(file, "distance") <= 0) return fallback;
   Hid attr(H5Aopen(file, "distance", H5P_DEFAULT), H5Aclose);
   Hid type(H5Aget_type(attr.get()), H5Tclose);
   if (!attr.valid() || H5Tget_class(type.get()) != H5T_STRING)
     detail::fail(ErrorCode::Format, "'", path, "': attribute 'distance' is not a string");
+  Hid space(H5Aget_space(attr.get()), H5Sclose);
+  const hssize_t values = space.valid() ? H5Sget_simple_extent_npoints(space.get()) : -1;
+  if (values != 1)
+    detail::fail(ErrorCode::Format, "'", path, "': attribute 'distance' holds ", values,
+                 " values (need one string)");
   Hid mem_type(H5Tcopy(H5T_C_S1), H5Tclose);
   H5Tset_cset(mem_type.get(), H5Tget_cset(type.get()));  // HDF5 does not convert between ASCII and UTF-8
   if (H5Tis_variable_str(type.get()) > 0) {
@@ -207,7 +214,11 @@ std::string read_distance_attribute(hid_t file, const std::string& path, const s
     H5free_memory(text);
     return out;
   }
-  size_t size = H5Tget_size(type.get());
+  const size_t size = H5Tget_size(type.get());
+  std::error_code size_error;
+  const auto file_bytes = std::filesystem::file_size(path, size_error);
+  if (size == 0 || (!size_error && size > file_bytes))
+    detail::fail(ErrorCode::Format, "'", path, "': attribute 'distance' claims a string of ", size, " bytes");
   H5Tset_size(mem_type.get(), size);
   std::string out(size, '\0');
   if (H5Aread(attr.get(), mem_type.get(), out.data()) < 0)
