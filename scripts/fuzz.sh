@@ -61,6 +61,19 @@ innermost_frame() {
 # in_libhdf5 FRAME: true when the frame is libhdf5's (its library, or an H5 function).
 in_libhdf5() { [[ $1 == *libhdf5* || $1 =~ \ in\ H5 ]]; }
 
+# buffer_owner_frame: reads an AddressSanitizer memory-error report on stdin and prints the innermost frame (outside
+# the runtimes) that owns the buffer it names: the stack frame it lies in ("is located in stack of thread ... in
+# frame"), or the code that allocated it ("allocated by thread ... here:"); nothing for other reports. A libhdf5
+# call that overruns a buffer gknn handed it faults inside libhdf5, but the defect is gknn's (the buffer was too
+# small for what it asked libhdf5 to write): such an input is a finding, not a libhdf5 notice.
+buffer_owner_frame() {
+  awk '/is located in stack of thread/ { stack = 1; next }
+       stack && /^ +#[0-9]+ 0x/ { print; exit }
+       /allocated by thread .* here:/ { heap = 1; next }
+       heap && /^ *$/ { exit }
+       heap { print }' | innermost_frame
+}
+
 # classify_hdf5_artifacts DIR: replays every input fork mode recorded (crash-, leak-, timeout-, oom-), alone, and
 # prints "gknn FILE (frame)" for one whose innermost frame outside the runtimes is not libhdf5's (a fault, leak, loop
 # or allocation of gknn's own: a finding) and "libhdf5 FILE (frame)" otherwise (a libhdf5 defect: a notice). The
@@ -73,7 +86,7 @@ replay_hdf5() {  # FILE MALLOC_LIMIT_MB: libFuzzer's report of one input run alo
 }
 
 classify_hdf5_artifacts() {
-  local file out frame
+  local file out frame owner
   for file in "$1"/crash-* "$1"/leak-* "$1"/timeout-* "$1"/oom-*; do
     [[ -e $file ]] || continue
     out=$(replay_hdf5 "$file" 64)
@@ -81,7 +94,10 @@ classify_hdf5_artifacts() {
     # allocation (on the way to the overflow) names who was allocating.
     grep -q "out-of-memory (used:" <<<"$out" && out=$(replay_hdf5 "$file" 8)
     frame=$(innermost_frame <<<"$out")
-    if [[ -z $frame ]] || in_libhdf5 "$frame"; then
+    owner=$(buffer_owner_frame <<<"$out")
+    if [[ -n $owner ]] && ! in_libhdf5 "$owner"; then
+      echo "gknn $file (overruns the buffer of ${owner#"${owner%%[! ]*}"})"
+    elif [[ -z $frame ]] || in_libhdf5 "$frame"; then
       echo "libhdf5 $file ${frame:+(${frame#"${frame%%[! ]*}"})}"
     else
       echo "gknn $file (${frame#"${frame%%[! ]*}"})"
