@@ -80,6 +80,14 @@ double timed(int reps, const std::function<void()>& f, double* first = nullptr) 
 
 double gbps(size_t bytes, double ms) { return ms > 0 ? bytes / (ms * 1e6) : 0; }
 
+/// Median ms of `reps` host-to-device copies of `bytes` from `src` (pinned or not) on `stream`, each synchronised.
+double timed_h2d(int reps, void* dst, const void* src, size_t bytes, cudaStream_t stream) {
+  return timed(reps, [&] {
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream), "copy");
+    check(cudaStreamSynchronize(stream), "sync");
+  });
+}
+
 std::string fmt(const char* f, double v) {
   char b[64];
   std::snprintf(b, sizeof b, f, v);
@@ -252,10 +260,7 @@ int main(int argc, char** argv) {
     PinnedHost h(ref_bytes);
     DeviceMem dev(ref_bytes);
     std::memset(h.p, 1, ref_bytes);
-    const double ms = timed(o.reps, [&] {
-      check(cudaMemcpyAsync(dev.p, h.p, ref_bytes, cudaMemcpyHostToDevice, stream), "copy");
-      check(cudaStreamSynchronize(stream), "sync");
-    });
+    const double ms = timed_h2d(o.reps, dev.p, h.p, ref_bytes, stream);
     pinned_ref_gbps = gbps(ref_bytes, ms);
     emit("pinned H2D, 512 MiB: " + fmt("%.2f", ms) + " ms = **" + fmt("%.1f", pinned_ref_gbps) + " GB/s**");
     emit("");
@@ -272,10 +277,7 @@ int main(int argc, char** argv) {
     PinnedHost pinned(size);
     DeviceMem dev(size);
     std::memset(pinned.p, 0, size);
-    const double pinned_ms = timed(o.reps, [&] {
-      check(cudaMemcpyAsync(dev.p, pinned.p, size, cudaMemcpyHostToDevice, stream), "copy");
-      check(cudaStreamSynchronize(stream), "sync");
-    });
+    const double pinned_ms = timed_h2d(o.reps, dev.p, pinned.p, size, stream);
     const double pageable_ms =
         timed(o.reps, [&] { check(cudaMemcpy(dev.p, b.data, size, cudaMemcpyHostToDevice), "copy"); });
     const double pack_ms = timed(o.reps, [&] { gknn::detail::parallel_memcpy(pinned.p, b.data, size); });
