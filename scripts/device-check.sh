@@ -246,6 +246,7 @@ if [[ $do_sanitize == 1 ]]; then
   "$root/scripts/sanitize-gpu-tests.sh" "${sanitize_args[@]}" >"$out/sanitize.log" 2>&1 || status=1
   [[ -f $out/sanitize-summary.txt ]] && while IFS= read -r l; do summary+=("$l"); done <"$out/sanitize-summary.txt"
   note "sanitize     details: sanitize-<tool>.txt (per test), sanitize-jobs.txt (per shard), sanitize-cases.txt"
+  # (sanitize-summary.txt's own "failures:" line names sanitize-failures.txt: the failed jobs' reports, bounded)
 fi
 
 # ---- 3. benchmarks ----------------------------------------------------------------------------------------

@@ -17,7 +17,8 @@
 # test's line sums what its shards found and adds "+?" when a shard's count is unknown (errors are never hidden).
 # Output in --out: sanitize-<tool>.txt (one line per test: rc, errors, seconds summed over shards, slowest shard),
 # sanitize-cases.txt (the slowest GoogleTest cases of every job, and the case a timed-out job was in),
-# sanitize-summary.txt (one line per tool and the wall time), logs in sanitize-logs/.
+# sanitize-summary.txt (one line per tool and the wall time), sanitize-failures.txt (the sanitizer's reports and
+# GoogleTest's failure lines of every job that failed, bounded: failure_excerpt), logs in sanitize-logs/.
 set -uo pipefail
 
 build="" out="" tools="memcheck,racecheck,synccheck,initcheck" timeout_s=400 jobs=16 max_shards=12 filter="" deadline=0
@@ -55,7 +56,7 @@ if [[ $kernel_exclude == 1 && ,$tools, == *,racecheck,* ]]; then
   probe=$("$sanitizer" --tool racecheck --kernel-name-exclude kns=RadixSort --kernel-name-exclude kns=nvjet true 2>&1)
   [[ $probe == *"Target application"* || $probe == *"ERROR SUMMARY"* ]] && kernel_exclude=2
 fi
-mkdir -p "$logs"
+mkdir -p "$logs/failures"
 
 # One job per line: cost<TAB>tool<TAB>name<TAB>shard<TAB>shards<TAB>leak check (1/0)<TAB>workdir<TAB>shell-quoted
 # env and command. Shards: 1 + COST / 8, at most --max-shards and the binary's number of test cases (an empty
@@ -169,8 +170,33 @@ run_job() {  # tool name shard shards leak-check workdir quoted-command seconds
   (cd "$wd" && env GKNN_TEST_SANITIZE=1 GKNN_TEST_SANITIZE_TOOL="$tool" "${envs[@]}" timeout -k 10 "$limit" \
      "$sanitizer" --tool "$tool" "${extra[@]}" --target-processes all --print-limit 50 "${cmd[@]}") </dev/null >"$log" 2>&1
   rc=$?
-  echo "$tool $name $shard/$shards rc=$rc errors=$(count_errors "$tool" "$log") seconds=$((SECONDS - t0))" \
-    >>"$out/sanitize-jobs.txt"
+  local errors
+  errors=$(count_errors "$tool" "$log")
+  echo "$tool $name $shard/$shards rc=$rc errors=$errors seconds=$((SECONDS - t0))" >>"$out/sanitize-jobs.txt"
+  [[ $rc == 0 && $errors == 0 ]] || failure_excerpt "$tool $name $shard/$shards rc=$rc errors=$errors" "$log" \
+    >"$logs/failures/$tool-$name-$shard.txt"
+}
+
+# A failed job's log, the parts that say why, bounded (the device tool brings back a few files, not the logs):
+# the sanitizer's reports (its "=========" lines: error blocks, hazards, API errors; at most 96, then its summaries)
+# and GoogleTest's failures (each "Failure" with the lines up to the next GoogleTest marker, "[  FAILED  ]", C++
+# exceptions, and the case a timed-out job was in; at most 60 lines). Collected into sanitize-failures.txt.
+failure_excerpt() {  # header log
+  echo "#### $1 (log: sanitize-logs/$(basename "$2"))"
+  echo "-- sanitizer reports:"
+  grep -E '^========= ' "$2" | grep -vE '^========= (COMPUTE-SANITIZER|[A-Z]+ SUMMARY|LEAK SUMMARY: 0 bytes)' |
+    head -n 96
+  grep -E '^========= [A-Z]+ SUMMARY' "$2" | head -n 4
+  echo "-- GoogleTest failures:"
+  awk '/^\[ RUN +\]/ { run = $0; open = 1; shown = 0; block = 0; next }
+       /^\[ +OK +\]/ { open = 0; block = 0; next }
+       /: Failure$|C\+\+ exception|uncaught exception|^terminate called|Segmentation fault|Aborted/ {
+         if (!shown && run != "") print run; shown = 1; block = 14 }
+       /^\[  FAILED  \]/ { print; open = 0; block = 0; next }
+       /^\[/ { block = 0 }
+       block > 0 { print; --block }
+       END { if (open) print "unfinished (timed out or crashed): " run }' "$2" | head -n 60
+  echo
 }
 
 : >"$out/sanitize-jobs.txt"
@@ -194,6 +220,13 @@ for line in "${lines[@]}"; do
 done
 wait
 wall=$((SECONDS - t_start))
+# Every failed job's excerpt (failure_excerpt), most expensive job first (the order they were started in).
+: >"$out/sanitize-failures.txt"
+for line in "${lines[@]}"; do
+  IFS=$'\t' read -r _ tool name shard _ <<<"$line"
+  f="$logs/failures/$tool-$name-$shard.txt"
+  [[ -f $f ]] && cat "$f" >>"$out/sanitize-failures.txt"
+done
 
 # Per tool and test: the distinct non-zero exit codes of its shards (details in sanitize-jobs.txt), summed errors,
 # seconds summed over shards and the slowest shard.
@@ -229,6 +262,9 @@ if ((kernel_exclude == 2)); then filters+="; racecheck: not CUB's radix sorts no
 elif ((kernel_exclude)); then filters+="; racecheck: not CUB's radix sorts"
 else filters+="; racecheck: every kernel (no --kernel-name-exclude in this compute-sanitizer)"; fi
 summary+=("sanitize     kernel filters: $filters")
+failed_jobs=$(grep -c '^#### ' "$out/sanitize-failures.txt")
+((failed_jobs == 0)) ||
+  summary+=("sanitize     failures: $failed_jobs jobs; their reports and failed cases in sanitize-failures.txt")
 printf '%s\n' "${summary[@]}" >"$out/sanitize-summary.txt"
 
 # The slowest GoogleTest cases (what to shrink next) and where each timed-out job was.

@@ -4,7 +4,7 @@
 # (COMPUTE_SANITIZER), so its bookkeeping is checked where no GPU is: shards capped by the number of test cases,
 # the CTest environment and working directory passed on, the leak check for everything but pytest, every ERROR
 # SUMMARY and RACECHECK SUMMARY of a log added up, and a test that exits 77, prints no summary or does not start
-# named as not clean. CTEST: the ctest to use (default: ctest on the PATH).
+# named as not clean, and a failed job's sanitizer reports and GoogleTest failure lines in sanitize-failures.txt. CTEST: the ctest to use (default: ctest on the PATH).
 set -uo pipefail
 script=$1
 work=$(mktemp -d "${TMPDIR:-/tmp}/gknn-sanitize-test.XXXXXX")
@@ -19,7 +19,11 @@ cat >"$work/fake_gtest" <<'EOF'
 echo "args: $* shard ${GTEST_SHARD_INDEX:-}/${GTEST_TOTAL_SHARDS:-} sanitize ${GKNN_TEST_SANITIZE:-}" \
   "env ${FAKE_ENV:-} pwd $PWD"
 echo "[ RUN      ] Suite.a"
-echo "[       OK ] Suite.a (12 ms)"
+if [[ ${FAKE_RC:-0} == 1 ]]; then
+  printf 'suite.cpp:7: Failure\nExpected equality of these values:\n  want\n  got\n[  FAILED  ] Suite.a (12 ms)\n'
+else
+  echo "[       OK ] Suite.a (12 ms)"
+fi
 echo "[==========] 1 tests from 1 test suite ran. (12 ms total)"
 exit "${FAKE_RC:-0}"
 EOF
@@ -40,6 +44,7 @@ done
 [[ \${FAKE_NO_SUMMARY:-0} == 1 ]] && exit \$rc
 n=\${FAKE_ERRORS:-0}
 if [[ \$tool == racecheck ]]; then
+  ((n > 0)) && echo "========= Error: Race reported between Write access at k()+0x10 and Read access at k()+0x20"
   echo "========= RACECHECK SUMMARY: \$n hazards displayed (\$n errors, 0 warnings)"
 else
   echo "========= ERROR SUMMARY: \$n errors"
@@ -82,6 +87,8 @@ has() { grep -qF -- "$2" "$1" || fail "$1 lacks: $2"; }
 
 run clean -- --tools memcheck,racecheck
 [[ $rc == 0 ]] || fail "clean run exited $rc"
+[[ -s $out/sanitize-failures.txt ]] && fail "a clean run wrote failure excerpts"
+grep -q 'failures:' "$work/clean.out" && fail "a clean run's summary names failures"
 has "$work/clean.out" "sanitize     memcheck: 0 errors over 2 tests"
 has "$work/clean.out" "sanitize     racecheck: 0 errors over 1 tests"  # pytest: memcheck and synccheck only
 has "$work/clean.out" "7 jobs, 4 at a time"  # 3 shards x 2 tools + pytest under memcheck
@@ -109,6 +116,18 @@ grep -- '--tool racecheck' "$work/sanitizer-calls.log" | grep -q -- '--kernel-na
 grep -- '--tool racecheck' "$work/sanitizer-calls.log" | grep -q -- '--kernel-name-exclude kns=nvjet' ||
   fail "racecheck checks cuBLAS's nvjet GEMMs although the tool took two exclusions"
 has "$work/errors.out" "fake_gtest(rc=0 errors=6)"
+has "$work/errors.out" "sanitize     failures: 7 jobs; their reports and failed cases in sanitize-failures.txt"
+has "$out/sanitize-failures.txt" "#### racecheck fake_gtest 0/3 rc=0 errors=2 (log: sanitize-logs/racecheck-fake_gtest-0.log)"
+has "$out/sanitize-failures.txt" "========= Error: Race reported between Write access"
+has "$out/sanitize-failures.txt" "========= RACECHECK SUMMARY: 2 hazards"
+
+run failed FAKE_RC=1 -- --tools synccheck
+[[ $rc == 1 ]] || fail "a run of failing tests exited $rc"
+has "$work/failed.out" "fake_gtest(rc=1 errors=0)"
+has "$out/sanitize-failures.txt" "[ RUN      ] Suite.a"
+has "$out/sanitize-failures.txt" "suite.cpp:7: Failure"
+has "$out/sanitize-failures.txt" "Expected equality of these values:"
+has "$out/sanitize-failures.txt" "[  FAILED  ] Suite.a (12 ms)"
 
 run skipped FAKE_RC=77 -- --tools synccheck
 [[ $rc == 1 ]] || fail "a run of skipped tests exited $rc"
