@@ -59,9 +59,9 @@ fi
 mkdir -p "$logs/failures"
 
 # One job per line: cost<TAB>tool<TAB>name<TAB>shard<TAB>shards<TAB>leak check (1/0)<TAB>workdir<TAB>shell-quoted
-# env and command. Shards: 1 + COST / 8, at most --max-shards and the binary's number of test cases (an empty
-# shard only pays the tool's start-up). Leak check: not for pytest, whose torch keeps its cached device blocks
-# until exit by design; the C++ binaries free gknn's cached pipelines before they return.
+# env and command. Shards per tool: SECONDS_BY_TOOL / SHARD_SECONDS (below), at most --max-shards and the binary's
+# number of test cases (an empty shard only pays the tool's start-up). Leak check: not for pytest, whose torch keeps
+# its cached device blocks until exit by design; the C++ binaries free gknn's cached pipelines before they return.
 job_list() {
   (cd "$build" && "${CTEST:-ctest}" -L '^gpu$' --show-only=json-v1) | python3 -c '
 import json, os, re, shlex, subprocess, sys
@@ -88,54 +88,80 @@ def case_count(entry):  # test cases of a GoogleTest entry (its filter applied);
 
 with ThreadPoolExecutor(16) as pool:
     counts = list(pool.map(case_count, tests))
-# Seconds of the slowest tool (racecheck, mostly) per entry, summed over its shards, for the shard count (about 60 s
-# a shard) and the order (longest first): runs 8-12 (H100, 2026-11-25), scaled by the cuts made after them (a shard
-# is a process that instruments its kernels again: join_gpu_test took more in 6 shards than in 4); an entry not
-# listed is guessed from its COST (seconds of the normal run) times 4. A one-case entry (gpu_streaming_*) cannot be
-# cut into shards: listing it high starts it first. Run 12 cut the entries guessed too low (device views, the large-k
-# select suite, MPI on 4 ranks: started last, 45-53 s when the deadline came).
-SANITIZE_SECONDS = {
-    "gpu_select_small": 300, "select_suite_gpu": 300, "adversarial_gpu": 300, "search_suite_gpu": 300,
-    "gpu_large_k": 250, "gpu_tang": 220, "join_gpu_test": 200, "gpu_backend": 190, "gpu_sharded_index_test": 180,
-    "select_suite_gpu_tang_merge": 160, "gpu_large_k_many_rows": 150, "gpu_streaming": 120, "gpu_output": 100,
-    "gpu_fused": 120, "select_suite_gpu_tang_insertion": 60, "select_suite_gpu_tang_insertion_buffered": 50,
-    "select_suite_gpu_tang_heap": 45, "gpu_streaming_l1": 40, "gpu_streaming_inner_product": 30, "python_gpu_test": 30,
-    "gpu_device_views": 120, "select_suite_gpu_large_k": 200, "gpu_mpi_search_np1": 40, "gpu_mpi_search_np2": 50,
-    "gpu_mpi_search_np3": 55, "gpu_mpi_search_np4": 60,
+# Job-seconds per entry and tool (memcheck, racecheck, synccheck, initcheck), summed over the shards of the entry: run 15
+# (H100, 2026-11-27, 7477 job-seconds measured), less the cuts made after it (gpu_device_views; gpu_fused under
+# racecheck: see the tests), less the processes saved by fewer shards (a shard is a process that
+# loads and instruments its kernels again: 4-9 s for a shard of one small case, about 25 s per fused-kernel
+# instantiation under racecheck; join_gpu_test took 704 racecheck seconds in 6 shards, 538 in 4). Entries that did
+# not start in run 15 (marked *) are estimates from runs 11-14 and their normal-run COST; an entry not listed is
+# guessed from its COST times 4 under every tool.
+SECONDS_BY_TOOL = {  # memcheck, racecheck, synccheck, initcheck
+    "gpu_large_k": (145, 190, 128, 150), "gpu_device_views": (55, 300, 50, 140),
+    "search_suite_gpu": (120, 200, 80, 100), "adversarial_gpu": (125, 175, 95, 135),
+    "join_gpu_test": (110, 245, 95, 120), "select_suite_gpu": (95, 185, 75, 95), "gpu_fused": (35, 340, 30, 37),
+    "gpu_backend": (100, 135, 88, 110), "gpu_large_k_many_rows": (95, 110, 85, 110), "gpu_tang": (240, 55, 38, 57),
+    "gpu_select_small": (45, 215, 38, 45), "select_suite_gpu_tang_merge": (180, 50, 65, 70),
+    "select_suite_gpu_large_k": (60, 100, 60, 63), "gpu_sharded_index_test": (95, 110, 80, 90),
+    "gpu_mpi_search_np4": (49, 61, 48, 51), "gpu_output": (22, 100, 20, 21),
+    "select_suite_gpu_tang_insertion_buffered": (13, 7, 7, 8),
+    # * not started in run 15:
+    "gpu_streaming": (80, 90, 55, 65), "gpu_streaming_l1": (30, 30, 20, 25),
+    "gpu_streaming_inner_product": (30, 30, 20, 25), "select_suite_gpu_tang_insertion": (80, 30, 25, 30),
+    "select_suite_gpu_tang_heap": (30, 15, 12, 15), "gpu_mpi_search_np1": (35, 40, 35, 35),
+    "gpu_bitonic": (15, 20, 12, 15), "gpu_upload": (20, 20, 15, 20), "gpu_plan_test": (10, 10, 8, 10),
+    "guard_gpu": (40, 45, 30, 35), "python_gpu_test": (45, 0, 40, 0),
 }
-# Seconds of the longest shard of an entry where one case outweighs the rest: racecheck instruments each instantiation of
-# the fused kernel (and of the selectors a device-view test walks through) once per process, about 25 s each
-# (2026-11-25: fused SplitMerge 73-89 s with 4 or 12 searches, its two-stage comparison 27 s with one), so
-# GpuFused.EqualsTheOracleExactly (7 instantiations) and the device-view shards need 150-200 s however small their
-# inputs. They were started last by the per-shard average (run 14: cut at 68-106 s) and now start first.
-LONGEST_SHARD = {"gpu_fused": 220, "gpu_device_views": 160}
+TOOL_INDEX = {"memcheck": 0, "racecheck": 1, "synccheck": 2, "initcheck": 3}
+# Seconds a shard should take: an entry gets ceil(seconds / this) shards of that tool (at most --max-shards and its
+# number of cases). racecheck gets shorter shards (a job of 200+ s cannot end inside the deadline once started
+# late, although its per-process instrumentation is what extra shards repeat); the other tools pay a few seconds per
+# process, so fewer, longer shards (run 15: 6 shards of 8-12 s each for gpu_select_small under memcheck, synccheck,
+# initcheck).
+SHARD_SECONDS = {"memcheck": 100, "racecheck": 90, "synccheck": 100, "initcheck": 100}
+# Shard counts set by the case that dominates an entry (GTest deals case i to shard i % N): gpu_fused under racecheck
+# keeps EqualsTheOracleExactly apart from the other seven cases in 3 shards (more would instrument the fused kernel
+# again per shard); gpu_device_views in 4 under racecheck puts IntegerData..., FloatData..., the guard retries and
+# DeviceSelect.IdenticalToTheCpuSelection in four shards, in 3 under initcheck FloatData and IdenticalTo... together.
+SHARDS = {("gpu_fused", "racecheck"): 3, ("gpu_device_views", "racecheck"): 4, ("gpu_device_views", "initcheck"): 3}
+# Seconds of the longest shard of an entry under a tool where one case outweighs the rest, so those shards start
+# first: racecheck instruments each instantiation of the fused kernel (and of the selectors a device-view test walks
+# through) once per process, about 25 s each (GpuFused.EqualsTheOracleExactly: 241 s with its shard, run 15, before
+# its large-k case went to another test); KAtBucketEdges and RowsNotMultipleOfGroupPowers of gpu_tang under memcheck
+# (103 and 88 s: one thread per row steps through a Tang queue).
+LONGEST_SHARD = {("gpu_fused", "racecheck"): 200, ("gpu_device_views", "racecheck"): 160,
+                 ("gpu_tang", "memcheck"): 100, ("select_suite_gpu_tang_merge", "memcheck"): 75,
+                 ("gpu_device_views", "initcheck"): 90, ("gpu_backend", "initcheck"): 70}
 # Entries that run another entry of the same binary over the same kernels: the MPI test on 2 and 3 ranks (1 and 4
 # ranks keep the one-rank and the uneven many-rank paths; every rank is a process the tools instrument again, and
 # the four entries took 600 job-seconds in run 14, 2026-11-25).
 SAME_AS_ANOTHER = {"gpu_mpi_search_np2", "gpu_mpi_search_np3"}
+# pytest (leak == 0) runs under memcheck and synccheck only: under racecheck and initcheck it took more than 300 s
+# even with only gknn kernels checked (2026-11-24: the tools track every allocation and launch of torch and cupy),
+# and the kernels it reaches are those of gpu_device_views, which every tool checks.
 jobs = []
 for (t, props), count in zip(tests, counts):
     if t["name"] in SAME_AS_ANOTHER and not pattern:
         continue
-    cost = SANITIZE_SECONDS.get(t["name"], 4 * float(props.get("COST", 1) or 1))
     gtest = count is not None
-    shards = max(1, min(max_shards, count, 1 + int(cost // 60))) if gtest else 1
     leak = 0 if os.path.basename(t["command"][0]).startswith("python") else 1
     env = list(props.get("ENVIRONMENT", []))
-    for i in range(shards):
-        shard_env = env + (["GTEST_TOTAL_SHARDS=%d" % shards, "GTEST_SHARD_INDEX=%d" % i] if gtest else [])
-        cmd = shlex.join(shard_env + ["--"] + t["command"])
-        start_key = max(cost / shards, LONGEST_SHARD.get(t["name"], 0))
-        jobs.append((start_key, t["name"], i, shards, leak, props.get("WORKING_DIRECTORY", "-"), cmd))
-jobs.sort(key=lambda j: -j[0])
-# pytest (leak == 0) runs under memcheck and synccheck only: under racecheck and initcheck it took more than 300 s
-# even with only gknn kernels checked (2026-11-24: the tools track every allocation and launch of torch and cupy),
-# and the kernels it reaches are those of gpu_device_views, which every tool checks.
-for j in jobs:
+    guess = 4 * float(props.get("COST", 1) or 1)
     for tool in tools:
-        if j[4] == 0 and tool in ("racecheck", "initcheck"):
+        if leak == 0 and tool in ("racecheck", "initcheck"):
             continue
-        print("%.1f\t%s\t%s\t%d\t%d\t%d\t%s\t%s" % (j[0], tool, j[1], j[2], j[3], j[4], j[5], j[6]))
+        row = SECONDS_BY_TOOL.get(t["name"])
+        cost = row[TOOL_INDEX[tool]] if row and tool in TOOL_INDEX else guess
+        per = SHARD_SECONDS.get(tool, 100)
+        shards = max(1, min(max_shards, count, SHARDS.get((t["name"], tool), -int(-cost // per)))) if gtest else 1
+        for i in range(shards):
+            shard_env = env + (["GTEST_TOTAL_SHARDS=%d" % shards, "GTEST_SHARD_INDEX=%d" % i] if gtest else [])
+            cmd = shlex.join(shard_env + ["--"] + t["command"])
+            start_key = max(cost / shards, LONGEST_SHARD.get((t["name"], tool), 0))
+            jobs.append((start_key, tool, t["name"], i, shards, leak, props.get("WORKING_DIRECTORY", "-"), cmd))
+# Longest first; ties keep the tools interleaved (their order within an entry).
+jobs.sort(key=lambda j: -j[0])
+for j in jobs:
+    print("%.1f\t%s\t%s\t%d\t%d\t%d\t%s\t%s" % j)
 ' "$tools" "$max_shards" "$filter" "$build/tests"
 }
 

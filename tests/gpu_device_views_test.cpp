@@ -120,6 +120,8 @@ TEST(DeviceViews, ScanGivesTheHostFacts) {
   EXPECT_TRUE(detail::validate_matrix(strided, "base", false).integral);
 }
 
+bool integers_case(const char* name) { return std::string(name) != "fractions"; }
+
 TEST(DeviceViews, IntegerDataGetTheHostPlanAndIdenticalResults) {
   // nq x nb above Auto's threshold for the fused kernel (2^23 pairs, 16 queries).
   const int64_t nb = sized(int64_t(70000), int64_t(9000)), nq = sized(int64_t(200), int64_t(1000));
@@ -133,6 +135,10 @@ TEST(DeviceViews, IntegerDataGetTheHostPlanAndIdenticalResults) {
       {"fractions", random_matrix(nb, 64, 15), random_matrix(nq, 64, 16)},
   };
   for (const Data& c : cases) {
+    // racecheck (testing/sanitize.hpp): the signed integers run the fused kernel's other operand instantiation,
+    // whose shared-memory protocol is the uint8 one's (gpu_fused checks both under racecheck); their scan and plan
+    // are checked by the other three tools. (racecheck's shard with this test ran past 300 s, 2026-11-27.)
+    if (racecheck_mode() && std::string(c.name) == "signed integers") continue;
     SCOPED_TRACE(c.name);
     const DeviceFloats db(c.base.data), dq(c.queries.data);
     const FloatView b = on_device(db, c.base.view()), q = on_device(dq, c.queries.view());
@@ -140,6 +146,9 @@ TEST(DeviceViews, IntegerDataGetTheHostPlanAndIdenticalResults) {
       // Sanitized: k = 10 (fused) and 300 (beyond it) keep both paths; racecheck ran out of its 300 s on the three
       // (2026-11-26, most of it in cuBLAS's kernels for the fractions).
       if (sanitize_mode() && k == 100) continue;
+      // racecheck: the fractions at k = 10 only (tf32 + the device certificate; k = 300 is cuBLAS's SGEMM, whose
+      // kernels racecheck skips, and the same certificate kernel).
+      if (racecheck_mode() && !integers_case(c.name) && k == 300) continue;
       SCOPED_TRACE("k = " + std::to_string(k));
       const SearchParams p = cuda_params(k);
       const SearchPlan host_plan = explain_search(c.base.view(), c.queries.view(), p);
@@ -149,7 +158,7 @@ TEST(DeviceViews, IntegerDataGetTheHostPlanAndIdenticalResults) {
       EXPECT_EQ(host_plan.select, device_plan.select);
       // Not a vacuous comparison: by Auto's rules (unless a measured plan table chose), integer data take the fused
       // kernel (k <= 1024: k = 300 in its filter rounds), fractions (guarded) tf32 up to k = 256, cuBLAS beyond.
-      const bool integers = std::string(c.name) != "fractions";
+      const bool integers = integers_case(c.name);
       const DistanceAlgorithm rule = !integers ? (k <= 256 ? DistanceAlgorithm::Tf32 : DistanceAlgorithm::Cublas)
                                                : DistanceAlgorithm::Fused;
       if (device_plan.distance_reason.rfind("auto:", 0) == 0) {
@@ -407,6 +416,10 @@ TEST(DeviceSelect, IdenticalToTheCpuSelection) {
     for (int64_t k : {int64_t(1), int64_t(17), int64_t(256), sh.cols, sh.cols + 5}) {
       if (k > sh.cols + 5 || (k == 256 && k >= sh.cols)) continue;
       for (Order order : {Order::Ascending, Order::Descending}) {
+        // Sanitized: descending at k = 17 only (every destination and both label modes; the other k ascending):
+        // descending runs the same kernels on the other order's keys, and the test took racecheck and initcheck
+        // 170 s with its shard, 2026-11-27.
+        if (sanitize_mode() && order == Order::Descending && k != 17) continue;
         for (bool with_labels : {false, true}) {
           SCOPED_TRACE(std::to_string(sh.rows) + " x " + std::to_string(sh.cols) + " stride " +
                        std::to_string(sh.stride) + ", k = " + std::to_string(k) +

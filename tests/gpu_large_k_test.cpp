@@ -320,15 +320,20 @@ TEST_P(LargeK, ManyRows) {
 // A bracket that misses (moved far above or below the k-th key by SelectOverrides::bracket_rank_shift) must fall
 // back to the passes from the input and still give the exact result (single-stage has already written outputs).
 TEST_P(LargeK, MissedBracketFallsBack) {
-  // racecheck: 12000 keys a row, still several passes (its cost follows the shared-memory accesses: 79 s, 2026-11-25).
-  const Prepared& p = prepared("uniform", sized(140, 129), racecheck_mode() ? 12000 : sized(40000, 33000), 35);
+  // Sanitized: the bracket variants only. Without the bracket there is none to miss: the shift is never read and the
+  // selections are ManyRows' (the same 129 x 33000 uniform rows, one block per row).
+  if (sanitize_mode() && !GetParam().bracket) GTEST_SKIP() << "no bracket to miss (sanitizer-sized run)";
+  // racecheck: 33000 keys a row as the other tools (it had 12000, 79 s, 2026-11-25: below kBracketMinCols = 16 x the
+  // sort cap = 32768, so the bracket never ran and racecheck never saw its pass nor the fallback after it).
+  const Prepared& p = prepared("uniform", sized(140, 129), sized(40000, 33000), 35);
   const int64_t n = p.rows.cols;
   for (int shift : {-600, 600}) {
     if (racecheck_mode() && shift > 0) continue;  // racecheck: the fallback passes once (141 s for both, 2026-11-25)
     SCOPED_TRACE("rank shift " + std::to_string(shift));
-    // racecheck: k = n / 2 only (the ten selections took racecheck 125 s per bracket variant, 2026-11-25).
+    // racecheck: one k (the ten selections took racecheck 125 s per bracket variant, 2026-11-25), 2048: a bracket
+    // far narrower than kBracketMaxInside of the row, so it is taken (and missed) whatever the sample.
     check_all_k(GetParam(), p,
-                racecheck_mode()  ? std::vector<int64_t>{n / 2}
+                racecheck_mode()  ? std::vector<int64_t>{2048}
                 : sanitize_mode() ? std::vector<int64_t>{2048, n / 2}
                                   : std::vector<int64_t>{1, 2048, 4000, n / 2, n - 1},
                 /*both_orders=*/!sanitize_mode(), shift);
@@ -339,6 +344,9 @@ TEST_P(LargeK, MissedBracketFallsBack) {
 TEST_P(LargeK, ShortRows) {
   // Sanitized: 2 (no pass), 2049 (one key over the sort cap: one pass) and 5000, sorted but at 2049; under racecheck
   // 2049 only (the 36 selections took racecheck 30 s per variant, 2026-11-25).
+  // Sanitized: the variants without the bracket only (rows below kBracketMinCols = 32768 keys never take it: the
+  // bracket variants run the very same kernels and passes here).
+  if (sanitize_mode() && GetParam().bracket) GTEST_SKIP() << "rows too short for the bracket (sanitizer-sized run)";
   for (int64_t cols : {int64_t{1}, int64_t{2}, int64_t{100}, int64_t{2048}, int64_t{2049}, int64_t{5000}}) {
     if (sanitize_mode() && (cols == 1 || cols == 100 || cols == 2048)) continue;
     if (racecheck_mode() && cols != 2049) continue;
@@ -349,7 +357,10 @@ TEST_P(LargeK, ShortRows) {
 
 // User labels decide ties (scrambled, negative too); column labels with an offset.
 TEST_P(LargeK, LabelsDecideTies) {
-  const int64_t cols = racecheck_mode() ? 12000 : sized(40000, 33000);  // racecheck: as MissedBracketFallsBack
+  // racecheck: 12000 keys a row (below kBracketMinCols: the bracket variants run the other variants' passes, so
+  // racecheck takes those only; the bracket with labels is the other tools' at 33000).
+  if (racecheck_mode() && GetParam().bracket) GTEST_SKIP() << "racecheck: rows too short for the bracket";
+  const int64_t cols = racecheck_mode() ? 12000 : sized(40000, 33000);
   // Sanitized: the many-row path sorted only, the offset labels at two k (the 16 selections of 129 x 33000 keys took
   // memcheck 18-20 s per variant, 2026-11-25).
   for (int64_t rows : {int64_t{3}, sized(int64_t{150}, int64_t{129})}) {

@@ -4,7 +4,8 @@
 # (COMPUTE_SANITIZER), so its bookkeeping is checked where no GPU is: shards capped by the number of test cases,
 # the CTest environment and working directory passed on, the leak check for everything but pytest, every ERROR
 # SUMMARY and RACECHECK SUMMARY of a log added up, and a test that exits 77, prints no summary or does not start
-# named as not clean, and a failed job's sanitizer reports and GoogleTest failure lines in sanitize-failures.txt. CTEST: the ctest to use (default: ctest on the PATH).
+# named as not clean, and a failed job's sanitizer reports and GoogleTest failure lines in sanitize-failures.txt.
+# CTEST: the ctest to use (default: ctest on the PATH).
 set -uo pipefail
 script=$1
 work=$(mktemp -d "${TMPDIR:-/tmp}/gknn-sanitize-test.XXXXXX")
@@ -53,13 +54,14 @@ exit \$rc
 EOF
 chmod +x "$work/fake_gtest" "$work/python-stand-in" "$work/compute-sanitizer"
 
-# The CTest tree: fake_gtest (gpu, COST 40 => 1 + 40 / 8 = 6 shards, capped at its 3 cases, environment and working
+# The CTest tree: fake_gtest (gpu, COST 80 => 4 x 80 s guessed, 4 shards of 100 s (memcheck) or 5 of 75 s
+# (racecheck), capped at its 3 cases, environment and working
 # directory set), python_entry (gpu, not GoogleTest: one job, no leak check), cpu_only (label cpu: never run).
 build=$work/build
 mkdir -p "$build/tests" "$work/wd"
 cat >"$build/CTestTestfile.cmake" <<EOF
 add_test(fake_gtest "$work/fake_gtest" "--gtest_filter=Suite.*" "--require-gpu")
-set_tests_properties(fake_gtest PROPERTIES LABELS "gpu" COST "40" ENVIRONMENT "FAKE_ENV=from_ctest"
+set_tests_properties(fake_gtest PROPERTIES LABELS "gpu" COST "80" ENVIRONMENT "FAKE_ENV=from_ctest"
                      WORKING_DIRECTORY "$work/wd")
 add_test(python_entry "$work/python-stand-in" "run.py" "gpu")
 set_tests_properties(python_entry PROPERTIES LABELS "gpu")
@@ -117,7 +119,8 @@ grep -- '--tool racecheck' "$work/sanitizer-calls.log" | grep -q -- '--kernel-na
   fail "racecheck checks cuBLAS's nvjet GEMMs although the tool took two exclusions"
 has "$work/errors.out" "fake_gtest(rc=0 errors=6)"
 has "$work/errors.out" "sanitize     failures: 7 jobs; their reports and failed cases in sanitize-failures.txt"
-has "$out/sanitize-failures.txt" "#### racecheck fake_gtest 0/3 rc=0 errors=2 (log: sanitize-logs/racecheck-fake_gtest-0.log)"
+has "$out/sanitize-failures.txt" \
+  "#### racecheck fake_gtest 0/3 rc=0 errors=2 (log: sanitize-logs/racecheck-fake_gtest-0.log)"
 has "$out/sanitize-failures.txt" "========= Error: Race reported between Write access"
 has "$out/sanitize-failures.txt" "========= RACECHECK SUMMARY: 2 hazards"
 
