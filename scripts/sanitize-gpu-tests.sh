@@ -89,8 +89,8 @@ def case_count(entry):  # test cases of a GoogleTest entry (its filter applied);
 with ThreadPoolExecutor(16) as pool:
     counts = list(pool.map(case_count, tests))
 # Job-seconds per entry and tool (memcheck, racecheck, synccheck, initcheck), summed over the shards of the entry: run 15
-# (H100, 2026-11-27, 7477 job-seconds measured), less the cuts made after it (gpu_device_views; gpu_fused under
-# racecheck: see the tests), less the processes saved by fewer shards (a shard is a process that
+# (H100, 2026-11-27, 7477 job-seconds measured), less the cuts made after it (gpu_device_views, gpu_large_k; under
+# racecheck also gpu_fused, search_suite_gpu, gpu_output: see the tests), less the processes saved by fewer shards (a shard is a process that
 # loads and instruments its kernels again: 4-9 s for a shard of one small case, about 25 s per fused-kernel
 # instantiation under racecheck; join_gpu_test took 704 racecheck seconds in 6 shards, 538 in 4). Entries that did
 # not start in run 15 (marked *) are estimates from runs 11-14 and their normal-run COST; an entry not listed is
@@ -102,7 +102,7 @@ SECONDS_BY_TOOL = {  # memcheck, racecheck, synccheck, initcheck
     "gpu_backend": (100, 135, 88, 110), "gpu_large_k_many_rows": (95, 110, 85, 110), "gpu_tang": (240, 55, 38, 57),
     "gpu_select_small": (45, 215, 38, 45), "select_suite_gpu_tang_merge": (180, 50, 65, 70),
     "select_suite_gpu_large_k": (60, 100, 60, 63), "gpu_sharded_index_test": (95, 110, 80, 90),
-    "gpu_mpi_search_np4": (49, 61, 48, 51), "gpu_output": (22, 100, 20, 21),
+    "gpu_mpi_search_np4": (49, 61, 48, 51), "gpu_output": (22, 70, 20, 21),
     "select_suite_gpu_tang_insertion_buffered": (13, 7, 7, 8),
     # * not started in run 15:
     "gpu_streaming": (80, 90, 55, 65), "gpu_streaming_l1": (30, 30, 20, 25),
