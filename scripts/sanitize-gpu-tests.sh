@@ -90,9 +90,10 @@ with ThreadPoolExecutor(16) as pool:
     counts = list(pool.map(case_count, tests))
 # Job-seconds per entry and tool (memcheck, racecheck, synccheck, initcheck), summed over the shards of the entry: run 15
 # (H100, 2026-11-27, 7477 job-seconds measured), less the cuts made after it (gpu_device_views, gpu_large_k; under
-# racecheck also gpu_fused, search_suite_gpu, gpu_output: see the tests), less the processes saved by fewer shards (a shard is a process that
-# loads and instruments its kernels again: 4-9 s for a shard of one small case, about 25 s per fused-kernel
-# instantiation under racecheck; join_gpu_test took 704 racecheck seconds in 6 shards, 538 in 4). Entries that did
+# racecheck also gpu_fused, search_suite_gpu, gpu_output: see the tests), less the processes saved by fewer shards
+# (a shard is a process that loads and instruments its kernels again: 4-9 s for a shard of one small case, about
+# 25 s per fused-kernel instantiation under racecheck; join_gpu_test took 704 racecheck seconds in 6 shards, 538 in
+# 4). Entries that did
 # not start in run 15 (marked *) are estimates from runs 11-14 and their normal-run COST; an entry not listed is
 # guessed from its COST times 4 under every tool.
 SECONDS_BY_TOOL = {  # memcheck, racecheck, synccheck, initcheck
