@@ -10,6 +10,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <random>
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -17,8 +20,11 @@
 #include <utility>
 #include <vector>
 
+#include "core/async_team.hpp"
+#include "core/chunk_pack.hpp"
 #include "core/finalize.hpp"
 #include "core/host_parallel.hpp"
+#include "core/spin_wait.hpp"
 #include "core/validate.hpp"
 #include "gknn/error.hpp"
 
@@ -147,6 +153,210 @@ TEST(OverlapJob, DestructorWaitsForAnUnjoinedTask) {
     EXPECT_TRUE(job.started());
   }
   EXPECT_EQ(1, ran.load());
+}
+
+/// The async team (an upload's packers): a job runs on threads of the team while its caller goes on, one job at a
+/// time, on the same threads from job to job, and its join (or destructor) returns only after every thread left it.
+TEST(AsyncJob, RunsBesideTheCallerOnKeptThreadsOneJobAtATime) {
+  std::mutex mutex;
+  std::set<std::thread::id> ids;
+  std::atomic<int> entered{0}, release{0};
+  auto body = [&] {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      ids.insert(std::this_thread::get_id());
+    }
+    entered.fetch_add(1);
+    entered.notify_all();
+    wait_until(release, [](int r) { return r != 0; });  // holds the team until the caller says
+  };
+  AsyncJob job(3, &body);
+  ASSERT_TRUE(job.started());
+  wait_until(entered, [](int n) { return n == 3; });  // the caller goes on while the job's threads run
+  int other_ran = 0;
+  auto other = [&] { ++other_ran; };
+  {
+    AsyncJob busy(2, &other);  // the team is held: not started, nothing runs
+    EXPECT_FALSE(busy.started());
+  }
+  release.store(1);
+  release.notify_all();
+  job.join();
+  EXPECT_EQ(0, other_ran);
+  ASSERT_EQ(3u, ids.size());
+  EXPECT_EQ(0u, ids.count(std::this_thread::get_id()));
+  const std::set<std::thread::id> first = ids;
+  ids.clear();
+  entered.store(0);
+  {
+    AsyncJob again(3, &body);  // released already: returns at once
+    ASSERT_TRUE(again.started());
+  }  // the destructor joins
+  EXPECT_EQ(3, entered.load());
+  EXPECT_EQ(first, ids);  // the same threads
+  AsyncJob none(0, &other);
+  EXPECT_FALSE(none.started());
+}
+
+TEST(AsyncJob, PartsTakenInOrderByAnyThreadAllRunOnce) {
+  // The shape of an upload's pack: threads take parts from one counter until none is left.
+  constexpr int kParts = 5000;
+  std::vector<std::atomic<int>> runs(kParts);
+  std::atomic<int> next{0};
+  auto body = [&] {
+    for (int p; (p = next.fetch_add(1)) < kParts;) runs[static_cast<size_t>(p)].fetch_add(1);
+  };
+  for (int round = 0; round < 20; ++round) {
+    next.store(0);
+    AsyncJob job(4, &body);
+    ASSERT_TRUE(job.started());
+    job.join();
+  }
+  for (const std::atomic<int>& r : runs) EXPECT_EQ(20, r.load());
+}
+
+/// A copy engine for ChunkPack's tests: copies issued chunks out of their slots in issue order, each after a random
+/// delay (so that a packer that wrote a slot before its copy had finished would change what lands), into `out`.
+class FakeCopies {
+ public:
+  FakeCopies(const std::vector<int64_t>& starts, size_t row_bytes, int slots, size_t slot_bytes)
+      : out(static_cast<size_t>(starts.back()) * row_bytes), starts_(starts), row_bytes_(row_bytes),
+        slots_(static_cast<size_t>(slots), std::vector<unsigned char>(slot_bytes)), recorded_(slots_.size(), -1),
+        done_(slots_.size(), -1), engine_([this] { loop(); }) {}
+  ~FakeCopies() {
+    issue(-1);
+    engine_.join();
+  }
+  std::vector<unsigned char*> slots() {
+    std::vector<unsigned char*> p;
+    for (auto& s : slots_) p.push_back(s.data());
+    return p;
+  }
+  /// As cudaEventRecord after the copy: the slot's last copy is now chunk c's.
+  void issue(int64_t c) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (c >= 0) recorded_[static_cast<size_t>(c) % slots_.size()] = c;
+    queue_.push_back(c);
+    cv_.notify_all();
+  }
+  /// As cudaEventSynchronize of the slot's event.
+  int wait_copied(size_t s) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait(lock, [&] { return done_[s] >= recorded_[s]; });
+    return 0;
+  }
+  std::vector<unsigned char> out;
+
+ private:
+  void loop() {
+    std::mt19937 rng(5);
+    for (;;) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      cv_.wait(lock, [&] { return !queue_.empty(); });
+      const int64_t c = queue_.front();
+      queue_.pop_front();
+      if (c < 0) return;
+      lock.unlock();
+      std::this_thread::sleep_for(std::chrono::microseconds(rng() % 300));
+      const size_t s = static_cast<size_t>(c) % slots_.size();
+      const size_t first = static_cast<size_t>(starts_[static_cast<size_t>(c)]);
+      const size_t rows = static_cast<size_t>(starts_[static_cast<size_t>(c) + 1]) - first;
+      std::memcpy(out.data() + first * row_bytes_, slots_[s].data(), rows * row_bytes_);
+      lock.lock();
+      done_[s] = c;
+      cv_.notify_all();
+    }
+  }
+
+  const std::vector<int64_t>& starts_;
+  size_t row_bytes_;
+  std::vector<std::vector<unsigned char>> slots_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<int64_t> queue_;
+  std::vector<int64_t> recorded_, done_;
+  std::thread engine_;
+};
+
+/// Rows of `row_bytes` bytes (values from the row and column), `stride` bytes apart, the padding 0xEE.
+std::vector<unsigned char> byte_rows(int64_t rows, size_t row_bytes, size_t stride) {
+  std::vector<unsigned char> v(static_cast<size_t>(rows) * stride, 0xEE);
+  for (int64_t r = 0; r < rows; ++r)
+    for (size_t j = 0; j < row_bytes; ++j)
+      v[static_cast<size_t>(r) * stride + j] = static_cast<unsigned char>(r * 7 + j);
+  return v;
+}
+
+TEST(ChunkPack, ChunkStartsRampUpAndDownAndCoverTheRows) {
+  // 100-byte rows, chunks of 50 rows, ramp from 256 bytes: 2, 4, 8, 16, 32 rows at each end.
+  const std::vector<int64_t> s = chunk_starts(1000, 50, 100, 256);
+  ASSERT_EQ(0, s.front());
+  ASSERT_EQ(1000, s.back());
+  const std::vector<int64_t> head{0, 2, 6, 14, 30, 62}, tail{938, 970, 986, 994, 998, 1000};
+  EXPECT_EQ(head, std::vector<int64_t>(s.begin(), s.begin() + 6));
+  EXPECT_EQ(tail, std::vector<int64_t>(s.end() - 6, s.end()));
+  for (size_t i = 1; i < s.size(); ++i) EXPECT_TRUE(s[i] > s[i - 1] && s[i] - s[i - 1] <= 50);
+  // Without the ramp up: full chunks first, the same end.
+  const std::vector<int64_t> down = chunk_starts(1000, 50, 100, 256, false);
+  EXPECT_EQ((std::vector<int64_t>{0, 50, 100}), std::vector<int64_t>(down.begin(), down.begin() + 3));
+  EXPECT_EQ(tail, std::vector<int64_t>(down.end() - 6, down.end()));
+  // Few chunks: equal ones, no ramp.
+  EXPECT_EQ((std::vector<int64_t>{0, 50, 100, 150, 170}), chunk_starts(170, 50, 100, 256));
+  EXPECT_EQ((std::vector<int64_t>{0, 3}), chunk_starts(3, 50, 100, 1 << 20));
+}
+
+TEST(ChunkPack, EveryChunkLandsWhateverTheSlotsThreadsAndStride) {
+  const int64_t rows = 3000;
+  for (size_t row_bytes : {size_t(12), size_t(100)})
+    for (size_t stride : {row_bytes, row_bytes + 9})
+      for (int slots : {1, 2, 4})
+        for (int threads : {1, 3, 8}) {
+          SCOPED_TRACE(std::to_string(row_bytes) + " bytes, stride " + std::to_string(stride) + ", " +
+                       std::to_string(slots) + " slots, " + std::to_string(threads) + " threads");
+          const std::vector<unsigned char> src = byte_rows(rows, row_bytes, stride);
+          const HostRows host{src.data(), rows, row_bytes, stride};
+          const int64_t chunk_rows = 64;
+          const std::vector<int64_t> starts = chunk_starts(rows, chunk_rows, row_bytes, 64);
+          FakeCopies copies(starts, row_bytes, slots, static_cast<size_t>(chunk_rows) * row_bytes);
+          {
+            ChunkPack pack(host, starts, copies.slots(), threads, [&](size_t s) { return copies.wait_copied(s); });
+            ASSERT_TRUE(pack.started());
+            for (int64_t c = 0; c + 1 < static_cast<int64_t>(starts.size()); ++c) {
+              ASSERT_EQ(0, pack.wait_packed(c));
+              copies.issue(c);
+              pack.issued(c);
+            }
+          }
+          for (int64_t c = 0; c + 1 < static_cast<int64_t>(starts.size()); ++c) copies.wait_copied(size_t(c % slots));
+          std::vector<unsigned char> want(static_cast<size_t>(rows) * row_bytes);
+          copy_rows(want.data(), host, 0, rows);
+          EXPECT_EQ(want, copies.out);
+        }
+}
+
+TEST(ChunkPack, StopsWhenTheCallerLeavesEarlyAndReportsACopyError) {
+  const std::vector<unsigned char> src = byte_rows(5000, 16, 16);
+  const HostRows host{src.data(), 5000, 16, 16};
+  const std::vector<int64_t> starts = chunk_starts(5000, 10, 16, 16);
+  {
+    FakeCopies copies(starts, 16, 2, 160);
+    ChunkPack pack(host, starts, copies.slots(), 4, [&](size_t s) { return copies.wait_copied(s); });
+    for (int64_t c = 0; c < 5; ++c) {
+      ASSERT_EQ(0, pack.wait_packed(c));
+      copies.issue(c);
+      pack.issued(c);
+    }
+  }  // the packers of chunks 6.. wait for copies never issued: the destructor stops them
+  FakeCopies copies(starts, 16, 3, 160);
+  ChunkPack pack(host, starts, copies.slots(), 4, [&](size_t s) { return s == 1 ? 7 : copies.wait_copied(s); });
+  int err = 0;
+  for (int64_t c = 0; c + 1 < static_cast<int64_t>(starts.size()) && err == 0; ++c) {
+    err = pack.wait_packed(c);
+    if (err) break;
+    copies.issue(c);
+    pack.issued(c);
+  }
+  EXPECT_EQ(7, err);  // chunk 4 (slot 1's second) at the latest
 }
 
 TEST(FactsGuess, CoversWhatItsPlanHoldsForAndWidensWithinAKind) {

@@ -14,6 +14,8 @@
 
 #include <omp.h>
 
+#include "core/spin_wait.hpp"
+
 namespace gknn::detail {
 
 int host_team() { return std::max(1, omp_get_max_threads()); }
@@ -24,34 +26,6 @@ int host_parts(int64_t work, int64_t min_per_part) {
 }
 
 namespace {
-
-/// How long a waiting thread spins before it sleeps: the regions of one call follow each other closely, but idle
-/// threads must not hold cores while the device computes (OpenMP's idle threads spin for milliseconds: with a
-/// team of 16 kept alive on the H100's 16 cores, Garcia's search went from 2.9 to 12 ms of wall time).
-constexpr auto kSpin = std::chrono::microseconds(50);
-
-inline void relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
-/// Spins until `value` differs from `old` or kSpin has passed, then sleeps until it does; returns the new value.
-template <class T>
-T wait_change(const std::atomic<T>& value, T old) {
-  T now = value.load(std::memory_order_acquire);
-  const auto until = std::chrono::steady_clock::now() + kSpin;
-  for (int i = 1; now == old; ++i) {
-    relax();
-    now = value.load(std::memory_order_acquire);
-    if (i % 64 == 0 && std::chrono::steady_clock::now() > until) break;
-  }
-  while (now == old) {
-    value.wait(old, std::memory_order_acquire);
-    now = value.load(std::memory_order_acquire);
-  }
-  return now;
-}
 
 /// A worker woken for a job counts down `remaining_` when no part is left; the caller returns only when every
 /// woken worker has, so no worker still reads a job's body or context after its call returned.

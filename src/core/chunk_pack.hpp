@@ -1,0 +1,85 @@
+// chunk_pack.hpp: the host side of a chunked upload (cuda/pipeline/upload.cu): host rows packed chunk by chunk
+// into a few staging slots, ahead of the copies that read them out, on the async team (async_team.hpp). No CUDA
+// here (the copy's completion is the caller's callback), so that the ordering is tested on the CPU
+// (tests/host_parallel_test.cpp).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "core/async_team.hpp"
+
+namespace gknn::detail {
+
+/// Rows in host memory: `rows` rows of `row_bytes` bytes, `stride_bytes` apart (>= row_bytes).
+struct HostRows {
+  const void* data = nullptr;
+  int64_t rows = 0;
+  size_t row_bytes = 0;
+  size_t stride_bytes = 0;
+};
+
+/// Rows [first, first + count) copied contiguously to `dst`, on the calling thread.
+void copy_rows(unsigned char* dst, const HostRows& rows, int64_t first, int64_t count);
+
+/// Rows where each chunk starts, then the total: chunks of `chunk_rows`, except that an upload of many chunks
+/// starts with chunks of `ramp_bytes`, doubling up to chunk_rows (unless !ramp_up), and ends with the same in
+/// reverse: its first copy starts after a short pack (the pipeline's fill) and its last chunk's copy and device work
+/// are short (its drain).
+std::vector<int64_t> chunk_starts(int64_t rows, int64_t chunk_rows, size_t row_bytes, size_t ramp_bytes,
+                                  bool ramp_up = true);
+
+/// The pack of an upload on the async team. Chunk c (rows [starts[c], starts[c + 1])) goes to slots[c % slots]. The
+/// parts of all chunks are taken in upload order by any packer; a part of chunk c >= slots is written once chunk
+/// c - slots, that slot's last, has been issued (issued(c - slots)) and wait_copied(slot) has returned. The caller
+/// issues chunk c once wait_packed(c) returns. Packers do not throw: an error of wait_copied (non-zero) is kept,
+/// its parts are counted as packed without being written, and wait_packed returns it.
+class ChunkPack {
+ public:
+  /// wait_copied(slot): blocks until the copy out of `slot` last issued has finished; 0, or an error code. Starts
+  /// packing on up to `threads` threads; started() is false when the team is busy or threads < 1 (nothing runs).
+  /// `starts` must outlive this.
+  ChunkPack(const HostRows& rows, const std::vector<int64_t>& starts, std::vector<unsigned char*> slots, int threads,
+            std::function<int(size_t slot)> wait_copied);
+  ~ChunkPack() { stop(); }
+  ChunkPack(const ChunkPack&) = delete;
+  ChunkPack& operator=(const ChunkPack&) = delete;
+
+  bool started() const { return job_->started(); }
+  /// Waits until chunk c is packed in its slot; 0, or the first error of a wait_copied.
+  int wait_packed(int64_t c);
+  /// Chunk c's copy out of its slot is issued: the packers of chunk c + slots may wait for it.
+  void issued(int64_t c);
+  /// Stops the packers (those waiting for a copy that will not be issued wake) and waits until they have left.
+  /// Idempotent.
+  void stop();
+
+ private:
+  struct Part {
+    int64_t chunk, first, count;
+  };
+  void work();
+  int wait_slot_free(int64_t c);
+  void keep_error(int e);
+
+  const HostRows rows_;
+  const std::vector<int64_t>& starts_;
+  const std::vector<unsigned char*> slots_;
+  const std::function<int(size_t)> wait_copied_;
+  std::vector<Part> parts_;
+  std::atomic<size_t> next_{0};                      ///< the next part to take
+  std::unique_ptr<std::atomic<int64_t>[]> packed_;   ///< rows of chunk c packed
+  std::unique_ptr<std::atomic<int64_t>[]> free_;     ///< per slot: the last chunk it was found free for (-1: none)
+  std::unique_ptr<std::atomic<int64_t>[]> claimed_;  ///< per slot: the last chunk one of whose packers waits for it
+  std::atomic<int64_t> issued_{0};                   ///< chunks whose copy is issued
+  std::atomic<bool> stop_{false};
+  std::atomic<int> error_{0};
+  std::optional<AsyncJob> job_;  ///< last: started once every field above is set
+};
+
+}  // namespace gknn::detail
