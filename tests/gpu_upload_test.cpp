@@ -1,9 +1,10 @@
 // gpu_upload_test.cpp: Index::add of host rows through the upload's kept pinned slots (pipeline/upload.cuh):
-// chunk edges (batches that are no multiple of the chunk, one slot, chunks of a few rows), strided rows with
-// non-finite padding, several adds in a row, two threads adding at once, 8-bit rows converted on the device, the
-// value facts and the NaN/Inf error of the device scan that replaced the host's scan, no pinned allocation by
-// repeated adds, and rows in page-locked memory copied where they are. Label gpu: skipped without a device. The
-// inputs are small (sanitizer-sized already).
+// chunk edges (batches that are no multiple of the chunk, one slot, chunks of a few rows), many chunks packed ahead
+// of the copies (the ramp of small first and last chunks), strided rows with non-finite padding, several adds in a
+// row, two threads adding at once, 8-bit rows converted on the device, the value facts and the NaN/Inf error of
+// the device scan that replaced the host's scan, no pinned allocation by repeated adds, and rows in page-locked
+// memory copied where they are. Label gpu: skipped without a device. The inputs are small (sanitizer-sized
+// already).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -78,6 +79,39 @@ TEST(GpuUpload, EveryChunkingStoresTheSameRows) {
       EXPECT_EQ(want.indices, got.indices);
       EXPECT_EQ(want.distances, got.distances);
     }
+  }
+}
+
+/// An add of many chunks: chunks of 2 MiB that end with smaller ones (1 MiB, 512 KiB: the ramp down), packed ahead
+/// of the copies by the async team through one slot (each chunk waits for the last one's copy) and three, the
+/// first chunks (one per slot) copied into device slots while the index grows its rows on the overlap helper, as
+/// floats (those moved into place, the others landed in place) and as bytes (each chunk converted from its slot).
+TEST(GpuUpload, ManyChunksPackedAheadOfTheCopies) {
+  UploadGuard guard;
+  const int64_t dim = 128, rows = 20000, stride = 131;  // 10 MB of floats: 2 x (1.5 + 2) MiB and more
+  const HostMatrix<float> base = integer_matrix(rows, dim, 0, 255, 44), queries = integer_matrix(9, dim, 0, 255, 45);
+  const std::vector<float> padded = strided_copy(base, stride);
+  std::vector<uint8_t> bytes(static_cast<size_t>(rows * dim));
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(base.data[i]);
+  const SearchParams p = params_for(Backend::Cuda, 10);
+  const int64_t two_mib = int64_t(2) << 20;
+  for (const UploadOverride& chunking : {UploadOverride{two_mib, 1, false}, UploadOverride{two_mib, 3, false}}) {
+    detail::cuda::set_upload_override(chunking);
+    SCOPED_TRACE("slots " + std::to_string(chunking.slots));
+    Index floats(dim, Metric::SquaredL2, Backend::Cuda), strided(dim, Metric::SquaredL2, Backend::Cuda),
+        from_bytes(dim, Metric::SquaredL2, Backend::Cuda);
+    floats.add(base.view());
+    strided.add(FloatView{padded.data(), rows, dim, stride});
+    from_bytes.add(ByteView{bytes.data(), rows, dim, 0});
+    const Result want = floats.search(queries.view(), 10);
+    EXPECT_EQ("", check_search(want, base.view(), queries.view(), p, exact()));
+    for (const Index* index : {&strided, &from_bytes}) {
+      const Result got = index->search(queries.view(), 10);
+      EXPECT_EQ(want.indices, got.indices);
+      EXPECT_EQ(want.distances, got.distances);
+    }
+    // A one-shot search uploads its base into a known destination: its chunks ramp up from 512 KiB too.
+    EXPECT_EQ("", check_search(search(base.view(), queries.view(), p), base.view(), queries.view(), p, exact()));
   }
 }
 

@@ -2,11 +2,11 @@
 //
 // Rows and their squared norms (for the cuBLAS distance) live in device buffers that grow geometrically, so a
 // database added in many small batches costs amortised O(1) copies per row. Host rows come up chunk by chunk
-// through the process's kept pinned slots (upload.cuh), each chunk's norms and value scan (Index::add scans host
-// rows here, on the device, not in a host pass) and, for 8-bit rows, its conversion to floats running on the
-// device while the next chunk is copied. Searches run the tiled pipeline on
-// the resident rows (no base upload); the pipeline's streams and scratch are kept between searches, and so is the
-// fused kernel's operand copy of the rows (OperandCache: n x 32..256 bytes, e.g. n x d for 8-bit data, made by
+// through the process's kept pinned slots (upload.cuh; their pack starts before the buffers grow), each chunk's
+// norms and value scan (Index::add scans host rows here, on the device, not in a host pass) and, for 8-bit rows,
+// its conversion to floats running on the device while the next chunk is copied. Searches run the tiled pipeline
+// on the resident rows (no base upload); the pipeline's streams and scratch are kept between searches, and so is
+// the fused kernel's operand copy of the rows (OperandCache: n x 32..256 bytes, e.g. n x d for 8-bit data, made by
 // the first fused search where it fits half of the search's memory budget), freed whenever the rows change.
 #include <algorithm>
 #include <mutex>
@@ -39,21 +39,29 @@ class CudaStore final : public detail::ResidentStore {
   detail::ValueStats append_bytes(ByteView rows, std::string_view what) override {
     if (rows.rows == 0) return detail::ValueStats{};
     std::lock_guard<std::mutex> lock(mutex_);
-    Pipeline& p = prepare_append(rows.rows);
-    float* dst = rows_.data() + size_ * dim_;
-    float* norms = norms_.data() + size_;
+    use_device(device_);
+    // Packing starts here (upload.cuh).
+    HostUpload upload(
+        HostRows{rows.data, rows.rows, static_cast<size_t>(dim_), static_cast<size_t>(rows.row_stride())}, true);
+    Pipeline& p = pipeline();
     const cudaStream_t compute = p.compute.get();
     // The bytes go up (a quarter of the floats' bytes) into the upload's device slots; each chunk is converted into
     // its place, its norms and value facts taken, while the next one is copied. The facts are those of the floats,
     // as for an add of the same rows as floats.
     ChunkedValueScan scan(rows.rows, dim_, compute);
-    upload_host_rows(HostRows{rows.data, rows.rows, static_cast<size_t>(dim_), static_cast<size_t>(rows.row_stride())},
-                     nullptr, p.upload.get(), compute, [&](const UploadChunk& c) {
-                       float* d = dst + c.first_row * dim_;
-                       convert_bytes_to_floats(static_cast<const unsigned char*>(c.device), c.rows * dim_, d, compute);
-                       row_squared_norms(d, c.rows, dim_, dim_, norms + c.first_row, compute);
-                       scan.add(d, c.first_row, c.rows, dim_, compute);
-                     });
+    float *dst = nullptr, *norms = nullptr;
+    upload.run(
+        nullptr, p.upload.get(), compute,
+        [&](const UploadChunk& c) {
+          float* d = dst + c.first_row * dim_;
+          convert_bytes_to_floats(static_cast<const unsigned char*>(c.device), c.rows * dim_, d, compute);
+          row_squared_norms(d, c.rows, dim_, dim_, norms + c.first_row, compute);
+          scan.add(d, c.first_row, c.rows, dim_, compute);
+        },
+        [&]() -> void* {
+          grow_for_append(rows.rows, &dst, &norms);
+          return nullptr;  // each chunk converted from its device slot
+        });
     return commit(p, rows.rows, nullptr, &scan, what);
   }
 
@@ -109,31 +117,58 @@ class CudaStore final : public detail::ResidentStore {
   detail::ValueStats store_rows(FloatView rows, const detail::ValueStats* known, std::string_view what) {
     if (rows.rows == 0) return known ? *known : detail::ValueStats{};
     std::lock_guard<std::mutex> lock(mutex_);
+    use_device(device_);
+    return rows.memory == Memory::Device ? store_device_rows(rows, known, what) : store_host_rows(rows, known, what);
+  }
+
+  detail::ValueStats store_device_rows(FloatView rows, const detail::ValueStats* known, std::string_view what) {
     Pipeline& p = prepare_append(rows.rows);
     float* dst = rows_.data() + size_ * dim_;
     float* norms = norms_.data() + size_;
     const cudaStream_t compute = p.compute.get();
     std::optional<ChunkedValueScan> scan;
     if (!known) scan.emplace(rows.rows, dim_, compute);
-    if (rows.memory == Memory::Device) {
-      GKNN_CUDA_TRY(cudaMemcpy2DAsync(dst, static_cast<size_t>(dim_) * sizeof(float), rows.data,
-                                      static_cast<size_t>(rows.row_stride()) * sizeof(float),
-                                      static_cast<size_t>(dim_) * sizeof(float), static_cast<size_t>(rows.rows),
-                                      cudaMemcpyDeviceToDevice, compute));
-      row_squared_norms(dst, rows.rows, dim_, dim_, norms, compute);
-      if (scan) scan->add(dst, 0, rows.rows, dim_, compute);
-    } else {
-      // Chunk by chunk through kept pinned slots (upload.cuh); each chunk's norms (and scan) run on the compute
-      // stream while the next chunk is packed and copied. A row's norm does not depend on the chunking (norms.cu).
-      upload_host_rows(HostRows{rows.data, rows.rows, static_cast<size_t>(dim_) * sizeof(float),
-                                static_cast<size_t>(rows.row_stride()) * sizeof(float)},
-                       dst, p.upload.get(), compute, [&](const UploadChunk& c) {
-                         const float* d = static_cast<const float*>(c.device);
-                         row_squared_norms(d, c.rows, dim_, dim_, norms + c.first_row, compute);
-                         if (scan) scan->add(d, c.first_row, c.rows, dim_, compute);
-                       });
-    }
+    GKNN_CUDA_TRY(cudaMemcpy2DAsync(dst, static_cast<size_t>(dim_) * sizeof(float), rows.data,
+                                    static_cast<size_t>(rows.row_stride()) * sizeof(float),
+                                    static_cast<size_t>(dim_) * sizeof(float), static_cast<size_t>(rows.rows),
+                                    cudaMemcpyDeviceToDevice, compute));
+    row_squared_norms(dst, rows.rows, dim_, dim_, norms, compute);
+    if (scan) scan->add(dst, 0, rows.rows, dim_, compute);
     return commit(p, rows.rows, known, scan ? &*scan : nullptr, what);
+  }
+
+  /// Chunk by chunk through kept pinned slots (upload.cuh), packing from here on, the rows' buffers grown beside the
+  /// first copies; each chunk's norms (and scan) run on the compute stream while the next chunk is packed and
+  /// copied. A row's norm does not depend on the chunking (norms.cu).
+  detail::ValueStats store_host_rows(FloatView rows, const detail::ValueStats* known, std::string_view what) {
+    HostUpload upload(HostRows{rows.data, rows.rows, static_cast<size_t>(dim_) * sizeof(float),
+                               static_cast<size_t>(rows.row_stride()) * sizeof(float)},
+                      true);
+    Pipeline& p = pipeline();
+    const cudaStream_t compute = p.compute.get();
+    std::optional<ChunkedValueScan> scan;
+    if (!known) scan.emplace(rows.rows, dim_, compute);
+    float *dst = nullptr, *norms = nullptr;
+    upload.run(
+        nullptr, p.upload.get(), compute,
+        [&](const UploadChunk& c) {
+          const float* d = static_cast<const float*>(c.device);
+          row_squared_norms(d, c.rows, dim_, dim_, norms + c.first_row, compute);
+          if (scan) scan->add(d, c.first_row, c.rows, dim_, compute);
+        },
+        [&]() -> void* {
+          grow_for_append(rows.rows, &dst, &norms);
+          return dst;  // the rows land in place
+        });
+    return commit(p, rows.rows, known, scan ? &*scan : nullptr, what);
+  }
+
+  /// prepare_append for an upload's `prepare` (it may run on the overlap helper, while the first chunks are copied:
+  /// the device is made current there); *dst and *norms: where the added rows and their norms go.
+  void grow_for_append(int64_t added, float** dst, float** norms) {
+    prepare_append(added);
+    *dst = rows_.data() + size_ * dim_;
+    *norms = norms_.data() + size_;
   }
 
   /// Before rows are appended: the search's buffers and the operand copy go, the rows' buffers grow to hold `added`

@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/chunk_pack.hpp"
 #include "core/host_parallel.hpp"
 #include "cuda/common/buffer.cuh"
 #include "cuda/common/error.cuh"
@@ -16,12 +17,18 @@
 namespace gknn::detail::cuda {
 namespace {
 
-constexpr size_t kChunkBytes = size_t(8) << 20;     ///< largest chunk by default
+constexpr size_t kChunkBytes = size_t(16) << 20;      ///< largest chunk by default
 constexpr size_t kMinChunkBytes = size_t(512) << 10;  ///< smallest chunk a small upload is cut into
 constexpr int64_t kMinChunks = 4;                     ///< chunks a small upload is cut into (pack and copy overlap)
 constexpr int kSlots = 4;
+constexpr size_t kRampBytes = size_t(512) << 10;  ///< first and last chunk of an upload of many chunks
 constexpr size_t kKeptSlotSets = 2;  ///< idle slot sets kept per device (concurrent uploads each lease one)
-constexpr int64_t kMinPackPart = int64_t(1) << 19;  ///< bytes per thread of a strided pack (as parallel_memcpy)
+constexpr int64_t kMinPackPart = int64_t(1) << 19;  ///< bytes per thread of a pack on the host team
+constexpr int kMaxPackers = 16;
+/// Smaller uploads are packed by their caller and make their destination before their copies (waking a thread
+/// would cost more than either saves), unless the chunking is forced (set_upload_override: the tests' small inputs
+/// then take the paths of large uploads).
+constexpr size_t kMinOverlapBytes = size_t(1) << 20;
 constexpr size_t kConsumerGroupBytes = size_t(32) << 20;  ///< rows landed in place handed to on_chunk at once
 
 std::atomic<int64_t> g_chunk_override{0};
@@ -105,18 +112,13 @@ class SlotsLease {
   std::unique_ptr<UploadSlots> slots_;
 };
 
-/// Rows [first, first + count) packed contiguously into `dst` on the host team.
+/// The same on the host team (the caller packs so when another upload holds the async team).
 void pack(unsigned char* dst, const HostRows& rows, int64_t first, int64_t count) {
-  const auto* src = static_cast<const unsigned char*>(rows.data) + static_cast<size_t>(first) * rows.stride_bytes;
-  const size_t bytes = static_cast<size_t>(count) * rows.row_bytes;
-  if (rows.stride_bytes == rows.row_bytes) return parallel_memcpy(dst, src, bytes);  // one copy, split in parts
-  const int parts = host_parts(static_cast<int64_t>(bytes), kMinPackPart);
+  const int parts = host_parts(count * static_cast<int64_t>(rows.row_bytes), kMinPackPart);
   const int64_t per_part = (count + parts - 1) / parts;
   host_parallel(parts, [&](int part) {
-    const int64_t end = std::min(count, (part + 1) * per_part);
-    for (int64_t r = part * per_part; r < end; ++r)
-      std::memcpy(dst + static_cast<size_t>(r) * rows.row_bytes, src + static_cast<size_t>(r) * rows.stride_bytes,
-                  rows.row_bytes);
+    const int64_t begin = part * per_part, end = std::min(count, begin + per_part);
+    if (begin < end) copy_rows(dst + static_cast<size_t>(begin) * rows.row_bytes, rows, first + begin, end - begin);
   });
 }
 
@@ -158,6 +160,9 @@ UploadChunking upload_chunking(size_t total_bytes, size_t row_bytes) {
 
 namespace {
 
+/// Whether an upload of `bytes` uses other threads (its packers, the overlap helper for its destination).
+bool worth_threads(size_t bytes) { return bytes >= kMinOverlapBytes || g_chunk_override.load() > 0; }
+
 bool page_locked(const void* host) {
   cudaPointerAttributes a{};
   if (cudaPointerGetAttributes(&a, host) != cudaSuccess) {
@@ -169,41 +174,127 @@ bool page_locked(const void* host) {
 
 }  // namespace
 
-void upload_host_rows(const HostRows& rows, void* dst, cudaStream_t copy, cudaStream_t consumer,
-                      const std::function<void(const UploadChunk&)>& on_chunk) {
+struct HostUpload::Impl {
+  HostRows rows;
+  bool direct = false;  ///< rows in page-locked memory: copied where they are
+  std::vector<int64_t> starts;
+  size_t slot_bytes = 0;
+  std::optional<SlotsLease> lease;
+  std::vector<Slot*> slots;            ///< the lease's slots this upload uses (chunk c: slots[c % size])
+  std::unique_ptr<ChunkPack> packing;  ///< destroyed (stopped) before the lease gives the slots back
+  bool ran = false;
+};
+
+HostUpload::HostUpload(const HostRows& rows, bool later_destination) : impl_(std::make_unique<Impl>()) {
+  Impl& u = *impl_;
+  u.rows = rows;
   if (rows.rows == 0 || rows.row_bytes == 0) return;
   // Rows the caller keeps in page-locked memory (a pinned torch tensor, its own cudaHostAlloc) are copied from
   // where they are: no pack, the link's full bandwidth. Still chunked, so that the consumer's work overlaps.
-  const bool direct = page_locked(rows.data);
+  u.direct = page_locked(rows.data);
   const UploadChunking cut = upload_chunking(static_cast<size_t>(rows.rows) * rows.row_bytes, rows.row_bytes);
   const int64_t chunk_rows = static_cast<int64_t>(cut.chunk_bytes / rows.row_bytes);
-  const int64_t chunks = (rows.rows + chunk_rows - 1) / chunk_rows;
-  const int used = static_cast<int>(std::min<int64_t>(cut.slots, chunks));
-  const size_t slot_bytes = static_cast<size_t>(std::min(chunk_rows, rows.rows)) * rows.row_bytes;
-  const bool wc = g_write_combined.load();
-  SlotsLease lease;
-  UploadSlots& set = *lease;
+  u.starts = chunk_starts(rows.rows, chunk_rows, rows.row_bytes, kRampBytes, !later_destination);
+  const int used = static_cast<int>(std::min<int64_t>(cut.slots, static_cast<int64_t>(u.starts.size()) - 1));
+  u.slot_bytes = static_cast<size_t>(std::min(chunk_rows, rows.rows)) * rows.row_bytes;
+  u.lease.emplace();
+  UploadSlots& set = **u.lease;
   while (static_cast<int>(set.slots.size()) < used) set.slots.push_back(std::make_unique<Slot>());
-  int64_t handed = 0;  // rows before it were handed to on_chunk (uploads with a destination)
+  for (int s = 0; s < used; ++s) u.slots.push_back(set.slots[static_cast<size_t>(s)].get());
+  if (u.direct) return;
+  const bool wc = g_write_combined.load();
+  for (Slot* slot : u.slots) {
+    slot->wait_copied();  // an earlier upload's last copy from it (finished: its caller synchronised)
+    slot->reserve_host(u.slot_bytes, wc);
+  }
+  int device = 0;
+  GKNN_CUDA_TRY(cudaGetDevice(&device));
+  // The caller's core issues the copies; the packers take the rest of its team.
+  const int packers = std::min(host_team() - 1, kMaxPackers);
+  if (packers < 1 || !worth_threads(static_cast<size_t>(rows.rows) * rows.row_bytes)) return;
+  std::vector<unsigned char*> hosts;
+  for (Slot* slot : u.slots) hosts.push_back(slot->host);
+  // A packer's wait for a slot's last copy: its event (recorded before the chunk was issued), on the upload's device.
+  auto wait_copied = [device, slots = u.slots](size_t s) {
+    cudaError_t e = cudaSetDevice(device);
+    if (e == cudaSuccess) e = cudaEventSynchronize(slots[s]->copied.get());
+    return static_cast<int>(e);
+  };
+  auto packing = std::make_unique<ChunkPack>(rows, u.starts, std::move(hosts), packers, wait_copied);
+  if (packing->started()) u.packing = std::move(packing);
+}
+
+HostUpload::~HostUpload() = default;
+
+void HostUpload::run(void* dst, cudaStream_t copy, cudaStream_t consumer,
+                     const std::function<void(const UploadChunk&)>& on_chunk, const std::function<void*()>& prepare) {
+  Impl& u = *impl_;
+  if (u.ran || u.starts.size() < 2) return;
+  u.ran = true;
+  const HostRows& rows = u.rows;
+  const int64_t chunks = static_cast<int64_t>(u.starts.size()) - 1;
+  const int64_t used = static_cast<int64_t>(u.slots.size());
+  void* dest = dst;    // where rows land in place (null: each chunk in its device slot)
+  int64_t handed = 0;  // rows before it were handed to on_chunk (in place)
+  // The destination made beside the first copies (one per slot, into device slots), on the overlap helper.
+  void* prepared = nullptr;
+  std::optional<OverlapJob> helper;
+  if (prepare) {
+    if (worth_threads(static_cast<size_t>(rows.rows) * rows.row_bytes)) helper.emplace([&] { prepared = prepare(); });
+    if (!helper || !helper->started()) {
+      helper.reset();
+      dest = prepare();
+    }
+  }
+  if (!dest || helper)
+    for (Slot* slot : u.slots) slot->reserve_device(u.slot_bytes);
+  auto rows_at = [&](int64_t c) { return u.starts[static_cast<size_t>(c)]; };
+  // Rows [handed, end) are in place: their work, once their copies (the latest one's event covers them) are in.
+  auto hand_in_place = [&](Slot& latest, int64_t end) {
+    GKNN_CUDA_TRY(cudaStreamWaitEvent(consumer, latest.copied.get(), 0));
+    on_chunk(UploadChunk{static_cast<unsigned char*>(dest) + static_cast<size_t>(handed) * rows.row_bytes,
+                         handed, end - handed});
+    handed = end;
+  };
+  // Chunk c, in its device slot: moved into place (in-place uploads) or handed as it is.
+  auto hand_from_slot = [&](int64_t c, bool last) {
+    Slot& slot = *u.slots[static_cast<size_t>(c % used)];
+    const int64_t first = rows_at(c), count = rows_at(c + 1) - first;
+    GKNN_CUDA_TRY(cudaStreamWaitEvent(consumer, slot.copied.get(), 0));
+    if (dest)
+      GKNN_CUDA_TRY(cudaMemcpyAsync(static_cast<unsigned char*>(dest) + static_cast<size_t>(first) * rows.row_bytes,
+                                    slot.device.data(), static_cast<size_t>(count) * rows.row_bytes,
+                                    cudaMemcpyDeviceToDevice, consumer));
+    else
+      on_chunk(UploadChunk{slot.device.data(), first, count});
+    slot.consumed.record(consumer);
+    slot.consume_pending = true;
+    if (dest && last) hand_in_place(slot, first + count);
+  };
   for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t first = c * chunk_rows, count = std::min(chunk_rows, rows.rows - first);
+    if (helper && c == used) {  // chunk c reuses chunk 0's slot: the chunks before it are handed first
+      helper->join();  // rethrows what prepare threw
+      helper.reset();
+      dest = prepared;
+      for (int64_t d = 0; d < c; ++d) hand_from_slot(d, d + 1 == c);
+    }
+    const int64_t first = rows_at(c), count = rows_at(c + 1) - first;
     const size_t bytes = static_cast<size_t>(count) * rows.row_bytes;
-    Slot& slot = *set.slots[static_cast<size_t>(c % used)];
-    // The slot's last copy (chunk c - used, or an earlier upload's on another stream) has finished: its pinned bytes
-    // may be written, and its event recorded again without losing track of that copy.
-    slot.wait_copied();
-    if (!direct) {
-      slot.reserve_host(slot_bytes, wc);
-      pack(slot.host, rows, first, count);
+    Slot& slot = *u.slots[static_cast<size_t>(c % used)];
+    if (u.packing) {
+      GKNN_CUDA_TRY(static_cast<cudaError_t>(u.packing->wait_packed(c)));  // its packers waited for the slot's copy
+    } else {
+      // The slot's last copy (chunk c - used, or an earlier upload's on another stream) has finished: its pinned
+      // bytes may be written, and its event recorded again without losing track of that copy.
+      slot.wait_copied();
+      if (!u.direct) pack(slot.host, rows, first, count);
     }
-    void* target = dst ? static_cast<unsigned char*>(dst) + static_cast<size_t>(first) * rows.row_bytes : nullptr;
-    if (!target) {
-      slot.reserve_device(slot_bytes);
-      // The consumer's work on the chunk this device slot held before must have read it.
-      if (slot.consume_pending) GKNN_CUDA_TRY(cudaStreamWaitEvent(copy, slot.consumed.get(), 0));
-      target = slot.device.data();
-    }
-    if (direct)
+    const bool in_place = dest && !helper;
+    void* target = in_place ? static_cast<unsigned char*>(dest) + static_cast<size_t>(first) * rows.row_bytes
+                            : slot.device.data();
+    // The consumer's work on the chunk this device slot held before must have read it.
+    if (!in_place && slot.consume_pending) GKNN_CUDA_TRY(cudaStreamWaitEvent(copy, slot.consumed.get(), 0));
+    if (u.direct)
       GKNN_CUDA_TRY(cudaMemcpy2DAsync(target, rows.row_bytes,
                                       static_cast<const unsigned char*>(rows.data) +
                                           static_cast<size_t>(first) * rows.stride_bytes,
@@ -213,21 +304,29 @@ void upload_host_rows(const HostRows& rows, void* dst, cudaStream_t copy, cudaSt
       GKNN_CUDA_TRY(cudaMemcpyAsync(target, slot.host, bytes, cudaMemcpyHostToDevice, copy));
     slot.copied.record(copy);
     slot.copy_pending = true;
-    if (!dst) {  // each chunk in its device slot: its work now, before the slot is written again
-      GKNN_CUDA_TRY(cudaStreamWaitEvent(consumer, slot.copied.get(), 0));
-      on_chunk(UploadChunk{target, first, count});
-      slot.consumed.record(consumer);
-      slot.consume_pending = true;
+    if (u.packing) u.packing->issued(c);
+    if (helper) continue;  // handed once the destination is made
+    if (!in_place) {  // each chunk in its device slot: its work now, before the slot is written again
+      hand_from_slot(c, false);
     } else if (c + 1 == chunks || (first + count - handed) * rows.row_bytes >= kConsumerGroupBytes) {
       // Rows in their place: the work of several chunks at once (one wait, one launch per kernel instead of one per
       // chunk: those host calls would otherwise add ~10% to a pack that keeps pace with the copy). Copies run in
       // order on `copy`, so the latest chunk's event covers the group.
-      GKNN_CUDA_TRY(cudaStreamWaitEvent(consumer, slot.copied.get(), 0));
-      on_chunk(UploadChunk{static_cast<unsigned char*>(dst) + static_cast<size_t>(handed) * rows.row_bytes, handed,
-                           first + count - handed});
-      handed = first + count;
+      hand_in_place(slot, first + count);
     }
   }
+  if (helper) {  // every chunk went to a device slot before the destination was made
+    helper->join();
+    helper.reset();
+    dest = prepared;
+    for (int64_t d = 0; d < chunks; ++d) hand_from_slot(d, d + 1 == chunks);
+  }
+  u.packing.reset();  // every part is packed: the packers have left, the team is free for the next upload
+}
+
+void upload_host_rows(const HostRows& rows, void* dst, cudaStream_t copy, cudaStream_t consumer,
+                      const std::function<void(const UploadChunk&)>& on_chunk) {
+  HostUpload(rows).run(dst, copy, consumer, on_chunk);
 }
 
 void convert_bytes_to_floats(const unsigned char* src, int64_t count, float* dst, cudaStream_t s) {

@@ -1,16 +1,23 @@
 // upload.cuh: bulk host -> device copies of rows (Index::add of host rows, a one-shot search's resident base).
 //
-// Host rows are pageable, so they pass through pinned memory: the host packs chunk i + 1 into one pinned slot (on
-// all host threads) while the copy engine moves chunk i out of another, and the consumer stream runs chunk i's
-// device work (norms, value scan, 8-bit conversion) while chunk i + 1 is copied. Why it is built so (issue 12,
-// item 5; H100 before: a 512 MB float base uploaded at 9.9 GB/s of the 54.6 GB/s a pinned copy reaches, an 8 MB
-// one took 6-9.6 ms):
+// Host rows are pageable, so they pass through pinned memory: the async team (core/chunk_pack.hpp) packs chunks
+// into pinned slots, running ahead of the copies as far as the slots allow, while the caller enqueues each packed
+// chunk's copy and the consumer stream runs the device work (norms, value scan, 8-bit conversion) of the chunks
+// that have landed. Why it is built so (issue 12, item 5; H100 before: a 512 MB float base uploaded at 9.9 GB/s of
+// the 54.6 GB/s a pinned copy reaches, an 8 MB one took 6-9.6 ms):
 // * The pinned slots are kept for the process (per device, in an idle pool, grown and never shrunk), because
 //   cudaMallocHost pins page by page (milliseconds for tens of MB) and cudaFreeHost synchronises the device: the
 //   per-add Stager of two 32 MiB slots paid both on every add.
-// * Several smaller slots (default 4 x 8 MiB, adds of < 32 MiB cut in 4 chunks) keep the copy engine busy while the
-//   host packs, start the first copy early, and leave the slots small enough to stay in the host's last-level
-//   cache between the pack and the DMA that reads them.
+// * Packers of their own: when the caller packed each chunk on the host team between copies, the team slept and
+//   was woken for every chunk, and one machine's pack ran at 20 GB/s per chunk (the float add at 47% of pinned
+//   H2D; 82% on another). The packers stay busy for the whole upload, a part of a chunk each, waiting only for
+//   the slot they write to be free (its last copy's event); the caller only waits for packed chunks.
+// * 4 slots of 16 MiB (the sweep of gknn_upload_bench: 16 MiB x 4 84%, 8 MiB x 4 82%, 2 slots 58-75%); an upload
+//   of many chunks starts and ends with small ones (512 KiB, doubling), so that the first copy starts after a short
+//   pack and the last chunk's device work is short; adds of < 64 MiB are cut in 4 chunks of at least 512 KiB.
+// * The device rows' cudaMalloc (about a millisecond for 512 MB: 1.2-1.4 ms of an add's time beyond its copies)
+//   runs beside the copies: HostUpload starts packing when it is made, before Index::add grows its rows, and run()
+//   has the rows grown on the overlap helper while the first chunks are copied into device slots.
 // * No device synchronisation per chunk: a slot is packed again after the event of its last copy, the consumer
 //   waits for a chunk's copy through an event.
 #pragma once
@@ -18,18 +25,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 
 #include <cuda_runtime.h>
 
+#include "core/chunk_pack.hpp"
+
 namespace gknn::detail::cuda {
 
-/// Rows in host memory: `rows` rows of `row_bytes` bytes, `stride_bytes` apart (>= row_bytes).
-struct HostRows {
-  const void* data = nullptr;
-  int64_t rows = 0;
-  size_t row_bytes = 0;
-  size_t stride_bytes = 0;
-};
+using detail::HostRows;  // rows in host memory (core/chunk_pack.hpp)
 
 /// Uploaded rows on the device (one chunk, or a run of chunks), handed to the consumer's work.
 struct UploadChunk {
@@ -43,19 +47,46 @@ struct UploadChunking {
   size_t chunk_bytes = 0;
   int slots = 0;
 };
-/// The chunking of an upload of `total_bytes` in rows of `row_bytes`: the set_upload_chunking hook's, else 8 MiB
+/// The chunking of an upload of `total_bytes` in rows of `row_bytes`: set_upload_override's (hooks.hpp), else 16 MiB
 /// chunks (at least one row) through 4 slots, and uploads under 4 chunks cut in 4 chunks of at least 512 KiB, so
 /// that the pack and the copy of a small add overlap too.
 UploadChunking upload_chunking(size_t total_bytes, size_t row_bytes);
 
-/// Copies `rows` to the device on `copy`, chunk by chunk, through the current device's kept pinned slots (rows in
-/// page-locked memory: from where they are). `dst` (device): rows land at dst + row * row_bytes, contiguous, and
-/// on_chunk is handed runs of consecutive chunks (up to 32 MiB, the last run when the last chunk has been sent).
-/// `dst` null: each chunk lands in a device slot of the lease (kept with the pinned ones), valid for the work
-/// on_chunk enqueues on `consumer`: the slot is overwritten only after that work. `consumer` first waits for the
-/// copies of what on_chunk(chunk) is handed, then on_chunk enqueues its device work on it. Returns once every chunk
-/// is packed and its work enqueued; `consumer` has waited for every copy, so synchronising it completes the upload
-/// (the pinned slots may be reused before that: their next user waits on their events).
+/// One upload of host rows through the current device's kept pinned slots (rows in page-locked memory: copied from
+/// where they are). Made, it leases the slots and starts packing the first chunks on the async team (when another
+/// upload holds the team, run() packs on the host team instead); run() then copies them. Destroyed without run(),
+/// or after run() threw, it stops the packers before it returns. Used by one thread; the current device must be
+/// the same for both calls. `later_destination`: run() will be given `prepare` (its first chunks are then full
+/// ones, not the ramp's small ones: they fill the device slots while the destination is made).
+class HostUpload {
+ public:
+  explicit HostUpload(const HostRows& rows, bool later_destination = false);
+  ~HostUpload();
+  HostUpload(const HostUpload&) = delete;
+  HostUpload& operator=(const HostUpload&) = delete;
+
+  /// Copies the rows to the device on `copy`, chunk by chunk (once). `dst` (device): rows land at
+  /// dst + row * row_bytes, contiguous, and on_chunk is handed runs of consecutive chunks (up to 32 MiB, the last run
+  /// when the last chunk has been sent). `dst` null: each chunk lands in a device slot of the lease (kept with the
+  /// pinned ones), valid for the work on_chunk enqueues on `consumer`: the slot is overwritten only after that work.
+  /// `consumer` first waits for the copies of what on_chunk(chunk) is handed, then on_chunk enqueues its device work
+  /// on it. Returns once every chunk is packed and its work enqueued; `consumer` has waited for every copy, so
+  /// synchronising it completes the upload (the pinned slots may be reused before that: their next user waits on
+  /// their events).
+  /// `prepare` (dst null, the upload made with later_destination): makes the destination and returns dst (or null:
+  /// chunks stay in device slots); it runs before any on_chunk, on the process's overlap helper
+  /// (core/host_parallel.hpp) when it is free, while the first chunks (one per slot) are copied into device slots,
+  /// which then move into place on `consumer`. (An Index's first add of 1M x 128 floats: cudaMalloc of 512 MB takes
+  /// about as long as 64 MB of copies.) What prepare throws, run throws.
+  void run(void* dst, cudaStream_t copy, cudaStream_t consumer,
+           const std::function<void(const UploadChunk&)>& on_chunk, const std::function<void*()>& prepare = {});
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// HostUpload(rows).run(dst, copy, consumer, on_chunk).
 void upload_host_rows(const HostRows& rows, void* dst, cudaStream_t copy, cudaStream_t consumer,
                       const std::function<void(const UploadChunk&)>& on_chunk);
 
