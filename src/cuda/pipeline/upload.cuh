@@ -14,10 +14,12 @@
 //   the slot they write to be free (its last copy's event); the caller only waits for packed chunks.
 // * 4 slots of 16 MiB (the sweep of gknn_upload_bench: 16 MiB x 4 84%, 8 MiB x 4 82%, 2 slots 58-75%); an upload
 //   of many chunks starts and ends with small ones (512 KiB, doubling), so that the first copy starts after a short
-//   pack and the last chunk's device work is short; adds of < 64 MiB are cut in 4 chunks of at least 512 KiB.
-// * The device rows' cudaMalloc (about a millisecond for 512 MB: 1.2-1.4 ms of an add's time beyond its copies)
-//   runs beside the copies: HostUpload starts packing when it is made, before Index::add grows its rows, and run()
-//   has the rows grown on the overlap helper while the first chunks are copied into device slots.
+//   pack and the last chunk's device work is short (an Index add starts with full ones: below); uploads of < 64 MiB
+//   are cut in 4 chunks of at least 512 KiB.
+// * The device rows' cudaMalloc runs beside the copies: adds of the 1M-row bases from page-locked rows (no pack)
+//   took 1.4-1.5 ms beyond their copies, most of it the cudaMalloc of 512 MB (the bench's cudaMalloc column).
+//   HostUpload starts packing when it is made, before Index::add grows its rows, and run() has the rows grown on
+//   the overlap helper while the first chunks (one per slot: 64 MiB) are copied into device slots.
 // * No device synchronisation per chunk: a slot is packed again after the event of its last copy, the consumer
 //   waits for a chunk's copy through an event.
 #pragma once
