@@ -27,9 +27,4 @@ endif()
 # The fused distance + selection kernel against the float64 oracle (issue 13).
 if(GKNN_HAS_CUDA)
   gknn_test(gpu_fused LABEL gpu SOURCES gpu_fused_test.cpp)
-  # The same cases on the pipelined walk (fused.cu: GKNN_FUSED_VARIANT=1, fused_kernel's kPipe), so that both
-  # variants stay exact whichever is the default.
-  add_test(NAME gpu_fused_pipelined COMMAND gpu_fused --require-gpu)
-  set_tests_properties(gpu_fused_pipelined PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 900
-                       ENVIRONMENT GKNN_FUSED_VARIANT=1 WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 endif()

@@ -33,7 +33,6 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 
 #include <cuda_fp16.h>
 
@@ -230,31 +229,6 @@ __device__ void keep_best(const Shared& sh, int k, int rows_valid) {
   __syncthreads();
   if (threadIdx.x == 0) *sh.flag = 0;
   __syncthreads();
-}
-
-/// The pipelined walk (kPipe): a buffer overflowed during tile `first_col / kBN`'s appends, so those appends are
-/// taken back, found by their columns (every earlier tile's are smaller): the unsorted part of each row's buffer
-/// is compacted to the entries of earlier tiles (a ballot per 32 entries, in place: an entry only moves down).
-/// Called by the whole block after the appends are visible; a barrier must follow before the buffers are read.
-template <class S>
-__device__ void take_back_from(const Shared& sh, uint32_t first_col, int rows_valid) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  for (int r = warp; r < rows_valid; r += S::kThreads / 32) {
-    const int kp = sh.kept[r], c = min(sh.count[r], kBuf);
-    uint64_t* v = sh.buf + r * kBuf;
-    int out = kp;
-    for (int first = kp; first < c; first += 32) {
-      const int j = first + lane;
-      const uint64_t e = j < c ? v[j] : 0;
-      const bool keep = j < c && composite_column(e, kColumnBits) < first_col;
-      const unsigned mask = __ballot_sync(0xFFFFFFFFu, keep);
-      __syncwarp();
-      if (keep) v[out + __popc(mask & ((1u << lane) - 1u))] = e;
-      out += __popc(mask);
-      __syncwarp();
-    }
-    if (lane == 0) sh.count[r] = out;
-  }
 }
 
 struct KernelArgs {
@@ -541,25 +515,8 @@ struct KeyMath<float> {
   __device__ static float inclusive(float t) { return t == INFINITY ? INFINITY : nextafterf(t, INFINITY); }
 };
 
-/// kPipe (GKNN_FUSED_VARIANT=1, 8-bit operands, rows <= 128 bytes, k <= kMaxFusedK; fused_variant()): the
-/// walk is software-pipelined, one barrier per tile:
-/// * tile t + 1's mma.sync are issued before tile t's keys are tested and appended, so the tensor cores work
-///   while the same warp runs the epilogue of the tile before (the accumulators of two tiles live at once; the
-///   ring has 4 stages so that a tile stays resident one iteration after its products were issued);
-/// * the barrier that makes tile t + 1 visible also ORs the warps' "cut wanted" bits of tile t's appends
-///   (__syncthreads_or), instead of a second barrier per tile and a shared flag read by every thread. A cut is
-///   wanted when a buffer dropped an entry (then tile t's appends are taken back by their columns,
-///   take_back_from, and appended again from its products, recomputed from its stage after the cut), or when a
-///   row's buffer first reaches k entries while its threshold is still open (an early cut: k = 16 then filters
-///   the second tile by the first tile's 16th key instead of appending two whole tiles and sorting 256 entries);
-/// * integer keys take the base norms (integers below 2^23 under fp16_exact) by their float bits (FADD + IADD,
-///   no F2I on the 16-a-clock conversion pipe); the +infinity of a row past the split's end becomes kPastEnd,
-///   and every threshold is clamped to it (real keys are below 2^24 in magnitude, so nothing else changes).
-constexpr int kPastEnd = 0x7F800000 - 0x4B000000;  // __float_as_int(inf + 2^23) - __float_as_int(2^23)
-
-template <Elem E, int kSteps, int kStages, class S, bool kFilter, bool kPipe = false>
+template <Elem E, int kSteps, int kStages, class S, bool kFilter>
 __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(const KernelArgs a) {
-  static_assert(!kPipe || (kStages >= 4 && !kFilter && E != Elem::F16), "the pipelined walk's range");
   constexpr int kBM = S::kBM, kThreads = S::kThreads, kMt = S::kMt, kWarpRows = kMt * 16;
   using M = Mma<E>;
   using Acc = typename M::Acc;
@@ -664,8 +621,6 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
           tau[mt][h] = m0 + row >= a.nq ? K::threshold(-INFINITY)
                        : ordered == ~0u ? K::inclusive(INFINITY)
                                         : K::inclusive(key_from_ordered(ordered));
-        } else if constexpr (kPipe) {
-          tau[mt][h] = min(K::threshold(sh.tau[row]), Acc(kPastEnd));  // rows past the end: kPastEnd keys
         } else {
           tau[mt][h] = K::threshold(sh.tau[row]);
         }
@@ -698,113 +653,6 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
   };
   static_assert(kBuf >= kMaxFusedK + kBN, "after a cut to k a buffer must hold a whole tile's appends");
 
-  if constexpr (kPipe) {
-    // The pipelined walk (see kPipe above). At the top of step t, tile t's products are issued (cur), tile t - 1's
-    // appends are done; the barrier makes tile t + 1 visible and ORs `want` (a cut of tile t - 1's appends).
-    using Frag = Acc[kMt][kNb][4];
-    auto mma_tile = [&](Frag& acc, int st) {
-      const unsigned char* tile = tiles + st * kBN * kPitch;
-#pragma unroll
-      for (int mt = 0; mt < kMt; ++mt)
-#pragma unroll
-        for (int nb = 0; nb < kNb; ++nb)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) acc[mt][nb][e] = Acc(0);
-#pragma unroll
-      for (int ks = 0; ks < kSteps; ++ks) {
-        uint32_t r[4];
-        ldmatrix_x4(r, tile + ld_row * kPitch + ks * 32 + ld_byte);
-#pragma unroll
-        for (int mt = 0; mt < kMt; ++mt)
-#pragma unroll
-          for (int nb = 0; nb < kNb; ++nb) M::run(acc[mt][nb], af[mt][ks], r[2 * nb], r[2 * nb + 1]);
-      }
-    };
-    bool want = false;
-    const int k_last = a.k - 1;
-    // Tile t's keys (in place of its products) tested against the thresholds, those below appended.
-    auto epilogue = [&](Frag& acc, int st, int t) {
-      Acc norm[kNb][2];
-#pragma unroll
-      for (int nb = 0; nb < kNb; ++nb) {
-        const float2 n = *reinterpret_cast<const float2*>(tile_norms + st * kBN + wn * kWarpCols + nb * 8 + 2 * t4);
-        norm[nb][0] = __float_as_int(n.x + 8388608.f) - 0x4B000000;  // exact: integers in [0, 2^23); inf -> kPastEnd
-        norm[nb][1] = __float_as_int(n.y + 8388608.f) - 0x4B000000;
-      }
-      const uint32_t col0 = static_cast<uint32_t>(t) * kBN + wn * kWarpCols;
-#pragma unroll
-      for (int mt = 0; mt < kMt; ++mt)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          Acc least = K::kNever;
-#pragma unroll
-          for (int nb = 0; nb < kNb; ++nb)
-#pragma unroll
-            for (int j = 0; j < 2; ++j) {
-              acc[mt][nb][2 * h + j] = K::key(norm[nb][j], scale, acc[mt][nb][2 * h + j]);
-              least = min(least, acc[mt][nb][2 * h + j]);
-            }
-          if (least < tau[mt][h]) {
-            const int row = wm * kWarpRows + mt * 16 + g + 8 * h;
-            const bool open = tau[mt][h] == Acc(kPastEnd);
-#pragma unroll
-            for (int nb = 0; nb < kNb; ++nb)
-#pragma unroll
-              for (int j = 0; j < 2; ++j)
-                if (acc[mt][nb][2 * h + j] < tau[mt][h]) {
-                  const uint32_t col = col0 + nb * 8 + 2 * t4 + j;
-                  const uint64_t word = composite_key(ordered_key_of_normal(K::to_float(acc[mt][nb][2 * h + j])), col, kColumnBits);
-                  const int pos = atomicAdd(sh.count + row, 1);
-                  if (pos < kBuf) {
-                    sh.buf[row * kBuf + pos] = word;
-                    want |= open && pos == k_last;  // the row's k-th entry: an early cut sets its threshold
-                  } else {
-                    *sh.flag = 1;
-                    want = true;
-                  }
-                }
-          }
-        }
-    };
-    // A cut wanted by tile `t`'s appends (t: the tile appended last; its stage still holds it). Whole block.
-    auto cut = [&](int t, int st) {
-      want = false;
-      const bool dropped = *sh.flag != 0;  // read by every thread before keep_best clears it (after a barrier)
-      if (dropped) {
-        take_back_from<S>(sh, static_cast<uint32_t>(t) * kBN, rows_valid);
-        __syncthreads();
-      }
-      keep_best<S>(sh, a.k, rows_valid);
-      read_thresholds();
-      if (dropped) {  // tile t again, against the new thresholds (after a cut a buffer holds a whole tile more)
-        Frag again;
-        mma_tile(again, st);
-        epilogue(again, st, t);
-      }
-      __syncthreads();  // every warp is done with tile t's stage before it is loaded again
-    };
-    Frag acc_a, acc_b;
-    int stage = 0, load_stage = kStages - 1;
-    cp_async_wait<kStages - 2>();
-    __syncthreads();  // tile 0 is in
-    if (tiles_n > 0) mma_tile(acc_a, 0);
-    auto step = [&](int t, Frag& cur, Frag& next) {
-      cp_async_wait<kStages - 3>();  // tile t + 1 is in (this thread's copies)
-      if (__syncthreads_or(want)) cut(t - 1, stage == 0 ? kStages - 1 : stage - 1);
-      if (t + kStages - 1 < tiles_n) load_tile(t + kStages - 1, load_stage);  // into tile t - 1's stage
-      cp_async_commit();
-      load_stage = load_stage + 1 == kStages ? 0 : load_stage + 1;
-      const int next_stage = stage + 1 == kStages ? 0 : stage + 1;
-      if (t + 1 < tiles_n) mma_tile(next, next_stage);
-      epilogue(cur, stage, t);
-      stage = next_stage;
-    };
-    for (int t = 0; t < tiles_n; t += 2) {
-      step(t, acc_a, acc_b);
-      if (t + 1 < tiles_n) step(t + 1, acc_b, acc_a);
-    }
-    if (__syncthreads_or(want)) cut(tiles_n - 1, stage == 0 ? kStages - 1 : stage - 1);
-  } else {
   int stage = 0, load_stage = kStages - 1;
   for (int t = 0; t < tiles_n; ++t) {
     cp_async_wait<kStages - 2>();
@@ -873,7 +721,6 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
       __syncthreads();
     }
     if (tid < kBM) sh.at_tile[tid] = sh.count[tid];  // ordered before the next appends by the loop's barrier
-  }
   }
   cp_async_wait<0>();
   __syncthreads();
@@ -965,24 +812,12 @@ void convert(const float* rows, int64_t stride, int64_t count, int64_t dim, int 
   GKNN_CUDA_CHECK_LAUNCH();
 }
 
-/// The fused kernel's variant, GKNN_FUSED_VARIANT read once per process: 0 (default, or unset) the walk with two
-/// barriers per tile; 1 the pipelined walk (fused_kernel's kPipe) where it applies (8-bit operands, rows of at
-/// most 128 bytes, k <= kMaxFusedK and the large-k sample pass; elsewhere variant 0 runs), so that one build
-/// measures and tests both.
-int fused_variant() {
-  static const int variant = [] {
-    const char* v = std::getenv("GKNN_FUSED_VARIANT");
-    return v && v[0] == '1' && v[1] == 0 ? 1 : 0;
-  }();
-  return variant;
-}
-
-template <Elem E, int kSteps, int kStages, class S, bool kFilter, bool kPipe>
-void launch_kernel(const KernelArgs& args, int64_t splits, int device, cudaStream_t s) {
+template <Elem E, int kSteps, class S, bool kFilter>
+void launch(const KernelArgs& args, int64_t splits, int device, cudaStream_t s) {
+  constexpr int kStages = kSteps >= 8 ? 2 : 3;
   constexpr size_t bytes = shared_bytes<kSteps * 32, kStages, S>();
   static_assert(bytes >= MergeShared::bytes(S::kThreads), "merge_splits reuses the shared memory");
-  static_assert(bytes * S::kBlocksPerSm + 1024 * S::kBlocksPerSm <= 228 * 1024, "the blocks per SM must fit");
-  auto* kernel = fused_kernel<E, kSteps, kStages, S, kFilter, kPipe>;
+  auto* kernel = fused_kernel<E, kSteps, kStages, S, kFilter>;
   // Once per kernel and device (each device's context keeps its own attributes): the call costs microseconds,
   // which a one-query search feels.
   static std::atomic<uint64_t> attributed{0};
@@ -998,13 +833,6 @@ void launch_kernel(const KernelArgs& args, int64_t splits, int device, cudaStrea
   const dim3 grid(static_cast<unsigned>((args.nq + S::kBM - 1) / S::kBM), static_cast<unsigned>(splits));
   kernel<<<grid, S::kThreads, bytes, s>>>(args);
   GKNN_CUDA_CHECK_LAUNCH();
-}
-
-template <Elem E, int kSteps, class S, bool kFilter>
-void launch(const KernelArgs& args, int64_t splits, int device, cudaStream_t s) {
-  if constexpr (!kFilter && E != Elem::F16 && kSteps <= 4)
-    if (fused_variant() == 1) return launch_kernel<E, kSteps, 4, S, false, true>(args, splits, device, s);
-  launch_kernel<E, kSteps, kSteps >= 8 ? 2 : 3, S, kFilter, false>(args, splits, device, s);
 }
 
 template <Elem E, class S, bool kFilter = false>
