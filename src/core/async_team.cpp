@@ -28,6 +28,7 @@ class Team {
         auto w = std::make_unique<Worker>();
         std::thread([this, raw = w.get(), index = workers_.size()] { loop(index, *raw); }).detach();
         workers_.push_back(std::move(w));
+        made_.fetch_add(1, std::memory_order_relaxed);
       } catch (...) {
         break;  // fewer threads than asked (a thread that did not start never sees a job)
       }
@@ -45,6 +46,8 @@ class Team {
     workers_[0]->epoch.notify_one();  // the others are woken down the tree (a spinning one sees its epoch itself)
     return true;
   }
+
+  int threads() const { return made_.load(std::memory_order_relaxed); }
 
   /// Waits for every woken worker to leave the job's body, then frees the team.
   void join() {
@@ -73,6 +76,7 @@ class Team {
   void* context_ = nullptr;
   size_t woken_ = 0;  ///< workers of the job: 0..woken_ - 1
   std::atomic<int> remaining_{0};
+  std::atomic<int> made_{0};  ///< workers_.size(), readable beside a job
 };
 
 Team& team() {
@@ -83,6 +87,8 @@ Team& team() {
 }  // namespace
 
 AsyncJob::AsyncJob(int threads, void (*body)(void*), void* context) : started_(team().start(threads, body, context)) {}
+
+int async_team_threads() { return team().threads(); }
 
 void AsyncJob::join() {
   if (!started_) return;

@@ -30,4 +30,7 @@ class AsyncJob {
   bool started_ = false;
 };
 
+/// Threads the async team has made so far (they are made on first use and kept).
+int async_team_threads();
+
 }  // namespace gknn::detail

@@ -81,6 +81,15 @@ ChunkPack::ChunkPack(const HostRows& rows, const std::vector<int64_t>& starts, s
 
 int ChunkPack::wait_packed(int64_t c) {
   const int64_t rows = starts_[static_cast<size_t>(c) + 1] - starts_[static_cast<size_t>(c)];
+  // The caller packs the parts of chunk c no packer has taken yet: its pack starts at once, while the sleeping
+  // packers are still being woken (a futex wake each, down the team's tree: a large share of a small add).
+  for (size_t i = next_.load(std::memory_order_relaxed); !stop_.load(std::memory_order_acquire);) {
+    if (i >= parts_.size() || parts_[i].chunk > c) break;
+    if (next_.compare_exchange_weak(i, i + 1, std::memory_order_relaxed)) {
+      pack_part(parts_[i], error_.load(std::memory_order_acquire));
+      i = next_.load(std::memory_order_relaxed);
+    }
+  }
   wait_until(packed_[c], [rows](int64_t n) { return n == rows; });
   return error_.load(std::memory_order_acquire);
 }
@@ -98,24 +107,29 @@ void ChunkPack::stop() {
 }
 
 void ChunkPack::work() {
-  const int64_t slots = static_cast<int64_t>(slots_.size());
   int err = 0;
-  for (size_t i; !stop_.load(std::memory_order_acquire) && (i = next_.fetch_add(1)) < parts_.size();) {
-    const Part& p = parts_[i];
-    const int64_t c = p.chunk;
-    if (err == 0 && c >= slots) {
-      wait_until(issued_, [&](int64_t n) { return n > c - slots; });
-      if (stop_.load(std::memory_order_acquire)) return;
-      err = wait_slot_free(c);
-    }
-    if (err == 0)
-      copy_rows(slots_[static_cast<size_t>(c % slots)] + static_cast<size_t>(p.first - starts_[c]) * rows_.row_bytes,
-                rows_, p.first, p.count);
-    else
-      keep_error(err);
-    if (packed_[c].fetch_add(p.count, std::memory_order_acq_rel) + p.count == starts_[c + 1] - starts_[c])
-      packed_[c].notify_all();
+  for (size_t i; !stop_.load(std::memory_order_acquire) && (i = next_.fetch_add(1)) < parts_.size();)
+    if (!pack_part(parts_[i], err, &err)) return;
+}
+
+bool ChunkPack::pack_part(const Part& p, int err, int* err_out) {
+  const int64_t slots = static_cast<int64_t>(slots_.size());
+  const int64_t c = p.chunk;
+  if (err == 0 && c >= slots) {
+    // The caller (wait_packed(c)) has issued chunk c - 1 >= c - slots: it never waits here.
+    wait_until(issued_, [&](int64_t n) { return n > c - slots; });
+    if (stop_.load(std::memory_order_acquire)) return false;
+    err = wait_slot_free(c);
   }
+  if (err == 0)
+    copy_rows(slots_[static_cast<size_t>(c % slots)] + static_cast<size_t>(p.first - starts_[c]) * rows_.row_bytes,
+              rows_, p.first, p.count);
+  else
+    keep_error(err);
+  if (packed_[c].fetch_add(p.count, std::memory_order_acq_rel) + p.count == starts_[c + 1] - starts_[c])
+    packed_[c].notify_all();
+  if (err_out) *err_out = err;
+  return true;
 }
 
 int ChunkPack::wait_slot_free(int64_t c) {

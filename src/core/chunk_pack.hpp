@@ -35,10 +35,11 @@ std::vector<int64_t> chunk_starts(int64_t rows, int64_t chunk_rows, size_t row_b
                                   bool ramp_up = true);
 
 /// The pack of an upload on the async team. Chunk c (rows [starts[c], starts[c + 1])) goes to slots[c % slots]. The
-/// parts of all chunks are taken in upload order by any packer; a part of chunk c >= slots is written once chunk
-/// c - slots, that slot's last, has been issued (issued(c - slots)) and wait_copied(slot) has returned. The caller
-/// issues chunk c once wait_packed(c) returns. Packers do not throw: an error of wait_copied (non-zero) is kept,
-/// its parts are counted as packed without being written, and wait_packed returns it.
+/// parts of all chunks are taken in upload order by any packer (and by the caller in wait_packed); a part of chunk
+/// c >= slots is written once chunk c - slots, that slot's last, has been issued (issued(c - slots)) and
+/// wait_copied(slot) has returned. The caller issues chunk c once wait_packed(c) returns. Packers do not throw: an
+/// error of wait_copied (non-zero) is kept, its parts are counted as packed without being written, and wait_packed
+/// returns it.
 class ChunkPack {
  public:
   /// wait_copied(slot): blocks until the copy out of `slot` last issued has finished; 0, or an error code. Starts
@@ -51,7 +52,8 @@ class ChunkPack {
   ChunkPack& operator=(const ChunkPack&) = delete;
 
   bool started() const { return job_->started(); }
-  /// Waits until chunk c is packed in its slot; 0, or the first error of a wait_copied.
+  /// Waits until chunk c is packed in its slot, packing the parts of it that no packer has taken yet; 0, or the first
+  /// error of a wait_copied. Chunks before c must have been issued.
   int wait_packed(int64_t c);
   /// Chunk c's copy out of its slot is issued: the packers of chunk c + slots may wait for it.
   void issued(int64_t c);
@@ -64,6 +66,9 @@ class ChunkPack {
     int64_t chunk, first, count;
   };
   void work();
+  /// Packs part `p` (after waiting for its slot, unless `err` is already set: then it is only counted); false when
+  /// stopped while waiting (the part is not counted). *err_out: the error this packer keeps from now on.
+  bool pack_part(const Part& p, int err, int* err_out = nullptr);
   int wait_slot_free(int64_t c);
   void keep_error(int e);
 

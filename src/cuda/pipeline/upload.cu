@@ -1,11 +1,19 @@
 // upload.cu: bulk host -> device copies through kept pinned slots (see upload.cuh).
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <vector>
 
+#ifdef __linux__
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+
+#include "core/async_team.hpp"
 #include "core/chunk_pack.hpp"
 #include "core/host_parallel.hpp"
 #include "cuda/common/buffer.cuh"
@@ -36,11 +44,119 @@ std::atomic<int> g_slots_override{0};
 std::atomic<bool> g_write_combined{false};
 std::atomic<int64_t> g_pinned_allocations{0};
 
+std::mutex g_times_mutex;
+UploadTimes g_last_times;  ///< of the last upload that finished (any thread)
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+constexpr size_t kHugePage = size_t(2) << 20;
+
+/// Pinned host bytes. Mapped here, their pages faulted in on the host team, then page-locked by cudaHostRegister
+/// (`mapped`: the mapping's length): cudaHostAlloc faults and locks the pages one by one on the calling thread, and
+/// on one H100 host took 11.6 ms per 16 MiB (1.4 GB/s; 41 of the 53 ms of the first 1M x 128 float add, whose 4
+/// slots it made), while cudaHostRegister of rows already in memory ran at 11.6 GB/s on the same host (the bench's
+/// cudaHostRegister line; PyTorch's pinned_use_cuda_host_register with pinned_num_register_threads does the same).
+/// Write-combined bytes, and any whose register fails, come from cudaHostAlloc (`mapped` 0).
+struct PinnedBytes {
+  unsigned char* p = nullptr;
+  size_t bytes = 0;
+  size_t mapped = 0;
+};
+
+void free_pinned(PinnedBytes& b) {
+  if (!b.p) return;
+#ifdef __linux__
+  if (b.mapped) {
+    GKNN_CUDA_TRY_NOTHROW(cudaHostUnregister(b.p));
+    munmap(b.p, b.mapped);
+  } else
+#endif
+  {
+    GKNN_CUDA_TRY_NOTHROW(cudaFreeHost(b.p));
+  }
+  b = PinnedBytes{};
+}
+
+/// `count` pinned blocks of at least `bytes` each (times added to *times). Throws (freeing what it made) when
+/// cudaHostAlloc fails.
+std::vector<PinnedBytes> make_pinned(size_t count, size_t bytes, bool wc, UploadTimes* times) {
+  std::vector<PinnedBytes> made(count);
+  auto host_alloc = [&](PinnedBytes& b) {
+    const Clock::time_point t0 = Clock::now();
+    GKNN_CUDA_TRY(cudaHostAlloc(reinterpret_cast<void**>(&b.p), bytes,
+                                wc ? cudaHostAllocWriteCombined : cudaHostAllocDefault));
+    b.bytes = bytes;
+    times->hostalloc_ms += ms_since(t0);
+  };
+  try {
+#ifdef __linux__
+    if (!wc) {
+      // Mapped 2 MiB-aligned and advised as huge pages (fewer faults; ignored where the kernel has none).
+      const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+      const size_t align = bytes >= kHugePage ? kHugePage : page;
+      const size_t length = (bytes + align - 1) / align * align;
+      Clock::time_point t0 = Clock::now();
+      for (PinnedBytes& b : made) {
+        void* m = mmap(nullptr, length + align, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED) continue;  // cudaHostAlloc below
+        const uintptr_t at = reinterpret_cast<uintptr_t>(m), aligned = (at + align - 1) / align * align;
+        if (aligned > at) munmap(m, aligned - at);
+        if (const size_t tail = at + length + align - (aligned + length); tail > 0)
+          munmap(reinterpret_cast<void*>(aligned + length), tail);
+        b.p = reinterpret_cast<unsigned char*>(aligned);
+        b.bytes = b.mapped = length;
+#ifdef MADV_HUGEPAGE
+        if (align == kHugePage) madvise(b.p, length, MADV_HUGEPAGE);
+#endif
+#ifdef MADV_DONTFORK
+        madvise(b.p, length, MADV_DONTFORK);  // a forked child's copy-on-write must not move pages the device reads
+#endif
+      }
+      // Every page written once, by the host team in parts of whole huge pages (the kernel zeroes them there).
+      const size_t units = (length + align - 1) / align, blocks = made.size();
+      const int parts = host_parts(static_cast<int64_t>(units * blocks * align), int64_t(4) << 20);
+      host_parallel(parts, [&](int part) {
+        const size_t all = units * blocks, begin = all * part / parts, end = all * (part + 1) / parts;
+        for (size_t u = begin; u < end; ++u) {
+          PinnedBytes& b = made[u / units];
+          if (!b.p) continue;
+          volatile unsigned char* q = b.p + (u % units) * align;
+          for (size_t off = 0; off < align && (u % units) * align + off < length; off += page) q[off] = 0;
+        }
+      });
+      times->touch_ms += ms_since(t0);
+      t0 = Clock::now();
+      for (PinnedBytes& b : made) {
+        if (!b.p) continue;
+        if (cudaHostRegister(b.p, b.mapped, cudaHostRegisterDefault) != cudaSuccess) {
+          cudaGetLastError();  // not kept: the block comes from cudaHostAlloc instead
+          munmap(b.p, b.mapped);
+          b = PinnedBytes{};
+          ++times->register_failures;
+        }
+      }
+      times->register_ms += ms_since(t0);
+    }
+#endif
+    for (PinnedBytes& b : made)
+      if (!b.p) host_alloc(b);
+  } catch (...) {
+    for (PinnedBytes& b : made) free_pinned(b);
+    throw;
+  }
+  times->pinned_bytes += static_cast<int64_t>(count * bytes);
+  times->pinned_blocks += static_cast<int>(count);
+  g_pinned_allocations.fetch_add(static_cast<int64_t>(count));
+  return made;
+}
+
 /// One pinned slot (and, for uploads without a destination, its device twin) with the events that say when it
 /// may be written again.
 struct Slot {
-  unsigned char* host = nullptr;
-  size_t host_bytes = 0;
+  PinnedBytes pinned;
+  unsigned char* host = nullptr;  ///< pinned.p
+  size_t host_bytes = 0;          ///< pinned.bytes
   bool write_combined = false;
   DeviceBuffer<unsigned char> device;
   Event copied{cudaEventDisableTiming};    ///< after the copy that last read `host` (and wrote `device`)
@@ -54,7 +170,7 @@ struct Slot {
     // The copy engine may still read the pinned bytes of the last upload (its caller synchronises later).
     if (copy_pending) GKNN_CUDA_TRY_NOTHROW(cudaEventSynchronize(copied.get()));
     if (consume_pending) GKNN_CUDA_TRY_NOTHROW(cudaEventSynchronize(consumed.get()));
-    if (host) GKNN_CUDA_TRY_NOTHROW(cudaFreeHost(host));
+    free_pinned(pinned);
   }
 
   /// The pinned bytes may be written (the last copy from them has finished).
@@ -63,19 +179,22 @@ struct Slot {
     copy_pending = false;
   }
 
-  /// At least `bytes` pinned bytes of the asked kind; grown, never shrunk.
-  void reserve_host(size_t bytes, bool wc) {
-    if (host && host_bytes >= bytes && write_combined == wc) return;
+  /// Whether the slot lacks `bytes` pinned bytes of the asked kind.
+  bool lacks_host(size_t bytes, bool wc) const { return !host || host_bytes < bytes || write_combined != wc; }
+
+  /// Frees the pinned bytes (the last copy from them has finished first).
+  void free_host() {
     wait_copied();
-    const size_t size = std::max(bytes, host_bytes);
-    if (host) GKNN_CUDA_TRY(cudaFreeHost(host));
+    free_pinned(pinned);
     host = nullptr;
     host_bytes = 0;
-    GKNN_CUDA_TRY(cudaHostAlloc(reinterpret_cast<void**>(&host), size,
-                                wc ? cudaHostAllocWriteCombined : cudaHostAllocDefault));
-    host_bytes = size;
+  }
+
+  void set_host(PinnedBytes b, bool wc) {
+    pinned = b;
+    host = b.p;
+    host_bytes = b.bytes;
     write_combined = wc;
-    g_pinned_allocations.fetch_add(1);
   }
 
   /// At least `bytes` device bytes; the consumer's reads of the old ones have finished before they are freed.
@@ -149,6 +268,19 @@ void set_upload_override(UploadOverride o) {
 
 int64_t upload_pinned_allocations() { return g_pinned_allocations.load(); }
 
+UploadTimes last_upload_times() {
+  std::lock_guard<std::mutex> lock(g_times_mutex);
+  return g_last_times;
+}
+
+double time_pinned_slot(size_t bytes) {
+  UploadTimes t;
+  const Clock::time_point t0 = Clock::now();
+  std::vector<PinnedBytes> made = make_pinned(1, bytes, false, &t);
+  free_pinned(made[0]);
+  return ms_since(t0);
+}
+
 UploadChunking upload_chunking(size_t total_bytes, size_t row_bytes) {
   const int64_t forced = g_chunk_override.load();
   const size_t largest = forced > 0 ? static_cast<size_t>(forced) : kChunkBytes;
@@ -183,12 +315,19 @@ struct HostUpload::Impl {
   std::vector<Slot*> slots;            ///< the lease's slots this upload uses (chunk c: slots[c % size])
   std::unique_ptr<ChunkPack> packing;  ///< destroyed (stopped) before the lease gives the slots back
   bool ran = false;
+  UploadTimes times;
+  Clock::time_point made;  ///< when the constructor started
 };
 
 HostUpload::HostUpload(const HostRows& rows, bool later_destination) : impl_(std::make_unique<Impl>()) {
   Impl& u = *impl_;
+  u.made = Clock::now();
   u.rows = rows;
   if (rows.rows == 0 || rows.row_bytes == 0) return;
+  struct Done {  // the constructor's time, however it returns
+    Impl& u;
+    ~Done() { u.times.construct_ms = ms_since(u.made); }
+  } done{u};
   // Rows the caller keeps in page-locked memory (a pinned torch tensor, its own cudaHostAlloc) are copied from
   // where they are: no pack, the link's full bandwidth. Still chunked, so that the consumer's work overlaps.
   u.direct = page_locked(rows.data);
@@ -203,9 +342,22 @@ HostUpload::HostUpload(const HostRows& rows, bool later_destination) : impl_(std
   for (int s = 0; s < used; ++s) u.slots.push_back(set.slots[static_cast<size_t>(s)].get());
   if (u.direct) return;
   const bool wc = g_write_combined.load();
+  // The slots that lack pinned bytes (grown, never shrunk) are made together (their pages faulted in at once).
+  std::vector<Slot*> lacking;
+  size_t grown = u.slot_bytes;
   for (Slot* slot : u.slots) {
     slot->wait_copied();  // an earlier upload's last copy from it (finished: its caller synchronised)
-    slot->reserve_host(u.slot_bytes, wc);
+    if (slot->lacks_host(u.slot_bytes, wc)) {
+      if (slot->write_combined == wc) grown = std::max(grown, slot->host_bytes);
+      lacking.push_back(slot);
+    }
+  }
+  if (!lacking.empty()) {
+    const Clock::time_point t0 = Clock::now();
+    for (Slot* slot : lacking) slot->free_host();
+    std::vector<PinnedBytes> made = make_pinned(lacking.size(), grown, wc, &u.times);
+    for (size_t i = 0; i < lacking.size(); ++i) lacking[i]->set_host(made[i], wc);
+    u.times.pin_ms = ms_since(t0);
   }
   int device = 0;
   GKNN_CUDA_TRY(cudaGetDevice(&device));
@@ -220,7 +372,11 @@ HostUpload::HostUpload(const HostRows& rows, bool later_destination) : impl_(std
     if (e == cudaSuccess) e = cudaEventSynchronize(slots[s]->copied.get());
     return static_cast<int>(e);
   };
+  const Clock::time_point t0 = Clock::now();
+  const int team_before = async_team_threads();
   auto packing = std::make_unique<ChunkPack>(rows, u.starts, std::move(hosts), packers, wait_copied);
+  u.times.packers_ms = ms_since(t0);
+  u.times.threads_created = async_team_threads() - team_before;
   if (packing->started()) u.packing = std::move(packing);
 }
 
@@ -231,6 +387,12 @@ void HostUpload::run(void* dst, cudaStream_t copy, cudaStream_t consumer,
   Impl& u = *impl_;
   if (u.ran || u.starts.size() < 2) return;
   u.ran = true;
+  const Clock::time_point run_start = Clock::now();
+  UploadTimes& times = u.times;
+  times.chunks = static_cast<int64_t>(u.starts.size()) - 1;
+  times.slots = static_cast<int>(u.slots.size());
+  times.slot_bytes = static_cast<int64_t>(u.slot_bytes);
+  times.packers = u.packing != nullptr;
   const HostRows& rows = u.rows;
   const int64_t chunks = static_cast<int64_t>(u.starts.size()) - 1;
   const int64_t used = static_cast<int64_t>(u.slots.size());
@@ -239,15 +401,34 @@ void HostUpload::run(void* dst, cudaStream_t copy, cudaStream_t consumer,
   // The destination made beside the first copies (one per slot, into device slots), on the overlap helper.
   void* prepared = nullptr;
   std::optional<OverlapJob> helper;
+  auto timed_prepare = [&] {
+    const Clock::time_point t0 = Clock::now();
+    void* made = prepare();
+    times.prepare_ms = ms_since(t0);
+    return made;
+  };
+  // Waits for the helper's destination (rethrowing what prepare threw).
+  auto join_helper = [&] {
+    const Clock::time_point t0 = Clock::now();
+    helper->join();
+    helper.reset();
+    times.prepare_wait_ms = ms_since(t0);
+    dest = prepared;
+  };
   if (prepare) {
-    if (worth_threads(static_cast<size_t>(rows.rows) * rows.row_bytes)) helper.emplace([&] { prepared = prepare(); });
-    if (!helper || !helper->started()) {
+    if (worth_threads(static_cast<size_t>(rows.rows) * rows.row_bytes))
+      helper.emplace([&] { prepared = timed_prepare(); });
+    times.prepare_beside = helper && helper->started();
+    if (!times.prepare_beside) {
       helper.reset();
-      dest = prepare();
+      dest = timed_prepare();
     }
   }
-  if (!dest || helper)
+  if (!dest || helper) {
+    const Clock::time_point t0 = Clock::now();
     for (Slot* slot : u.slots) slot->reserve_device(u.slot_bytes);
+    times.device_slots_ms = ms_since(t0);
+  }
   auto rows_at = [&](int64_t c) { return u.starts[static_cast<size_t>(c)]; };
   // Rows [handed, end) are in place: their work, once their copies (the latest one's event covers them) are in.
   auto hand_in_place = [&](Slot& latest, int64_t end) {
@@ -273,9 +454,7 @@ void HostUpload::run(void* dst, cudaStream_t copy, cudaStream_t consumer,
   };
   for (int64_t c = 0; c < chunks; ++c) {
     if (helper && c == used) {  // chunk c reuses chunk 0's slot: the chunks before it are handed first
-      helper->join();  // rethrows what prepare threw
-      helper.reset();
-      dest = prepared;
+      join_helper();
       for (int64_t d = 0; d < c; ++d) hand_from_slot(d, d + 1 == c);
     }
     const int64_t first = rows_at(c), count = rows_at(c + 1) - first;
@@ -289,6 +468,7 @@ void HostUpload::run(void* dst, cudaStream_t copy, cudaStream_t consumer,
       slot.wait_copied();
       if (!u.direct) pack(slot.host, rows, first, count);
     }
+    if (c == 0) times.first_packed_ms = ms_since(run_start);
     const bool in_place = dest && !helper;
     void* target = in_place ? static_cast<unsigned char*>(dest) + static_cast<size_t>(first) * rows.row_bytes
                             : slot.device.data();
@@ -316,12 +496,14 @@ void HostUpload::run(void* dst, cudaStream_t copy, cudaStream_t consumer,
     }
   }
   if (helper) {  // every chunk went to a device slot before the destination was made
-    helper->join();
-    helper.reset();
-    dest = prepared;
+    join_helper();
     for (int64_t d = 0; d < chunks; ++d) hand_from_slot(d, d + 1 == chunks);
   }
   u.packing.reset();  // every part is packed: the packers have left, the team is free for the next upload
+  times.run_ms = ms_since(run_start);
+  times.total_ms = ms_since(u.made);
+  std::lock_guard<std::mutex> lock(g_times_mutex);
+  g_last_times = times;
 }
 
 void upload_host_rows(const HostRows& rows, void* dst, cudaStream_t copy, cudaStream_t consumer,

@@ -7,11 +7,17 @@
 // the 54.6 GB/s a pinned copy reaches, an 8 MB one took 6-9.6 ms):
 // * The pinned slots are kept for the process (per device, in an idle pool, grown and never shrunk), because
 //   cudaMallocHost pins page by page (milliseconds for tens of MB) and cudaFreeHost synchronises the device: the
-//   per-add Stager of two 32 MiB slots paid both on every add.
+//   per-add Stager of two 32 MiB slots paid both on every add. They are not made by cudaHostAlloc either: it took
+//   11.6 ms per 16 MiB slot on one H100 host (41 of the 53 ms of the process's first 1M x 128 float add, 12 ms in
+//   the steady one), while cudaHostRegister of memory already faulted in ran at 11.6 GB/s there; a slot is mapped,
+//   its pages faulted in by the host team (huge pages where the kernel gives them), then registered (cudaHostAlloc
+//   where that fails, and for write-combined slots). The bench prints the first add's phases (UploadTimes).
 // * Packers of their own: when the caller packed each chunk on the host team between copies, the team slept and
 //   was woken for every chunk, and one machine's pack ran at 20 GB/s per chunk (the float add at 47% of pinned
 //   H2D; 82% on another). The packers stay busy for the whole upload, a part of a chunk each, waiting only for
-//   the slot they write to be free (its last copy's event); the caller only waits for packed chunks.
+//   the slot they write to be free (its last copy's event); the caller packs the parts of the chunk it waits for
+//   that no packer has taken (at the start of an upload, while the sleeping packers are woken one futex call
+//   after another: the 16384-row add went from 0.60 to 0.70 ms with packers that only the caller waited for).
 // * 4 slots of 16 MiB (the sweep of gknn_upload_bench: 16 MiB x 4 84%, 8 MiB x 4 82%, 2 slots 58-75%); an upload
 //   of many chunks starts and ends with small ones (512 KiB, doubling), so that the first copy starts after a short
 //   pack and the last chunk's device work is short (an Index add starts with full ones: below); uploads of < 64 MiB
@@ -87,6 +93,35 @@ class HostUpload {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// Where the host time of the last finished upload (HostUpload made, then run: an Index::add of host rows) went,
+/// to show the one-time costs of a process's first add (gknn_upload_bench). Host wall times in ms.
+struct UploadTimes {
+  double total_ms = 0;      ///< from the upload's construction to the end of run (the add's commit and sync follow)
+  double construct_ms = 0;  ///< the construction: slots leased, pinned bytes made, packers started
+  double pin_ms = 0;        ///< pinned slots made (0: the kept ones were large enough): the three below and frees
+  double touch_ms = 0;      ///< their pages mapped and faulted in on the host team
+  double register_ms = 0;   ///< cudaHostRegister of them
+  double hostalloc_ms = 0;  ///< cudaHostAlloc (write-combined slots, or where the register failed)
+  int register_failures = 0;
+  int64_t pinned_bytes = 0;  ///< pinned bytes made
+  int pinned_blocks = 0;
+  double packers_ms = 0;    ///< the packers' start on the async team (its threads made on first use)
+  int threads_created = 0;  ///< async team threads made by this upload
+  double run_ms = 0;            ///< run(): copies enqueued, their device work handed out
+  double device_slots_ms = 0;   ///< device slots grown (cudaMalloc on first use)
+  double first_packed_ms = 0;   ///< from run's start until the first chunk was packed
+  double prepare_ms = 0;        ///< the destination made (the device rows' cudaMalloc)
+  double prepare_wait_ms = 0;   ///< run waited for it (made on the overlap helper)
+  bool prepare_beside = false;  ///< made on the overlap helper, beside the first copies
+  bool packers = false;         ///< packed on the async team (else by the caller, on the host team)
+  int64_t chunks = 0;
+  int slots = 0;
+  int64_t slot_bytes = 0;
+};
+UploadTimes last_upload_times();
+/// Milliseconds to make one pinned block of `bytes` as the uploads make their slots, and free it.
+double time_pinned_slot(size_t bytes);
 
 /// HostUpload(rows).run(dst, copy, consumer, on_chunk).
 void upload_host_rows(const HostRows& rows, void* dst, cudaStream_t copy, cudaStream_t consumer,
