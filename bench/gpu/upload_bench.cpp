@@ -9,6 +9,8 @@
 //   pack          parallel_memcpy (core/host_parallel) of the base into pinned memory, whole, and chunk by chunk into
 //                 the upload's slots in turn (its chunk size and slot count: what the upload's host side does)
 //   hostalloc     cudaHostAlloc + cudaFreeHost of one slot of the upload's chunk size (the per-add cost before)
+//   slot pinned   one slot made as the uploads make theirs (mapped, its pages touched on the host team,
+//                 cudaHostRegister; detail::cuda::time_pinned_slot) and freed
 //   cudaMalloc    of the base's device rows (an add's reserve)
 //   add           Index::add end to end on a fresh cuda Index (synchronised; the Index destroyed outside the
 //                 timing), its GB/s of input bytes and its fraction of the pinned H2D of the same bytes; "first add"
@@ -19,6 +21,8 @@
 //                 and the add's GB/s over min(pinned H2D, that pack): how much of what the host allowed it reached
 //                 "before": the add before this change, emulated with its parts (legacy_add_ms), and the speed-up
 //   same          the uint8 Index answers 100 queries (k = 10) with the float Index's ids and distances, bit for bit
+// Under the table, per base, where the first add's and the last timed add's host time went (the upload's phases,
+// detail::cuda::last_upload_times: pinned slots made, packers started, device slots, the destination's cudaMalloc).
 // Then cudaHostRegister of the float base (register + copy + unregister: the pack's alternative for one large
 // contiguous add), and the sweep of the upload's chunking on the 512 MB float base (hooks.hpp set_upload_override:
 // chunk MiB x slots, and write-combined slots) to choose the defaults of pipeline/upload.cu.
@@ -216,6 +220,8 @@ struct AddTimes {
   double add = 0;    ///< median ms of an add
   double first = 0;  ///< ms of the warm-up add
   double host = 0;   ///< median ms of `beside`, run before each timed add (0 without it)
+  gknn::detail::cuda::UploadTimes first_upload, last_upload;  ///< of the warm-up add's upload, of the last add's
+  double last = 0;   ///< ms of the last add
 };
 
 /// Adds of `b` (one warm-up, then `reps` timed), each timed add right after one run of `beside` (the host's pack
@@ -223,17 +229,47 @@ struct AddTimes {
 AddTimes time_adds(const Base& b, int reps, const std::function<double()>& beside = {}) {
   AddTimes t;
   t.first = add_ms(b);
+  t.first_upload = gknn::detail::cuda::last_upload_times();
   std::vector<double> add, host;
   for (int r = 0; r < reps; ++r) {
     if (beside) host.push_back(beside());
     add.push_back(add_ms(b));
   }
+  t.last = add.back();
+  t.last_upload = gknn::detail::cuda::last_upload_times();
   t.add = median(add);
   if (!host.empty()) t.host = median(host);
   return t;
 }
 
 double median_add_ms(const Base& b, int reps) { return time_adds(b, reps).add; }
+
+/// Where an add's host time went (its upload's phases: gknn::detail::cuda::UploadTimes), in one line.
+std::string add_breakdown(double add, const gknn::detail::cuda::UploadTimes& u) {
+  auto f = [](double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.2f", v);
+    return std::string(b);
+  };
+  std::string l = f(add) + " ms = upload made " + f(u.construct_ms);
+  if (u.pinned_blocks > 0) {
+    l += " (pinned " + f(u.pinned_bytes / 1048576.0) + " MiB in " + std::to_string(u.pinned_blocks) + " slots: " +
+         f(u.pin_ms) + " = pages touched " + f(u.touch_ms) + " + cudaHostRegister " + f(u.register_ms);
+    if (u.hostalloc_ms > 0 || u.register_failures > 0)
+      l += " + cudaHostAlloc " + f(u.hostalloc_ms) + " (" + std::to_string(u.register_failures) + " registers failed)";
+    l += ";";
+  } else {
+    l += " (slots kept;";
+  }
+  l += " packers started " + f(u.packers_ms) + ", " + std::to_string(u.threads_created) + " threads made)";
+  l += " + run " + f(u.run_ms) + " (device slots " + f(u.device_slots_ms) + ", first chunk packed at " +
+       f(u.first_packed_ms) + ", destination made in " + f(u.prepare_ms) +
+       (u.prepare_beside ? " on the helper, waited " + f(u.prepare_wait_ms) : std::string(" by the caller")) + ")";
+  l += " + the rest (upload start, scan, commit, sync) " + f(add - u.total_ms) + "; " + std::to_string(u.chunks) +
+       " chunks, " + std::to_string(u.slots) + " slots of " + f(u.slot_bytes / 1048576.0) + " MiB" +
+       (u.packers ? "" : ", packed by the caller");
+  return l;
+}
 
 }  // namespace
 
@@ -297,10 +333,12 @@ int main(int argc, char** argv) {
   }
 
   emit("| base | MB | pinned H2D GB/s | pageable H2D GB/s | pack whole GB/s | pack per chunk GB/s | "
-       "chunk MiB x slots | hostalloc + free ms | cudaMalloc + free ms | first add ms | add ms | add GB/s | "
+       "chunk MiB x slots | hostalloc + free ms | slot pinned + freed ms | cudaMalloc + free ms | first add ms | "
+       "add ms | add GB/s | "
        "of pinned | host pack GB/s beside add | of min(pinned, host) | add from pinned rows ms | "
        "before ms (emulated) | same |");
-  emit("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+  emit("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+  std::vector<std::string> breakdowns;
   std::vector<int64_t> float_ids;
   std::vector<float> float_distances;
   for (const Base& b : bases) {
@@ -324,6 +362,7 @@ int main(int argc, char** argv) {
       check(cudaHostAlloc(&p, chunk, cudaHostAllocDefault), "cudaHostAlloc");
       check(cudaFreeHost(p), "cudaFreeHost");
     });
+    const double pin_slot_ms = timed(o.reps, [&] { (void)gknn::detail::cuda::time_pinned_slot(chunk); });
     const size_t stored = static_cast<size_t>(b.rows * b.cols) * sizeof(float);
     const double malloc_ms = timed(o.reps, [&] {
       void* p = nullptr;
@@ -332,6 +371,8 @@ int main(int argc, char** argv) {
     });
     const AddTimes adds = time_adds(b, o.reps, pack_beside);
     const double first = adds.first, add = adds.add;
+    breakdowns.push_back("- " + b.name + ": first add " + add_breakdown(first, adds.first_upload));
+    breakdowns.push_back("- " + b.name + ": last add " + add_breakdown(adds.last, adds.last_upload));
     // What bounded this add: the link (pinned H2D of the same bytes) or the host's pack measured beside it.
     const double allowed_gbps = std::min(gbps(size, pinned_ms), gbps(size, adds.host));
     // The same rows in page-locked memory: the upload copies them where they are (no pack).
@@ -358,7 +399,8 @@ int main(int argc, char** argv) {
          fmt("%.1f", gbps(size, pageable_ms)) + " | " + fmt("%.1f", gbps(size, pack_ms)) + " | " +
          fmt("%.1f", gbps(size, chunk_pack_ms)) + " | " + fmt("%.2f", chunk / 1048576.0) +
          fmt(" x %.0f | ", cut.slots) +
-         fmt("%.2f", hostalloc_ms) + " | " + fmt("%.2f", malloc_ms) + " | " + fmt("%.2f", first) + " | " +
+         fmt("%.2f", hostalloc_ms) + " | " + fmt("%.2f", pin_slot_ms) + " | " + fmt("%.2f", malloc_ms) + " | " +
+         fmt("%.2f", first) + " | " +
          fmt("%.2f", add) + " | " + fmt("%.1f", gbps(size, add)) + " | " +
          fmt("%.0f%%", 100.0 * pinned_ms / add) + " | " + fmt("%.1f", gbps(size, adds.host)) + " | " +
          fmt("%.0f%%", 100.0 * gbps(size, add) / allowed_gbps) + " | " + fmt("%.2f", add_pinned) +
@@ -370,7 +412,14 @@ int main(int argc, char** argv) {
        "H2D time of the same bytes / the add's time (the headline); host pack beside add: the base packed chunk by "
        "chunk into pinned slots as the upload cuts it, on the host team, right before each timed add (median): what "
        "the host's memory allowed the pack then; of min(pinned, host): the add's GB/s over the smaller of the two "
-       "(near 100%: the pipeline loses nothing to its own fill, drain and fixed costs).");
+       "(near 100%: the pipeline loses nothing to its own fill, drain and fixed costs); hostalloc + free: one "
+       "slot's bytes by cudaHostAlloc (as the slots were made before); slot pinned + freed: as the uploads make a "
+       "slot now (mapped, pages touched on the host team, cudaHostRegister), then freed.");
+  emit("");
+  emit("Where each base's first add (the first of the process for the first base: its pinned slots made) and its last "
+       "timed add spent their host time (ms; the upload's phases):");
+  emit("");
+  for (const std::string& l : breakdowns) emit(l);
   emit("");
 
   {  // cudaHostRegister of the caller's rows instead of the pack, for one large contiguous add.
