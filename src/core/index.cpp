@@ -2,6 +2,7 @@
 #include "gknn/index.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <mutex>
 #include <optional>
 #include <string_view>
@@ -191,12 +192,23 @@ SearchParams index_params(const Index::Impl& impl, FloatView queries, const Sear
 /// fractions where it said integers, negative values, a larger magnitude) ask for the search to run again with
 /// them. Every plan exact under the guess is exact under facts it covers.
 class QueryFacts {
+  /// GKNN_NO_SCAN_OVERLAP set (not "0"): the queries are scanned before the search, on the caller, as below 64K
+  /// values (a diagnosis switch, issue 16; the search then plans with the scanned facts, never a guess).
+  static bool overlap_disabled() {
+    static const bool off = [] {
+      const char* v = std::getenv("GKNN_NO_SCAN_OVERLAP");
+      return v && *v && std::string_view(v) != "0";
+    }();
+    return off;
+  }
+
  public:
   QueryFacts(const Index::Impl& impl, FloatView queries) : impl_(impl), queries_(queries) {
     detail::validate_shape(queries, "queries", true);
     constexpr int64_t kOverlapValues = int64_t(1) << 16;
     const bool overlap = impl.backend == Backend::Cuda && queries.memory == Memory::Host &&
-                         impl.metric != Metric::Cosine && queries.rows * queries.cols >= kOverlapValues;
+                         impl.metric != Metric::Cosine && queries.rows * queries.cols >= kOverlapValues &&
+                         !overlap_disabled();
     if (overlap) {
       std::lock_guard<std::mutex> lock(impl.guess_mutex);
       guess_ = impl.query_guess;

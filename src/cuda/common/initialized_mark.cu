@@ -1,4 +1,6 @@
 // initialized_mark.cu: see initialized_mark.cuh.
+#include <cstdlib>
+#include <string_view>
 #include <vector>
 
 #include <nvtx3/nvToolsExt.h>
@@ -9,8 +11,21 @@
 
 namespace gknn::detail::cuda {
 
+namespace {
+
+/// GKNN_NO_INITIALIZED_MARK set (not "0"): no mark is made (initialized_mark.cuh).
+bool marks_disabled() {
+  static const bool off = [] {
+    const char* v = std::getenv("GKNN_NO_INITIALIZED_MARK");
+    return v && *v && std::string_view(v) != "0";
+  }();
+  return off;
+}
+
+}  // namespace
+
 void mark_initialized(const float* matrix, int64_t rows, int64_t cols, int64_t stride, cudaStream_t stream) {
-  if (rows <= 0 || cols <= 0) return;
+  if (rows <= 0 || cols <= 0 || marks_disabled()) return;
   static const nvtxDomainHandle_t domain = nvtxDomainCreateA("gknn");
   auto mark = [&](const nvtxMemVirtualRangeDesc_t* ranges, size_t count) {
     nvtxMemMarkInitializedBatch_t batch{};

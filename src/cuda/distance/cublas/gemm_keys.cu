@@ -1,6 +1,8 @@
 // gemm_keys.cu: see gemm_keys.cuh.
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
+#include <string_view>
 
 #include "cuda/common/error.cuh"
 #include "cuda/common/initialized_mark.cuh"
@@ -92,9 +94,28 @@ void augment_operands(const DistanceInput& in, bool l2, void* queries, void* bas
 
 /// keys = base'^T query' on the tensor cores (operands of `type`, float32 output and accumulation), in the default
 /// math mode that the request needs; the pool's handles are pedantic otherwise (handle_pool.cuh), so it is restored.
+/// GKNN_GEMM_NO_TENSOR_CORES set (not "0"): the TF32 paths' float operands (already TF32 values, augment) are
+/// multiplied by a float32 GEMM in the pool's pedantic math instead of the TF32 tensor-core GEMM. A diagnosis switch
+/// (issue 16: racecheck's hardware exception beside the TF32 GEMM): exactness is unchanged, since the products of
+/// TF32 values are exact in float32 and the sums are float32 as the paths' bounds count them (core/guard.cpp).
+bool tensor_cores_disabled() {
+  static const bool off = [] {
+    const char* v = std::getenv("GKNN_GEMM_NO_TENSOR_CORES");
+    return v && *v && std::string_view(v) != "0";
+  }();
+  return off;
+}
+
 void tensor_gemm(cublasHandle_t handle, const DistanceInput& in, const DistanceOutput& out, int64_t ad,
                  const void* base, const void* queries, cudaDataType_t type, cublasComputeType_t compute) {
   const float one = 1.f, zero = 0.f;
+  if (type == CUDA_R_32F && tensor_cores_disabled()) {
+    GKNN_CUBLAS_TRY(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(in.nb), static_cast<int>(in.nq),
+                                 static_cast<int>(ad), &one, base, type, static_cast<int>(ad), queries, type,
+                                 static_cast<int>(ad), &zero, out.keys, CUDA_R_32F, static_cast<int>(out.stride),
+                                 CUBLAS_COMPUTE_32F_PEDANTIC, CUBLAS_GEMM_DEFAULT));
+    return;
+  }
   GKNN_CUBLAS_TRY(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH));
   const cublasStatus_t status =
       cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(in.nb), static_cast<int>(in.nq),
