@@ -2,7 +2,6 @@
 #include "gknn/index.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <mutex>
 #include <optional>
 #include <string_view>
@@ -10,6 +9,7 @@
 
 #include "core/backend.hpp"
 #include "core/call_timer.hpp"
+#include "core/env_switch.hpp"
 #include "core/finalize.hpp"
 #include "core/guard.hpp"
 #include "core/host_parallel.hpp"
@@ -195,10 +195,7 @@ class QueryFacts {
   /// GKNN_NO_SCAN_OVERLAP set (not "0"): the queries are scanned before the search, on the caller, as below 64K
   /// values (a diagnosis switch, issue 16; the search then plans with the scanned facts, never a guess).
   static bool overlap_disabled() {
-    static const bool off = [] {
-      const char* v = std::getenv("GKNN_NO_SCAN_OVERLAP");
-      return v && *v && std::string_view(v) != "0";
-    }();
+    static const bool off = detail::env_switch_on("GKNN_NO_SCAN_OVERLAP");
     return off;
   }
 

@@ -1,12 +1,11 @@
 // initialized_mark.cu: see initialized_mark.cuh.
-#include <cstdlib>
-#include <string_view>
 #include <vector>
 
 #include <nvtx3/nvToolsExt.h>
 #include <nvtx3/nvToolsExtMem.h>
 #include <nvtx3/nvToolsExtMemCudaRt.h>
 
+#include "core/env_switch.hpp"
 #include "cuda/common/initialized_mark.cuh"
 
 namespace gknn::detail::cuda {
@@ -15,10 +14,7 @@ namespace {
 
 /// GKNN_NO_INITIALIZED_MARK set (not "0"): no mark is made (initialized_mark.cuh).
 bool marks_disabled() {
-  static const bool off = [] {
-    const char* v = std::getenv("GKNN_NO_INITIALIZED_MARK");
-    return v && *v && std::string_view(v) != "0";
-  }();
+  static const bool off = detail::env_switch_on("GKNN_NO_INITIALIZED_MARK");
   return off;
 }
 

@@ -1,9 +1,8 @@
 // gemm_keys.cu: see gemm_keys.cuh.
 #include <algorithm>
 #include <climits>
-#include <cstdlib>
-#include <string_view>
 
+#include "core/env_switch.hpp"
 #include "cuda/common/error.cuh"
 #include "cuda/common/initialized_mark.cuh"
 #include "cuda/distance/cublas/gemm_keys.cuh"
@@ -99,10 +98,7 @@ void augment_operands(const DistanceInput& in, bool l2, void* queries, void* bas
 /// (issue 16: racecheck's hardware exception beside the TF32 GEMM): exactness is unchanged, since the products of
 /// TF32 values are exact in float32 and the sums are float32 as the paths' bounds count them (core/guard.cpp).
 bool tensor_cores_disabled() {
-  static const bool off = [] {
-    const char* v = std::getenv("GKNN_GEMM_NO_TENSOR_CORES");
-    return v && *v && std::string_view(v) != "0";
-  }();
+  static const bool off = detail::env_switch_on("GKNN_GEMM_NO_TENSOR_CORES");
   return off;
 }
 
