@@ -4,7 +4,7 @@
 // Why not host_parallel: its jobs are synchronous (the caller takes parts and returns when all are done), so a
 // pack of chunk after chunk on it paid, per chunk, waking the team and the caller's time between packs, and could
 // not run ahead of the copies; and a second team keeps the host team free for the caller's other loops. The team's
-// threads are started once (as many as the largest job asked), sleep between jobs (spin_wait.hpp) and serve one
+// threads are started once (as many as the largest job asked), sleep between jobs (worker_set.hpp) and serve one
 // job at a time: a job started while another holds the team does not start, and its caller does the work itself.
 #pragma once
 

@@ -2,19 +2,16 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <exception>
 #include <functional>
-#include <memory>
 #include <mutex>
 #include <thread>
-#include <vector>
 
 #include <omp.h>
 
-#include "core/spin_wait.hpp"
+#include "core/worker_set.hpp"
 
 namespace gknn::detail {
 
@@ -27,71 +24,40 @@ int host_parts(int64_t work, int64_t min_per_part) {
 
 namespace {
 
-/// A worker woken for a job counts down `remaining_` when no part is left; the caller returns only when every
-/// woken worker has, so no worker still reads a job's body or context after its call returned.
-/// Threads that sleep between jobs (futex waits through std::atomic::wait) and are woken one by one, as many as
-/// a job has parts: a job of 4 parts wakes 3 of them. Never destroyed (threads may still sleep at exit).
+/// Runs a job's parts on the caller and on up to parts - 1 workers of its WorkerSet (worker_set.hpp), each taking
+/// parts until none is left; the caller returns only when every woken worker has left the job, so no worker still
+/// reads a job's body or context after its call returned. Never destroyed (threads may still sleep at exit).
 class Pool {
  public:
-  /// Runs the job's parts on the caller and parts - 1 workers; false when another caller's job is running (the
-  /// caller then runs the parts itself: no waiting, no nesting).
+  /// false when another caller's job is running (the caller then runs the parts itself: no waiting, no nesting).
   bool run(int parts, void (*body)(void*, int), void* context) {
     std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
     if (!lock.owns_lock()) return false;
-    while (static_cast<int>(workers_.size()) < parts - 1) {
-      try {
-        auto w = std::make_unique<Worker>();
-        std::thread([this, raw = w.get()] { loop(*raw); }).detach();
-        workers_.push_back(std::move(w));
-      } catch (...) {
-        break;  // fewer threads than asked (the thread may not have started: it never sees a job): the caller
-      }         // takes the parts they leave
-    }
-    const int woken = std::min(parts - 1, static_cast<int>(workers_.size()));
+    const int woken = std::min(parts - 1, workers_.grow(parts - 1));  // the caller takes the parts they leave
     body_ = body;
     context_ = context;
     parts_ = parts;
     next_.store(1, std::memory_order_relaxed);
-    remaining_.store(woken, std::memory_order_relaxed);
-    for (int i = 0; i < woken; ++i) {
-      Worker& w = *workers_[static_cast<size_t>(i)];
-      w.epoch.fetch_add(1, std::memory_order_release);
-      w.epoch.notify_one();
-    }
+    if (woken > 0) workers_.start(woken, [](void* self, int) { static_cast<Pool*>(self)->take_parts(); }, this);
     body(context, 0);
-    for (int part = next_.fetch_add(1, std::memory_order_relaxed); part < parts;
-         part = next_.fetch_add(1, std::memory_order_relaxed))
-      body(context, part);  // parts no worker has taken yet
-    wait_done();
+    take_parts();
+    if (woken > 0) workers_.wait();
     return true;
   }
 
  private:
-  struct Worker {
-    std::atomic<uint32_t> epoch{0};  ///< bumped once per job this worker is woken for
-  };
-
-  void loop(Worker& w) {
-    for (uint32_t seen = 0;;) {
-      seen = wait_change(w.epoch, seen);
-      for (int part = next_.fetch_add(1, std::memory_order_relaxed); part < parts_;
-           part = next_.fetch_add(1, std::memory_order_relaxed))
-        body_(context_, part);
-      if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) remaining_.notify_one();
-    }
-  }
-
-  void wait_done() {
-    for (int left = remaining_.load(std::memory_order_acquire); left > 0;) left = wait_change(remaining_, left);
+  void take_parts() {
+    for (int part = next_.fetch_add(1, std::memory_order_relaxed); part < parts_;
+         part = next_.fetch_add(1, std::memory_order_relaxed))
+      body_(context_, part);
   }
 
   std::mutex mutex_;
-  std::vector<std::unique_ptr<Worker>> workers_;
+  WorkerSet workers_;
   void (*body_)(void*, int) = nullptr;
   void* context_ = nullptr;
   int parts_ = 0;
   std::atomic<int> next_{0};
-  std::atomic<int> remaining_{0};
 };
 
 Pool& pool() {
