@@ -82,10 +82,11 @@ TEST(GpuUpload, EveryChunkingStoresTheSameRows) {
   }
 }
 
-/// An add of many chunks: chunks of 2 MiB that end with smaller ones (1 MiB, 512 KiB: the ramp down), packed ahead
-/// of the copies by the async team through one slot (each chunk waits for the last one's copy) and three, the
-/// first chunks (one per slot) copied into device slots while the index grows its rows on the overlap helper, as
-/// floats (those moved into place, the others landed in place) and as bytes (each chunk converted from its slot).
+/// An add of many chunks: chunks of 2 MiB that start and end with smaller ones (512 KiB, 1 MiB: the ramp), packed
+/// ahead of the copies by the async team through one slot (each chunk waits for the last one's copy) and three, the
+/// first chunks (as many as the device slots hold: the ramp's two in the first) copied into device slots while the
+/// index grows its rows on the overlap helper, as floats (those moved into place, the others landed in place) and as
+/// bytes (each chunk converted from its slot).
 TEST(GpuUpload, ManyChunksPackedAheadOfTheCopies) {
   UploadGuard guard;
   const int64_t dim = 128, rows = 20000, stride = 131;  // 10 MB of floats: 2 x (1.5 + 2) MiB and more
@@ -112,6 +113,29 @@ TEST(GpuUpload, ManyChunksPackedAheadOfTheCopies) {
     }
     // A one-shot search uploads its base into a known destination: its chunks ramp up from 512 KiB too.
     EXPECT_EQ("", check_search(search(base.view(), queries.view(), p), base.view(), queries.view(), p, exact()));
+  }
+}
+
+/// 8-bit rows of 37 bytes in 2 MiB chunks that ramp up: the first two chunks land in the first device slot while the
+/// index grows its rows, the second one at a 256-byte boundary after the first (its unaligned end would break the
+/// conversion's 4-byte loads), then the others in turn.
+TEST(GpuUpload, RampedByteChunksShareADeviceSlot) {
+  UploadGuard guard;
+  const int64_t dim = 37, rows = 200000;  // 7.4 MB: 512 KiB, 1 MiB, 2 MiB chunks ..., 1 MiB, 512 KiB
+  const HostMatrix<float> floats = integer_matrix(rows, dim, 0, 255, 46), queries = integer_matrix(5, dim, 0, 255, 47);
+  std::vector<uint8_t> bytes(static_cast<size_t>(rows * dim));
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(floats.data[i]);
+  Index from_floats(dim, Metric::SquaredL2, Backend::Cuda);
+  from_floats.add(floats.view());
+  const Result want = from_floats.search(queries.view(), 10);
+  for (int slots : {1, 3}) {
+    detail::cuda::set_upload_override({int64_t(2) << 20, slots, false});
+    SCOPED_TRACE("slots " + std::to_string(slots));
+    Index from_bytes(dim, Metric::SquaredL2, Backend::Cuda);
+    from_bytes.add(ByteView{bytes.data(), rows, dim, 0});
+    const Result got = from_bytes.search(queries.view(), 10);
+    EXPECT_EQ(want.indices, got.indices);
+    EXPECT_EQ(want.distances, got.distances);
   }
 }
 

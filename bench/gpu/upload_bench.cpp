@@ -22,7 +22,9 @@
 //                 "before": the add before this change, emulated with its parts (legacy_add_ms), and the speed-up
 //   same          the uint8 Index answers 100 queries (k = 10) with the float Index's ids and distances, bit for bit
 // Under the table, per base, where the first add's and the last timed add's host time went (the upload's phases,
-// detail::cuda::last_upload_times: pinned slots made, packers started, device slots, the destination's cudaMalloc).
+// detail::cuda::last_upload_times: pinned slots made, packers started, device slots, when the first chunk was packed
+// and its copy issued, the destination's cudaMalloc and the chunks copied into device slots beside it, the commit's
+// wait for the device's last copies and work).
 // Then cudaHostRegister of the float base (register + copy + unregister: the pack's alternative for one large
 // contiguous add), and the sweep of the upload's chunking on the 512 MB float base (hooks.hpp set_upload_override:
 // chunk MiB x slots, and write-combined slots) to choose the defaults of pipeline/upload.cu.
@@ -263,11 +265,22 @@ std::string add_breakdown(double add, const gknn::detail::cuda::UploadTimes& u) 
   }
   l += " packers started " + f(u.packers_ms) + ", " + std::to_string(u.threads_created) + " threads made)";
   l += " + run " + f(u.run_ms) + " (device slots " + f(u.device_slots_ms) + ", first chunk packed at " +
-       f(u.first_packed_ms) + ", destination made in " + f(u.prepare_ms) +
-       (u.prepare_beside ? " on the helper, waited " + f(u.prepare_wait_ms) : std::string(" by the caller")) + ")";
-  l += " + the rest (upload start, scan, commit, sync) " + f(add - u.total_ms) + "; " + std::to_string(u.chunks) +
-       " chunks, " + std::to_string(u.slots) + " slots of " + f(u.slot_bytes / 1048576.0) + " MiB" +
-       (u.packers ? "" : ", packed by the caller");
+       f(u.first_packed_ms) + " and issued at " + f(u.first_issued_ms) + ", destination made in " + f(u.prepare_ms) +
+       (u.prepare_beside ? " on the helper beside " + std::to_string(u.early_chunks) + " chunks (" +
+                               f(u.early_bytes / 1048576.0) + " MiB) into device slots, waited " +
+                               f(u.prepare_wait_ms)
+                         : std::string(" by the caller")) +
+       ")";
+  // After run: the commit (the device's last copies and work waited for, the facts read), then the rest (the add's
+  // start before the upload was made, its return, the bench's cudaDeviceSynchronize).
+  const double rest = add - u.total_ms;
+  if (u.commit_ms >= 0)
+    l += " + commit (last copies and device work, scan) " + f(u.commit_ms) + " + the rest (add start and return, sync) " +
+         f(rest - u.commit_ms);
+  else
+    l += " + the rest (upload start, scan, commit, sync) " + f(rest);
+  l += "; " + std::to_string(u.chunks) + " chunks, " + std::to_string(u.slots) + " slots of " +
+       f(u.slot_bytes / 1048576.0) + " MiB" + (u.packers ? "" : ", packed by the caller");
   return l;
 }
 

@@ -9,6 +9,7 @@
 // the fused kernel's operand copy of the rows (OperandCache: n x 32..256 bytes, e.g. n x d for 8-bit data, made by
 // the first fused search where it fits half of the search's memory budget), freed whenever the rows change.
 #include <algorithm>
+#include <chrono>
 #include <mutex>
 #include <optional>
 #include <string_view>
@@ -42,7 +43,7 @@ class CudaStore final : public detail::ResidentStore {
     use_device(device_);
     // Packing starts here (upload.cuh).
     HostUpload upload(
-        HostRows{rows.data, rows.rows, static_cast<size_t>(dim_), static_cast<size_t>(rows.row_stride())}, true);
+        HostRows{rows.data, rows.rows, static_cast<size_t>(dim_), static_cast<size_t>(rows.row_stride())});
     Pipeline& p = pipeline();
     const cudaStream_t compute = p.compute.get();
     // The bytes go up (a quarter of the floats' bytes) into the upload's device slots; each chunk is converted into
@@ -60,9 +61,10 @@ class CudaStore final : public detail::ResidentStore {
         },
         [&]() -> void* {
           grow_for_append(rows.rows, &dst, &norms);
-          return nullptr;  // each chunk converted from its device slot
+          load_byte_conversion();  // not at its first launch, between two copies
+          return nullptr;          // each chunk converted from its device slot
         });
-    return commit(p, rows.rows, nullptr, &scan, what);
+    return timed_commit(p, rows.rows, nullptr, &scan, what);
   }
 
   void clear() override {
@@ -142,8 +144,7 @@ class CudaStore final : public detail::ResidentStore {
   /// copied. A row's norm does not depend on the chunking (norms.cu).
   detail::ValueStats store_host_rows(FloatView rows, const detail::ValueStats* known, std::string_view what) {
     HostUpload upload(HostRows{rows.data, rows.rows, static_cast<size_t>(dim_) * sizeof(float),
-                               static_cast<size_t>(rows.row_stride()) * sizeof(float)},
-                      true);
+                               static_cast<size_t>(rows.row_stride()) * sizeof(float)});
     Pipeline& p = pipeline();
     const cudaStream_t compute = p.compute.get();
     std::optional<ChunkedValueScan> scan;
@@ -160,7 +161,7 @@ class CudaStore final : public detail::ResidentStore {
           grow_for_append(rows.rows, &dst, &norms);
           return dst;  // the rows land in place
         });
-    return commit(p, rows.rows, known, scan ? &*scan : nullptr, what);
+    return timed_commit(p, rows.rows, known, scan ? &*scan : nullptr, what);
   }
 
   /// prepare_append for an upload's `prepare` (it may run on the overlap helper, while the first chunks are copied:
@@ -192,6 +193,15 @@ class CudaStore final : public detail::ResidentStore {
     stats_ = size_ == 0 ? stats : stats_.merged(stats);
     max_norm_ = -1;
     size_ += added;
+    return stats;
+  }
+
+  /// commit() after an upload, its time noted in the upload's times (gknn_upload_bench's breakdown).
+  detail::ValueStats timed_commit(Pipeline& p, int64_t added, const detail::ValueStats* known,
+                                  ChunkedValueScan* scan, std::string_view what) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const detail::ValueStats stats = commit(p, added, known, scan, what);
+    note_upload_commit(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     return stats;
   }
 

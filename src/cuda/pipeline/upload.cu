@@ -38,6 +38,7 @@ constexpr int kMaxPackers = 16;
 /// then take the paths of large uploads).
 constexpr size_t kMinOverlapBytes = size_t(1) << 20;
 constexpr size_t kConsumerGroupBytes = size_t(32) << 20;  ///< rows landed in place handed to on_chunk at once
+constexpr size_t kLandingAlign = 256;  ///< of a chunk that lands in a device slot after another one
 
 std::atomic<int64_t> g_chunk_override{0};
 std::atomic<int> g_slots_override{0};
@@ -159,7 +160,9 @@ struct Slot {
   size_t host_bytes = 0;          ///< pinned.bytes
   bool write_combined = false;
   DeviceBuffer<unsigned char> device;
-  Event copied{cudaEventDisableTiming};    ///< after the copy that last read `host` (and wrote `device`)
+  /// After the copy that last read `host` (copies run in order on one stream: it also follows every copy issued
+  /// before it, into any slot's `device`).
+  Event copied{cudaEventDisableTiming};
   Event consumed{cudaEventDisableTiming};  ///< after the consumer's work that last read `device`
   bool copy_pending = false, consume_pending = false;
 
@@ -242,7 +245,7 @@ void pack(unsigned char* dst, const HostRows& rows, int64_t first, int64_t count
 }
 
 __global__ void bytes_to_floats_kernel(const unsigned char* __restrict__ src, int64_t count, float* __restrict__ dst) {
-  // Four values per thread: one 4-byte load (src is a device slot, 256-byte aligned), four float stores (dst
+  // Four values per thread: one 4-byte load (src: in a device slot, at a 256-byte boundary), four float stores (dst
   // follows the stored rows: any alignment).
   const int64_t step = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; 4 * i < count; i += step) {
@@ -271,6 +274,11 @@ int64_t upload_pinned_allocations() { return g_pinned_allocations.load(); }
 UploadTimes last_upload_times() {
   std::lock_guard<std::mutex> lock(g_times_mutex);
   return g_last_times;
+}
+
+void note_upload_commit(double ms) {
+  std::lock_guard<std::mutex> lock(g_times_mutex);
+  g_last_times.commit_ms = ms;
 }
 
 double time_pinned_slot(size_t bytes) {
@@ -319,7 +327,7 @@ struct HostUpload::Impl {
   Clock::time_point made;  ///< when the constructor started
 };
 
-HostUpload::HostUpload(const HostRows& rows, bool later_destination) : impl_(std::make_unique<Impl>()) {
+HostUpload::HostUpload(const HostRows& rows) : impl_(std::make_unique<Impl>()) {
   Impl& u = *impl_;
   u.made = Clock::now();
   u.rows = rows;
@@ -333,7 +341,9 @@ HostUpload::HostUpload(const HostRows& rows, bool later_destination) : impl_(std
   u.direct = page_locked(rows.data);
   const UploadChunking cut = upload_chunking(static_cast<size_t>(rows.rows) * rows.row_bytes, rows.row_bytes);
   const int64_t chunk_rows = static_cast<int64_t>(cut.chunk_bytes / rows.row_bytes);
-  u.starts = chunk_starts(rows.rows, chunk_rows, rows.row_bytes, kRampBytes, !later_destination);
+  // Every upload of many chunks ramps up from a small chunk (its first copy starts after a short pack: a full first
+  // chunk kept the copy engine idle for 0.8-1.4 ms of an Index add on one H100 host) and down to one.
+  u.starts = chunk_starts(rows.rows, chunk_rows, rows.row_bytes, kRampBytes);
   const int used = static_cast<int>(std::min<int64_t>(cut.slots, static_cast<int64_t>(u.starts.size()) - 1));
   u.slot_bytes = static_cast<size_t>(std::min(chunk_rows, rows.rows)) * rows.row_bytes;
   u.lease.emplace();
@@ -398,7 +408,7 @@ void HostUpload::run(void* dst, cudaStream_t copy, cudaStream_t consumer,
   const int64_t used = static_cast<int64_t>(u.slots.size());
   void* dest = dst;    // where rows land in place (null: each chunk in its device slot)
   int64_t handed = 0;  // rows before it were handed to on_chunk (in place)
-  // The destination made beside the first copies (one per slot, into device slots), on the overlap helper.
+  // The destination made beside the first copies (into device slots), on the overlap helper.
   void* prepared = nullptr;
   std::optional<OverlapJob> helper;
   auto timed_prepare = [&] {
@@ -430,6 +440,33 @@ void HostUpload::run(void* dst, cudaStream_t copy, cudaStream_t consumer,
     times.device_slots_ms = ms_since(t0);
   }
   auto rows_at = [&](int64_t c) { return u.starts[static_cast<size_t>(c)]; };
+  auto bytes_of = [&](int64_t c) { return static_cast<size_t>(rows_at(c + 1) - rows_at(c)) * rows.row_bytes; };
+  // Where each chunk lands when not in place: a device slot and an offset in it. The chunks copied while the
+  // destination is made (the early ones, before `early`) fill the device slots one after another, the ramp's small
+  // ones several to a slot, so that they cover about as many bytes as one full chunk per slot (an Index's first add
+  // of 1M x 128 floats: 63.5 MiB of copies beside the 512 MB cudaMalloc), each at a 256-byte boundary (the byte
+  // conversion reads 4 bytes at once); later chunks take the slots in turn, one a slot, from the one after the last
+  // early chunk's.
+  struct Landing {
+    int64_t slot = 0;
+    size_t at = 0;
+  };
+  std::vector<Landing> landing(static_cast<size_t>(chunks));
+  int64_t early = 0;
+  if (helper) {
+    Landing next;
+    for (; early < chunks; ++early) {
+      next.at = (next.at + kLandingAlign - 1) / kLandingAlign * kLandingAlign;
+      if (next.at + bytes_of(early) > u.slot_bytes) next = Landing{next.slot + 1, 0};
+      if (next.slot == used) break;
+      landing[static_cast<size_t>(early)] = next;
+      next.at += bytes_of(early);
+    }
+  }
+  for (int64_t c = early, s = early > 0 ? landing[static_cast<size_t>(early - 1)].slot + 1 : 0; c < chunks; ++c, ++s)
+    landing[static_cast<size_t>(c)] = Landing{s % used, 0};
+  times.early_chunks = early;
+  times.early_bytes = early > 0 ? static_cast<int64_t>(static_cast<size_t>(rows_at(early)) * rows.row_bytes) : 0;
   // Rows [handed, end) are in place: their work, once their copies (the latest one's event covers them) are in.
   auto hand_in_place = [&](Slot& latest, int64_t end) {
     GKNN_CUDA_TRY(cudaStreamWaitEvent(consumer, latest.copied.get(), 0));
@@ -437,29 +474,34 @@ void HostUpload::run(void* dst, cudaStream_t copy, cudaStream_t consumer,
                          handed, end - handed});
     handed = end;
   };
-  // Chunk c, in its device slot: moved into place (in-place uploads) or handed as it is.
+  // Chunk c, in its device slot: moved into place (in-place uploads) or handed as it is. Its copy's event: that of
+  // its pinned slot (recorded again by a later chunk's copy when the early chunks are handed: a later copy on the
+  // same stream, so it covers chunk c's too).
   auto hand_from_slot = [&](int64_t c, bool last) {
-    Slot& slot = *u.slots[static_cast<size_t>(c % used)];
+    Slot& copied = *u.slots[static_cast<size_t>(c % used)];
+    const Landing& l = landing[static_cast<size_t>(c)];
+    Slot& slot = *u.slots[static_cast<size_t>(l.slot)];
+    unsigned char* landed = slot.device.data() + l.at;
     const int64_t first = rows_at(c), count = rows_at(c + 1) - first;
-    GKNN_CUDA_TRY(cudaStreamWaitEvent(consumer, slot.copied.get(), 0));
+    GKNN_CUDA_TRY(cudaStreamWaitEvent(consumer, copied.copied.get(), 0));
     if (dest)
       GKNN_CUDA_TRY(cudaMemcpyAsync(static_cast<unsigned char*>(dest) + static_cast<size_t>(first) * rows.row_bytes,
-                                    slot.device.data(), static_cast<size_t>(count) * rows.row_bytes,
-                                    cudaMemcpyDeviceToDevice, consumer));
+                                    landed, static_cast<size_t>(count) * rows.row_bytes, cudaMemcpyDeviceToDevice,
+                                    consumer));
     else
-      on_chunk(UploadChunk{slot.device.data(), first, count});
+      on_chunk(UploadChunk{landed, first, count});
     slot.consumed.record(consumer);
     slot.consume_pending = true;
-    if (dest && last) hand_in_place(slot, first + count);
+    if (dest && last) hand_in_place(copied, first + count);
   };
   for (int64_t c = 0; c < chunks; ++c) {
-    if (helper && c == used) {  // chunk c reuses chunk 0's slot: the chunks before it are handed first
+    if (helper && c == early) {  // the device slots are full: the chunks before c are handed first
       join_helper();
       for (int64_t d = 0; d < c; ++d) hand_from_slot(d, d + 1 == c);
     }
     const int64_t first = rows_at(c), count = rows_at(c + 1) - first;
     const size_t bytes = static_cast<size_t>(count) * rows.row_bytes;
-    Slot& slot = *u.slots[static_cast<size_t>(c % used)];
+    Slot& slot = *u.slots[static_cast<size_t>(c % used)];  // its pinned bytes (and events of the copy)
     if (u.packing) {
       GKNN_CUDA_TRY(static_cast<cudaError_t>(u.packing->wait_packed(c)));  // its packers waited for the slot's copy
     } else {
@@ -470,10 +512,12 @@ void HostUpload::run(void* dst, cudaStream_t copy, cudaStream_t consumer,
     }
     if (c == 0) times.first_packed_ms = ms_since(run_start);
     const bool in_place = dest && !helper;
+    Slot& lands = *u.slots[static_cast<size_t>(landing[static_cast<size_t>(c)].slot)];
     void* target = in_place ? static_cast<unsigned char*>(dest) + static_cast<size_t>(first) * rows.row_bytes
-                            : slot.device.data();
-    // The consumer's work on the chunk this device slot held before must have read it.
-    if (!in_place && slot.consume_pending) GKNN_CUDA_TRY(cudaStreamWaitEvent(copy, slot.consumed.get(), 0));
+                            : lands.device.data() + landing[static_cast<size_t>(c)].at;
+    // The consumer's work on what this device slot held before must have read it (early chunks: an earlier
+    // upload's work, if any).
+    if (!in_place && lands.consume_pending) GKNN_CUDA_TRY(cudaStreamWaitEvent(copy, lands.consumed.get(), 0));
     if (u.direct)
       GKNN_CUDA_TRY(cudaMemcpy2DAsync(target, rows.row_bytes,
                                       static_cast<const unsigned char*>(rows.data) +
@@ -485,14 +529,19 @@ void HostUpload::run(void* dst, cudaStream_t copy, cudaStream_t consumer,
     slot.copied.record(copy);
     slot.copy_pending = true;
     if (u.packing) u.packing->issued(c);
+    if (c == 0) times.first_issued_ms = ms_since(run_start);
     if (helper) continue;  // handed once the destination is made
     if (!in_place) {  // each chunk in its device slot: its work now, before the slot is written again
       hand_from_slot(c, false);
-    } else if (c + 1 == chunks || (first + count - handed) * rows.row_bytes >= kConsumerGroupBytes) {
+    } else {
       // Rows in their place: the work of several chunks at once (one wait, one launch per kernel instead of one per
       // chunk: those host calls would otherwise add ~10% to a pack that keeps pace with the copy). Copies run in
-      // order on `copy`, so the latest chunk's event covers the group.
-      hand_in_place(slot, first + count);
+      // order on `copy`, so the latest chunk's event covers the group. The last 32 MiB (the ramp down) are handed
+      // chunk by chunk, so that after the last copy only the last (smallest) chunk's work remains.
+      const int64_t end = first + count;
+      if (c + 1 == chunks || static_cast<size_t>(end - handed) * rows.row_bytes >= kConsumerGroupBytes ||
+          static_cast<size_t>(rows.rows - end) * rows.row_bytes < kConsumerGroupBytes)
+        hand_in_place(slot, end);
     }
   }
   if (helper) {  // every chunk went to a device slot before the destination was made
@@ -518,6 +567,11 @@ void convert_bytes_to_floats(const unsigned char* src, int64_t count, float* dst
   const int64_t blocks = std::min<int64_t>((quads + kThreads - 1) / kThreads, 8192);
   bytes_to_floats_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, s>>>(src, count, dst);
   GKNN_CUDA_CHECK_LAUNCH();
+}
+
+void load_byte_conversion() {
+  cudaFuncAttributes attributes{};
+  GKNN_CUDA_TRY(cudaFuncGetAttributes(&attributes, bytes_to_floats_kernel));
 }
 
 void release_upload_slots() {

@@ -20,12 +20,15 @@
 //   after another: the 16384-row add went from 0.60 to 0.70 ms with packers that only the caller waited for).
 // * 4 slots of 16 MiB (the sweep of gknn_upload_bench: 16 MiB x 4 84%, 8 MiB x 4 82%, 2 slots 58-75%); an upload
 //   of many chunks starts and ends with small ones (512 KiB, doubling), so that the first copy starts after a short
-//   pack and the last chunk's device work is short (an Index add starts with full ones: below); uploads of < 64 MiB
-//   are cut in 4 chunks of at least 512 KiB.
+//   pack and the last chunk's device work is short; uploads of < 64 MiB are cut in 4 chunks of at least 512 KiB.
+//   (Index adds started with full chunks until the H100 bench showed the first 16 MiB chunk packed only 0.8-1.4 ms
+//   into the add, the copy engine idle until then; with copies and pack at about the same rate the copies cannot
+//   catch up, which would explain the 0.2-1.5 ms spent after the last chunk was issued: the uint8 add at 64%.)
 // * The device rows' cudaMalloc runs beside the copies: adds of the 1M-row bases from page-locked rows (no pack)
 //   took 1.4-1.5 ms beyond their copies, most of it the cudaMalloc of 512 MB (the bench's cudaMalloc column).
 //   HostUpload starts packing when it is made, before Index::add grows its rows, and run() has the rows grown on
-//   the overlap helper while the first chunks (one per slot: 64 MiB) are copied into device slots.
+//   the overlap helper while the first chunks are copied into device slots: as many as the device slots hold, the
+//   ramp's small ones several to a slot (63.5 MiB of a 1M x 128 float add).
 // * No device synchronisation per chunk: a slot is packed again after the event of its last copy, the consumer
 //   waits for a chunk's copy through an event.
 #pragma once
@@ -64,11 +67,10 @@ UploadChunking upload_chunking(size_t total_bytes, size_t row_bytes);
 /// where they are). Made, it leases the slots and starts packing the first chunks on the async team (when another
 /// upload holds the team, run() packs on the host team instead); run() then copies them. Destroyed without run(),
 /// or after run() threw, it stops the packers before it returns. Used by one thread; the current device must be
-/// the same for both calls. `later_destination`: run() will be given `prepare` (its first chunks are then full
-/// ones, not the ramp's small ones: they fill the device slots while the destination is made).
+/// the same for both calls.
 class HostUpload {
  public:
-  explicit HostUpload(const HostRows& rows, bool later_destination = false);
+  explicit HostUpload(const HostRows& rows);
   ~HostUpload();
   HostUpload(const HostUpload&) = delete;
   HostUpload& operator=(const HostUpload&) = delete;
@@ -81,10 +83,10 @@ class HostUpload {
   /// on it. Returns once every chunk is packed and its work enqueued; `consumer` has waited for every copy, so
   /// synchronising it completes the upload (the pinned slots may be reused before that: their next user waits on
   /// their events).
-  /// `prepare` (dst null, the upload made with later_destination): makes the destination and returns dst (or null:
-  /// chunks stay in device slots); it runs before any on_chunk, on the process's overlap helper
-  /// (core/host_parallel.hpp) when it is free, while the first chunks (one per slot) are copied into device slots,
-  /// which then move into place on `consumer`. (An Index's first add of 1M x 128 floats: cudaMalloc of 512 MB takes
+  /// `prepare` (dst null): makes the destination and returns dst (or null: chunks stay in device slots); it runs
+  /// before any on_chunk, on the process's overlap helper (core/host_parallel.hpp) when it is free, while the first
+  /// chunks (as many as the device slots hold, several small ones to a slot) are copied into device slots, which
+  /// then move into place on `consumer`. (An Index's first add of 1M x 128 floats: cudaMalloc of 512 MB takes
   /// about as long as 64 MB of copies.) What prepare throws, run throws.
   void run(void* dst, cudaStream_t copy, cudaStream_t consumer,
            const std::function<void(const UploadChunk&)>& on_chunk, const std::function<void*()>& prepare = {});
@@ -111,6 +113,7 @@ struct UploadTimes {
   double run_ms = 0;            ///< run(): copies enqueued, their device work handed out
   double device_slots_ms = 0;   ///< device slots grown (cudaMalloc on first use)
   double first_packed_ms = 0;   ///< from run's start until the first chunk was packed
+  double first_issued_ms = 0;   ///< from run's start until the first chunk's copy was issued
   double prepare_ms = 0;        ///< the destination made (the device rows' cudaMalloc)
   double prepare_wait_ms = 0;   ///< run waited for it (made on the overlap helper)
   bool prepare_beside = false;  ///< made on the overlap helper, beside the first copies
@@ -118,8 +121,15 @@ struct UploadTimes {
   int64_t chunks = 0;
   int slots = 0;
   int64_t slot_bytes = 0;
+  int64_t early_chunks = 0;  ///< chunks copied into device slots while the destination was made (beside: else 0)
+  int64_t early_bytes = 0;
+  /// Set after run by the caller's commit (note_upload_commit): waiting for the device's last copies and work (the
+  /// scan's result fetched, the stream synchronised) and reading the facts. -1: not noted.
+  double commit_ms = -1;
 };
 UploadTimes last_upload_times();
+/// The commit of the last finished upload took `ms` (UploadTimes::commit_ms; Index::add's store notes it).
+void note_upload_commit(double ms);
 /// Milliseconds to make one pinned block of `bytes` as the uploads make their slots, and free it.
 double time_pinned_slot(size_t bytes);
 
@@ -129,6 +139,10 @@ void upload_host_rows(const HostRows& rows, void* dst, cudaStream_t copy, cudaSt
 
 /// dst[i] = float(src[i]) for `count` values (8-bit rows converted where they are uploaded), on `s`.
 void convert_bytes_to_floats(const unsigned char* src, int64_t count, float* dst, cudaStream_t s);
+/// Has the current device load convert_bytes_to_floats' kernel (CUDA's lazy loading would load it at its first
+/// launch, on the caller's path between two copies of the process's first 8-bit add); an 8-bit add calls it beside
+/// its destination's cudaMalloc, on the overlap helper. Cheap once loaded.
+void load_byte_conversion();
 
 /// Frees the idle upload slots of every device (pinned and device buffers, events); part of
 /// release_cached_device_resources (hooks.hpp). A later upload makes new ones.
