@@ -49,13 +49,6 @@ kernel_exclude=0
 help_text=$("$sanitizer" --help 2>/dev/null)  # read whole: grep -q closing a pipe early fails it under pipefail
 [[ $help_text == *"--kernel-name "* ]] && kernel_filter=1
 [[ $help_text == *"--kernel-name-exclude"* ]] && kernel_exclude=1
-# Two exclusions at once (CUB's radix sorts and cuBLAS's nvjet GEMMs, run_job) where this compute-sanitizer takes the
-# option twice; else only the first. The probe's target makes no CUDA call: the tool started it (it says "Target
-# application ...", exit 255 on CUDA 13.0) only when it accepted the options.
-if [[ $kernel_exclude == 1 && ,$tools, == *,racecheck,* ]]; then
-  probe=$("$sanitizer" --tool racecheck --kernel-name-exclude kns=RadixSort --kernel-name-exclude kns=nvjet true 2>&1)
-  [[ $probe == *"Target application"* || $probe == *"ERROR SUMMARY"* ]] && kernel_exclude=2
-fi
 mkdir -p "$logs/failures"
 
 # One job per line: cost<TAB>tool<TAB>name<TAB>shard<TAB>shards<TAB>leak check (1/0)<TAB>workdir<TAB>shell-quoted
@@ -184,10 +177,11 @@ run_job() {  # tool name shard shards leak-check workdir quoted-command seconds
   # select/search combination that sorts, 2026-11-24); memcheck and the other tools check them. "RadixSort" is in
   # the name of every CUB radix-sort kernel (DeviceRadixSort*, DeviceSegmentedRadixSortKernel), mangled or not, and
   # of none of gknn's (lower-case names). kns=cub did not take (run 5): the name matched may be the kernel's own.
-  # Nor cuBLAS's sm90 GEMMs ("nvjet_sm90_*"): racecheck reported hazards only inside them, which are cuBLAS's, and
-  # ran past its limit there (DeviceViews.IntegerDataGetTheHostPlan..., 2026-11-26).
-  [[ $tool == racecheck && $kernel_exclude -ge 1 ]] && extra+=(--kernel-name-exclude kns=RadixSort)
-  [[ $tool == racecheck && $kernel_exclude == 2 ]] && extra+=(--kernel-name-exclude kns=nvjet)
+  # cuBLAS's sm90 GEMMs ("nvjet_sm90_*") are checked: leaving them out too (a second --kernel-name-exclude, of any
+  # name) made racecheck stop with "Internal Sanitizer Error: failed to handle a hardware exception" in tests whose
+  # search runs cuBLAS (H100, 2026-11-27, scripts/diag/racecheck_issue16.sh); with RadixSort alone left out,
+  # gpu_device_views and gpu_backend pass whole with 0 hazards, nvjet kernels included.
+  [[ $tool == racecheck && $kernel_exclude == 1 ]] && extra+=(--kernel-name-exclude kns=RadixSort)
   local words
   eval "words=($quoted)"  # env assignments, --, the CTest command
   local envs=() i
@@ -285,8 +279,7 @@ side="sanitize     all tools side by side: $wall s wall, ${#lines[@]} jobs, $job
 summary+=("$side (GKNN_TEST_SANITIZE=1)")
 filters="pytest: gknn's kernels only"
 ((kernel_filter)) || filters="pytest: every kernel (no --kernel-name in this compute-sanitizer)"
-if ((kernel_exclude == 2)); then filters+="; racecheck: not CUB's radix sorts nor cuBLAS's nvjet GEMMs"
-elif ((kernel_exclude)); then filters+="; racecheck: not CUB's radix sorts"
+if ((kernel_exclude)); then filters+="; racecheck: not CUB's radix sorts"
 else filters+="; racecheck: every kernel (no --kernel-name-exclude in this compute-sanitizer)"; fi
 summary+=("sanitize     kernel filters: $filters")
 failed_jobs=$(grep -c '^#### ' "$out/sanitize-failures.txt")
