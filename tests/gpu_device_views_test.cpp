@@ -149,6 +149,10 @@ TEST(DeviceViews, IntegerDataGetTheHostPlanAndIdenticalResults) {
       // racecheck: the fractions at k = 10 only (tf32 + the device certificate; k = 300 is cuBLAS's SGEMM, whose
       // kernels racecheck skips, and the same certificate kernel).
       if (racecheck_mode() && !integers_case(c.name) && k == 300) continue;
+      // racecheck: the uint8 data at k = 10 only: k = 300 runs the fused kernel's filter rounds on u8 operands of
+      // 64-byte rows, gpu_fused's LargeKOverBaseTilesAndAKeptCopy under racecheck (this test's shard took 199 s,
+      // run 17, 2026-11-27); the other tools check the device views' k = 300 here.
+      if (racecheck_mode() && k == 300) continue;
       SCOPED_TRACE("k = " + std::to_string(k));
       const SearchParams p = cuda_params(k);
       const SearchPlan host_plan = explain_search(c.base.view(), c.queries.view(), p);

@@ -129,16 +129,18 @@ TEST(GpuFused, EqualsTheOracleExactly) {
   // (SplitMergeInTheKernelEqualsTheSelection has the others); the fp16 two-stage path is the select suites' (this
   // test did not finish in 120 s, 2026-11-25). The large-k rounds' kernels are LargeKOverBaseTilesAndAKeptCopy's
   // under racecheck (their all-equal case changes the rounds' global candidate lists, not a shared-memory step; this
-  // test's racecheck shard took 241 s with it, 2026-11-27); the other tools run it here.
-  const std::set<std::string> racecheck_cases{"u8_d128", "s8_d40", "s8_d3", "f16_d4", "u8_d200", "duplicates",
-                                              "few_queries_all_equal"};
+  // test's racecheck shard took 241 s with it, 2026-11-27); the other tools run it here. Neither u8_d128 (u8 operands,
+  // 128-byte rows, the wide block: IdenticalToTheTwoStageFp16Path's kernel under racecheck) nor s8_d40 (s8, 64-byte
+  // rows: s8_d3's operands, SplitMergeInTheKernelEqualsTheSelection's row length) meets an instantiation of its own
+  // under racecheck (this shard took 244 s with them, run 17, 2026-11-27).
+  const std::set<std::string> racecheck_cases{"s8_d3", "f16_d4", "u8_d200", "duplicates", "few_queries_all_equal"};
   const std::vector<FusedCase> all = cases();
   for (const FusedCase& tc : all) {
     if (racecheck_mode() && !racecheck_cases.contains(tc.name)) continue;
     for (Metric m : {Metric::SquaredL2, Metric::InnerProduct, Metric::L2}) {
-      // racecheck: the similarity on the first case only, and L2 never (its keys are squared L2's); each case at its
-      // smallest and largest k.
-      if (racecheck_mode() && (m == Metric::L2 || (m == Metric::InnerProduct && &tc != &all.front()))) continue;
+      // racecheck: the similarity on one case only (s8_d3), and L2 never (its keys are squared L2's); each case at
+      // its smallest and largest k.
+      if (racecheck_mode() && (m == Metric::L2 || (m == Metric::InnerProduct && tc.name != "s8_d3"))) continue;
       const std::vector<OracleRow> truth = oracle(tc.base.view(), tc.queries.view(), m, 2.0);
       for (int64_t k : tc.ks) {
         if (racecheck_mode() && k != tc.ks.front() && k != tc.ks.back()) continue;
