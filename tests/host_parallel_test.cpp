@@ -307,7 +307,8 @@ TEST(ChunkPack, ChunkStartsRampUpAndDownAndCoverTheRows) {
 
 TEST(ChunkPack, EveryChunkLandsWhateverTheSlotsThreadsAndStride) {
   const int64_t rows = 3000;
-  for (size_t row_bytes : {size_t(12), size_t(100)})
+  // 1000-byte rows: chunks of 64 KB, packed with streaming stores (threads != 3) in parts above their threshold.
+  for (size_t row_bytes : {size_t(12), size_t(100), size_t(1000)})
     for (size_t stride : {row_bytes, row_bytes + 9})
       for (int slots : {1, 2, 4})
         for (int threads : {1, 3, 8}) {
@@ -319,7 +320,8 @@ TEST(ChunkPack, EveryChunkLandsWhateverTheSlotsThreadsAndStride) {
           const std::vector<int64_t> starts = chunk_starts(rows, chunk_rows, row_bytes, 64);
           FakeCopies copies(starts, row_bytes, slots, static_cast<size_t>(chunk_rows) * row_bytes);
           {
-            ChunkPack pack(host, starts, copies.slots(), threads, [&](size_t s) { return copies.wait_copied(s); });
+            ChunkPack pack(host, starts, copies.slots(), threads, [&](size_t s) { return copies.wait_copied(s); },
+                           threads != 3);
             ASSERT_TRUE(pack.started());
             for (int64_t c = 0; c + 1 < static_cast<int64_t>(starts.size()); ++c) {
               ASSERT_EQ(0, pack.wait_packed(c));
@@ -332,6 +334,68 @@ TEST(ChunkPack, EveryChunkLandsWhateverTheSlotsThreadsAndStride) {
           copy_rows(want.data(), host, 0, rows);
           EXPECT_EQ(want, copies.out);
         }
+}
+
+TEST(ChunkPack, StreamingCopyEqualsMemcpyForAnySizeAlignmentAndStride) {
+  // stream_copy writes the whole 64-byte lines of its destination with streaming stores, the partial ones with
+  // memcpy: every size around the 16 KiB threshold and the line, every offset of either pointer in a line, and no
+  // byte outside [dst, dst + bytes) touched.
+  std::mt19937 rng(11);
+  std::vector<unsigned char> src((size_t(1) << 20) + 256);
+  for (unsigned char& b : src) b = static_cast<unsigned char>(rng());
+  std::vector<unsigned char> got(src.size() + 256), want(got.size());
+  std::vector<size_t> sizes{0, 1, 15, 63, 64, 65, 127, 4095, (16 << 10) - 1, 16 << 10, (16 << 10) + 1,
+                            (16 << 10) + 63, 100000, size_t(1) << 20};
+  for (int i = 0; i < 16; ++i) sizes.push_back((16 << 10) + rng() % ((size_t(1) << 20) - (16 << 10)));
+  for (size_t bytes : sizes)
+    for (size_t dst_off : {0, 1, 8, 16, 33, 63})
+      for (size_t src_off : {0, 3, 16, 61}) {
+        SCOPED_TRACE(std::to_string(bytes) + " bytes, dst +" + std::to_string(dst_off) + ", src +" +
+                     std::to_string(src_off));
+        std::fill(got.begin(), got.end(), 0xA5);
+        std::fill(want.begin(), want.end(), 0xA5);
+        stream_copy(got.data() + dst_off, src.data() + src_off, bytes);
+        if (bytes > 0) std::memcpy(want.data() + dst_off, src.data() + src_off, bytes);
+        ASSERT_TRUE(got == want);
+      }
+}
+
+TEST(ChunkPack, StreamingCopyRowsEqualMemcpyForOddRowsAndStrides) {
+  // copy_rows both ways (streaming: contiguous rows streamed whole, strided small rows gathered then streamed,
+  // strided rows of >= 4 KiB streamed one by one) against a row-by-row memcpy, at odd offsets of both pointers.
+  std::mt19937 rng(12);
+  for (size_t row_bytes : {size_t(1), size_t(3), size_t(37), size_t(128), size_t(512), size_t(4095), size_t(4096),
+                           size_t(9000)})
+    for (size_t extra : {size_t(0), size_t(1), size_t(64), size_t(301)}) {
+      const size_t stride = row_bytes + extra;
+      const int64_t rows = static_cast<int64_t>(std::max<size_t>(3, (size_t(600) << 10) / stride));
+      std::vector<unsigned char> src(static_cast<size_t>(rows) * stride + 64);
+      for (unsigned char& b : src) b = static_cast<unsigned char>(rng());
+      for (size_t src_off : {size_t(0), size_t(5)})
+        for (size_t dst_off : {size_t(0), size_t(1), size_t(40)}) {
+          const HostRows host{src.data() + src_off, rows, row_bytes, stride};
+          for (int64_t first : {int64_t(0), int64_t(1), rows / 3}) {
+            const int64_t count = rows - first - (first > 0 ? 1 : 0);
+            SCOPED_TRACE(std::to_string(row_bytes) + " bytes, stride " + std::to_string(stride) + ", rows " +
+                         std::to_string(first) + "+" + std::to_string(count) + ", src +" + std::to_string(src_off) +
+                         ", dst +" + std::to_string(dst_off));
+            const size_t bytes = static_cast<size_t>(count) * row_bytes;
+            std::vector<unsigned char> want(bytes + dst_off + 64, 0x5A), streamed(want), plain(want);
+            for (int64_t r = 0; r < count; ++r)
+              std::memcpy(want.data() + dst_off + static_cast<size_t>(r) * row_bytes,
+                          src.data() + src_off + static_cast<size_t>(first + r) * stride, row_bytes);
+            copy_rows(streamed.data() + dst_off, host, first, count, true);
+            copy_rows(plain.data() + dst_off, host, first, count, false);
+            ASSERT_TRUE(want == streamed);
+            ASSERT_TRUE(want == plain);
+          }
+        }
+    }
+  // The process-wide switch (the uploads read it): on by default.
+  EXPECT_TRUE(pack_streaming());
+  set_pack_streaming(false);
+  EXPECT_FALSE(pack_streaming());
+  set_pack_streaming(true);
 }
 
 TEST(ChunkPack, StopsWhenTheCallerLeavesEarlyAndReportsACopyError) {

@@ -2,8 +2,13 @@
 #include "core/chunk_pack.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <limits>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "core/spin_wait.hpp"
 
@@ -16,15 +21,100 @@ constexpr size_t kMinPartBytes = size_t(64) << 10, kMaxPartBytes = size_t(1) << 
 
 }  // namespace
 
-void copy_rows(unsigned char* dst, const HostRows& rows, int64_t first, int64_t count) {
-  const auto* src = static_cast<const unsigned char*>(rows.data) + static_cast<size_t>(first) * rows.stride_bytes;
-  if (rows.stride_bytes == rows.row_bytes) {
-    if (count > 0) std::memcpy(dst, src, static_cast<size_t>(count) * rows.row_bytes);
+namespace {
+
+constexpr size_t kLine = 64;
+constexpr size_t kStreamMinBytes = size_t(16) << 10;  ///< smaller copies: memcpy (the partial lines would dominate)
+constexpr size_t kGatherBytes = size_t(8) << 10;      ///< strided rows of less than half this: gathered, then streamed
+
+std::atomic<bool> g_pack_streaming{true};
+
+#if defined(__SSE2__)
+/// One 64-byte line: loaded as it is (any alignment), stored streaming (dst: 64-byte aligned).
+inline void stream_line(unsigned char* dst, const unsigned char* src) {
+  const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 16));
+  const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 32));
+  const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 48));
+  _mm_stream_si128(reinterpret_cast<__m128i*>(dst), a);
+  _mm_stream_si128(reinterpret_cast<__m128i*>(dst + 16), b);
+  _mm_stream_si128(reinterpret_cast<__m128i*>(dst + 32), c);
+  _mm_stream_si128(reinterpret_cast<__m128i*>(dst + 48), d);
+}
+#endif
+
+/// dst[0, bytes) = src[0, bytes): the whole 64-byte lines of dst with streaming stores, the partial ones at either
+/// end with memcpy. No fence (the caller fences once after several). In blocks of 16 KiB the lines go to 4 streams
+/// 4 KiB apart in turn (glibc's large memcpy does the same: more DRAM pages open at once; on a 2-core Xeon VM, 1 MiB
+/// parts into a 64 MiB ring by 2 threads: 21 GB/s, 18.6 in one stream, memcpy 19).
+void stream_lines(unsigned char* dst, const unsigned char* src, size_t bytes) {
+#if defined(__SSE2__)
+  const size_t head = std::min(bytes, (kLine - (reinterpret_cast<uintptr_t>(dst) & (kLine - 1))) & (kLine - 1));
+  std::memcpy(dst, src, head);
+  dst += head;
+  src += head;
+  bytes -= head;
+  const size_t body = bytes & ~(kLine - 1);
+  constexpr size_t kStreams = 4, kPage = 4096, kBlock = kStreams * kPage;
+  size_t done = 0;
+  for (; done + kBlock <= body; done += kBlock)
+    for (size_t i = 0; i < kPage; i += kLine)
+      for (size_t s = 0; s < kStreams; ++s) stream_line(dst + done + s * kPage + i, src + done + s * kPage + i);
+  for (; done < body; done += kLine) stream_line(dst + done, src + done);
+  std::memcpy(dst + body, src + body, bytes - body);
+#else
+  std::memcpy(dst, src, bytes);
+#endif
+}
+
+void store_fence() {
+#if defined(__SSE2__)
+  _mm_sfence();  // streaming stores are weakly ordered: visible before any store after this
+#endif
+}
+
+}  // namespace
+
+void stream_copy(unsigned char* dst, const unsigned char* src, size_t bytes) {
+  if (bytes < kStreamMinBytes) {
+    if (bytes > 0) std::memcpy(dst, src, bytes);
     return;
   }
-  for (int64_t r = 0; r < count; ++r)
-    std::memcpy(dst + static_cast<size_t>(r) * rows.row_bytes, src + static_cast<size_t>(r) * rows.stride_bytes,
-                rows.row_bytes);
+  stream_lines(dst, src, bytes);
+  store_fence();
+}
+
+void set_pack_streaming(bool on) { g_pack_streaming.store(on, std::memory_order_relaxed); }
+bool pack_streaming() { return g_pack_streaming.load(std::memory_order_relaxed); }
+
+void copy_rows(unsigned char* dst, const HostRows& rows, int64_t first, int64_t count, bool streaming) {
+  if (count <= 0) return;
+  const auto* src = static_cast<const unsigned char*>(rows.data) + static_cast<size_t>(first) * rows.stride_bytes;
+  const size_t n = static_cast<size_t>(count), bytes = n * rows.row_bytes;
+  if (rows.stride_bytes == rows.row_bytes) {
+    if (streaming) stream_copy(dst, src, bytes);
+    else std::memcpy(dst, src, bytes);
+    return;
+  }
+  if (!streaming || bytes < kStreamMinBytes) {
+    for (size_t r = 0; r < n; ++r) std::memcpy(dst + r * rows.row_bytes, src + r * rows.stride_bytes, rows.row_bytes);
+    return;
+  }
+  if (2 * rows.row_bytes > kGatherBytes) {  // rows of >= 4 KiB: each streamed where it is
+    for (size_t r = 0; r < n; ++r) stream_lines(dst + r * rows.row_bytes, src + r * rows.stride_bytes, rows.row_bytes);
+  } else {
+    // Small rows: gathered by memcpy into a buffer that stays in the L1 cache, which is streamed out whole (the
+    // partial lines where two batches meet are written by ordinary stores from both: never a line half streamed).
+    alignas(kLine) unsigned char gathered[kGatherBytes];
+    const size_t per = kGatherBytes / rows.row_bytes;
+    for (size_t r = 0; r < n; r += per) {
+      const size_t m = std::min(per, n - r);
+      for (size_t i = 0; i < m; ++i)
+        std::memcpy(gathered + i * rows.row_bytes, src + (r + i) * rows.stride_bytes, rows.row_bytes);
+      stream_lines(dst + r * rows.row_bytes, gathered, m * rows.row_bytes);
+    }
+  }
+  store_fence();
 }
 
 std::vector<int64_t> chunk_starts(int64_t rows, int64_t chunk_rows, size_t row_bytes, size_t ramp_bytes,
@@ -51,11 +141,12 @@ std::vector<int64_t> chunk_starts(int64_t rows, int64_t chunk_rows, size_t row_b
 }
 
 ChunkPack::ChunkPack(const HostRows& rows, const std::vector<int64_t>& starts, std::vector<unsigned char*> slots,
-                     int threads, std::function<int(size_t slot)> wait_copied)
+                     int threads, std::function<int(size_t slot)> wait_copied, bool streaming)
     : rows_(rows),
       starts_(starts),
       slots_(std::move(slots)),
       wait_copied_(std::move(wait_copied)),
+      streaming_(streaming),
       packed_(new std::atomic<int64_t>[starts.size()]),
       free_(new std::atomic<int64_t>[slots_.size()]),
       claimed_(new std::atomic<int64_t>[slots_.size()]) {
@@ -123,7 +214,7 @@ bool ChunkPack::pack_part(const Part& p, int err, int* err_out) {
   }
   if (err == 0)
     copy_rows(slots_[static_cast<size_t>(c % slots)] + static_cast<size_t>(p.first - starts_[c]) * rows_.row_bytes,
-              rows_, p.first, p.count);
+              rows_, p.first, p.count, streaming_);
   else
     keep_error(err);
   if (packed_[c].fetch_add(p.count, std::memory_order_acq_rel) + p.count == starts_[c + 1] - starts_[c])

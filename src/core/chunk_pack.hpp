@@ -24,8 +24,24 @@ struct HostRows {
   size_t stride_bytes = 0;
 };
 
-/// Rows [first, first + count) copied contiguously to `dst`, on the calling thread.
-void copy_rows(unsigned char* dst, const HostRows& rows, int64_t first, int64_t count);
+/// memcpy(dst, src, bytes) with non-temporal (streaming) stores for the 64-byte lines of dst that it writes whole,
+/// when bytes >= 16 KiB (x86-64: SSE2, part of the baseline); ordinary stores for the partial lines at either end, for
+/// smaller copies and elsewhere. Any alignment of either pointer. Ends with a store fence: what it wrote is visible to
+/// another thread (and a DMA engine) once a release store after it is. Why: ordinary stores to lines not in the cache
+/// read each line first (read for ownership), so a copy into a pinned slot moved 3 bytes of host memory per byte
+/// (source read, destination read and written back) while the copy engine read the slots beside it; streaming stores
+/// write whole lines (2 bytes per byte). glibc's memcpy streams only copies above a threshold of several MiB (a
+/// fraction of the last-level cache), which a packer's part of <= 1 MiB never reaches.
+void stream_copy(unsigned char* dst, const unsigned char* src, size_t bytes);
+
+/// Rows [first, first + count) copied contiguously to `dst`, on the calling thread: with stream_copy when
+/// `streaming` (strided rows of < 4 KiB gathered into a small buffer in the cache, then streamed out), else with
+/// memcpy.
+void copy_rows(unsigned char* dst, const HostRows& rows, int64_t first, int64_t count, bool streaming = false);
+/// Whether large uploads pack with streaming stores (default: yes; pipeline/upload.cu); process-wide.
+/// gknn_upload_bench turns it off to time the adds with memcpy's stores beside those with streaming ones.
+void set_pack_streaming(bool on);
+bool pack_streaming();
 
 /// Rows where each chunk starts, then the total: chunks of `chunk_rows`, except that an upload of many chunks
 /// starts with chunks of `ramp_bytes`, doubling up to chunk_rows (unless !ramp_up), and ends with the same in
@@ -45,8 +61,9 @@ class ChunkPack {
   /// wait_copied(slot): blocks until the copy out of `slot` last issued has finished; 0, or an error code. Starts
   /// packing on up to `threads` threads; started() is false when the team is busy or threads < 1 (nothing runs).
   /// `starts` must outlive this.
+  /// `streaming`: parts copied with streaming stores (copy_rows).
   ChunkPack(const HostRows& rows, const std::vector<int64_t>& starts, std::vector<unsigned char*> slots, int threads,
-            std::function<int(size_t slot)> wait_copied);
+            std::function<int(size_t slot)> wait_copied, bool streaming = false);
   ~ChunkPack() { stop(); }
   ChunkPack(const ChunkPack&) = delete;
   ChunkPack& operator=(const ChunkPack&) = delete;
@@ -76,6 +93,7 @@ class ChunkPack {
   const std::vector<int64_t>& starts_;
   const std::vector<unsigned char*> slots_;
   const std::function<int(size_t)> wait_copied_;
+  const bool streaming_;
   std::vector<Part> parts_;
   std::atomic<size_t> next_{0};                      ///< the next part to take
   std::unique_ptr<std::atomic<int64_t>[]> packed_;   ///< rows of chunk c packed
