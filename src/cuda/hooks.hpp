@@ -60,12 +60,15 @@ void reset_device_buffer_peak();
 std::vector<int64_t> device_allocations_since_reset();
 
 /// How bulk host -> device uploads (Index::add of host rows, pipeline/upload.cuh) are cut, to measure them
-/// (gknn_upload_bench): the largest chunk in bytes and the number of pinned slots (0: the defaults, 8 MiB and 4), and
-/// pinned slots allocated write-combined (the host only writes them; off by default). Results do not depend on it.
+/// (gknn_upload_bench): the largest chunk in bytes and the number of pinned slots (0: the defaults, 16 MiB and 4),
+/// pinned slots allocated write-combined (the host only writes them; off by default), and the ramp of small chunks
+/// at either end of an upload of many chunks (0: the default, 1: at its end only, 2: none). Results do not depend on
+/// it.
 struct UploadOverride {
   int64_t chunk_bytes = 0;
   int slots = 0;
   bool write_combined = false;
+  int ramp = 0;
 };
 void set_upload_override(UploadOverride o);
 /// Pinned slots allocated by uploads since the process started: repeated adds of the same size allocate none.

@@ -39,10 +39,15 @@ constexpr int kMaxPackers = 16;
 constexpr size_t kMinOverlapBytes = size_t(1) << 20;
 constexpr size_t kConsumerGroupBytes = size_t(32) << 20;  ///< rows landed in place handed to on_chunk at once
 constexpr size_t kLandingAlign = 256;  ///< of a chunk that lands in a device slot after another one
+/// Uploads of at least this many bytes pack with streaming stores (core/chunk_pack.hpp stream_copy: 2 bytes of host
+/// memory traffic per byte packed instead of 3). Smaller ones keep memcpy's: their rows and slots may stay in the
+/// last-level cache from one add to the next (ordinary stores then hit the cache, and the copy engine reads it).
+constexpr size_t kMinStreamingBytes = size_t(32) << 20;
 
 std::atomic<int64_t> g_chunk_override{0};
 std::atomic<int> g_slots_override{0};
 std::atomic<bool> g_write_combined{false};
+std::atomic<int> g_ramp_override{0};
 std::atomic<int64_t> g_pinned_allocations{0};
 
 std::mutex g_times_mutex;
@@ -235,12 +240,13 @@ class SlotsLease {
 };
 
 /// The same on the host team (the caller packs so when another upload holds the async team).
-void pack(unsigned char* dst, const HostRows& rows, int64_t first, int64_t count) {
+void pack(unsigned char* dst, const HostRows& rows, int64_t first, int64_t count, bool streaming) {
   const int parts = host_parts(count * static_cast<int64_t>(rows.row_bytes), kMinPackPart);
   const int64_t per_part = (count + parts - 1) / parts;
   host_parallel(parts, [&](int part) {
     const int64_t begin = part * per_part, end = std::min(count, begin + per_part);
-    if (begin < end) copy_rows(dst + static_cast<size_t>(begin) * rows.row_bytes, rows, first + begin, end - begin);
+    if (begin < end)
+      copy_rows(dst + static_cast<size_t>(begin) * rows.row_bytes, rows, first + begin, end - begin, streaming);
   });
 }
 
@@ -267,6 +273,7 @@ void set_upload_override(UploadOverride o) {
   g_chunk_override.store(std::max<int64_t>(0, o.chunk_bytes));
   g_slots_override.store(std::max(0, o.slots));
   g_write_combined.store(o.write_combined);
+  g_ramp_override.store(std::clamp(o.ramp, 0, 2));
 }
 
 int64_t upload_pinned_allocations() { return g_pinned_allocations.load(); }
@@ -317,6 +324,7 @@ bool page_locked(const void* host) {
 struct HostUpload::Impl {
   HostRows rows;
   bool direct = false;  ///< rows in page-locked memory: copied where they are
+  bool streaming = false;  ///< packed with streaming stores
   std::vector<int64_t> starts;
   size_t slot_bytes = 0;
   std::optional<SlotsLease> lease;
@@ -342,8 +350,12 @@ HostUpload::HostUpload(const HostRows& rows) : impl_(std::make_unique<Impl>()) {
   const UploadChunking cut = upload_chunking(static_cast<size_t>(rows.rows) * rows.row_bytes, rows.row_bytes);
   const int64_t chunk_rows = static_cast<int64_t>(cut.chunk_bytes / rows.row_bytes);
   // Every upload of many chunks ramps up from a small chunk (its first copy starts after a short pack: a full first
-  // chunk kept the copy engine idle for 0.8-1.4 ms of an Index add on one H100 host) and down to one.
-  u.starts = chunk_starts(rows.rows, chunk_rows, rows.row_bytes, kRampBytes);
+  // chunk kept the copy engine idle for 0.8-1.4 ms of an Index add on one H100 host) and down to one (the last
+  // chunk's device work after the last copy is short). Rows copied where they are need no pack: no ramp up (it only
+  // adds chunks).
+  const int ramp = g_ramp_override.load();
+  u.starts = chunk_starts(rows.rows, chunk_rows, rows.row_bytes, ramp == 2 ? cut.chunk_bytes : kRampBytes,
+                          !u.direct && ramp == 0);
   const int used = static_cast<int>(std::min<int64_t>(cut.slots, static_cast<int64_t>(u.starts.size()) - 1));
   u.slot_bytes = static_cast<size_t>(std::min(chunk_rows, rows.rows)) * rows.row_bytes;
   u.lease.emplace();
@@ -352,6 +364,7 @@ HostUpload::HostUpload(const HostRows& rows) : impl_(std::make_unique<Impl>()) {
   for (int s = 0; s < used; ++s) u.slots.push_back(set.slots[static_cast<size_t>(s)].get());
   if (u.direct) return;
   const bool wc = g_write_combined.load();
+  u.streaming = pack_streaming() && static_cast<size_t>(rows.rows) * rows.row_bytes >= kMinStreamingBytes;
   // The slots that lack pinned bytes (grown, never shrunk) are made together (their pages faulted in at once).
   std::vector<Slot*> lacking;
   size_t grown = u.slot_bytes;
@@ -384,7 +397,7 @@ HostUpload::HostUpload(const HostRows& rows) : impl_(std::make_unique<Impl>()) {
   };
   const Clock::time_point t0 = Clock::now();
   const int team_before = async_team_threads();
-  auto packing = std::make_unique<ChunkPack>(rows, u.starts, std::move(hosts), packers, wait_copied);
+  auto packing = std::make_unique<ChunkPack>(rows, u.starts, std::move(hosts), packers, wait_copied, u.streaming);
   u.times.packers_ms = ms_since(t0);
   u.times.threads_created = async_team_threads() - team_before;
   if (packing->started()) u.packing = std::move(packing);
@@ -403,6 +416,7 @@ void HostUpload::run(void* dst, cudaStream_t copy, cudaStream_t consumer,
   times.slots = static_cast<int>(u.slots.size());
   times.slot_bytes = static_cast<int64_t>(u.slot_bytes);
   times.packers = u.packing != nullptr;
+  times.streaming = u.streaming;
   const HostRows& rows = u.rows;
   const int64_t chunks = static_cast<int64_t>(u.starts.size()) - 1;
   const int64_t used = static_cast<int64_t>(u.slots.size());
@@ -474,11 +488,12 @@ void HostUpload::run(void* dst, cudaStream_t copy, cudaStream_t consumer,
                          handed, end - handed});
     handed = end;
   };
-  // Chunk c, in its device slot: moved into place (in-place uploads) or handed as it is. Its copy's event: that of
-  // its pinned slot (recorded again by a later chunk's copy when the early chunks are handed: a later copy on the
-  // same stream, so it covers chunk c's too).
-  auto hand_from_slot = [&](int64_t c, bool last) {
-    Slot& copied = *u.slots[static_cast<size_t>(c % used)];
+  // Chunk c, in its device slot: moved into place (in-place uploads) or handed as it is, once the copy of chunk
+  // `after` (>= c) has landed: its pinned slot's event covers it (copies run in order on one stream), recorded
+  // again, when the early chunks are handed, by the last early chunk of that slot (a later copy: it covers chunk c's
+  // too).
+  auto hand_from_slot = [&](int64_t c, bool last, int64_t after) {
+    Slot& copied = *u.slots[static_cast<size_t>(after % used)];
     const Landing& l = landing[static_cast<size_t>(c)];
     Slot& slot = *u.slots[static_cast<size_t>(l.slot)];
     unsigned char* landed = slot.device.data() + l.at;
@@ -494,10 +509,26 @@ void HostUpload::run(void* dst, cudaStream_t copy, cudaStream_t consumer,
     slot.consume_pending = true;
     if (dest && last) hand_in_place(copied, first + count);
   };
+  // The early chunks [0, end), handed by device slot: those that share one (the ramp's small ones) after the copy of
+  // the last of them, whose pinned slot's event is still that copy's where it is the last early chunk of its slot
+  // (the ramp's last chunk into the first device slot, then one chunk a slot). So the consumer frees the first
+  // device slot, which the first later chunk lands in, after about one slot's bytes of copies, not after every early
+  // chunk's (an 8-bit add: chunk 0's work waited for the copy of chunk 4 and chunk 3's for chunk 7's, the last
+  // early one, and the copy engine idled until the small chunks' conversions had run after it).
+  auto hand_early = [&](int64_t end) {
+    for (int64_t d = 0, group_end = 0; d < end; ++d) {
+      if (d >= group_end) {
+        group_end = d + 1;
+        while (group_end < end && landing[static_cast<size_t>(group_end)].slot == landing[static_cast<size_t>(d)].slot)
+          ++group_end;
+      }
+      hand_from_slot(d, d + 1 == end, group_end - 1);
+    }
+  };
   for (int64_t c = 0; c < chunks; ++c) {
     if (helper && c == early) {  // the device slots are full: the chunks before c are handed first
       join_helper();
-      for (int64_t d = 0; d < c; ++d) hand_from_slot(d, d + 1 == c);
+      hand_early(c);
     }
     const int64_t first = rows_at(c), count = rows_at(c + 1) - first;
     const size_t bytes = static_cast<size_t>(count) * rows.row_bytes;
@@ -508,7 +539,7 @@ void HostUpload::run(void* dst, cudaStream_t copy, cudaStream_t consumer,
       // The slot's last copy (chunk c - used, or an earlier upload's on another stream) has finished: its pinned
       // bytes may be written, and its event recorded again without losing track of that copy.
       slot.wait_copied();
-      if (!u.direct) pack(slot.host, rows, first, count);
+      if (!u.direct) pack(slot.host, rows, first, count, u.streaming);
     }
     if (c == 0) times.first_packed_ms = ms_since(run_start);
     const bool in_place = dest && !helper;
@@ -518,7 +549,12 @@ void HostUpload::run(void* dst, cudaStream_t copy, cudaStream_t consumer,
     // The consumer's work on what this device slot held before must have read it (early chunks: an earlier
     // upload's work, if any).
     if (!in_place && lands.consume_pending) GKNN_CUDA_TRY(cudaStreamWaitEvent(copy, lands.consumed.get(), 0));
-    if (u.direct)
+    if (u.direct && rows.stride_bytes == rows.row_bytes)  // one 1-D copy (below: a 2-D copy's lines of row_bytes)
+      GKNN_CUDA_TRY(cudaMemcpyAsync(target,
+                                    static_cast<const unsigned char*>(rows.data) +
+                                        static_cast<size_t>(first) * rows.row_bytes,
+                                    bytes, cudaMemcpyHostToDevice, copy));
+    else if (u.direct)
       GKNN_CUDA_TRY(cudaMemcpy2DAsync(target, rows.row_bytes,
                                       static_cast<const unsigned char*>(rows.data) +
                                           static_cast<size_t>(first) * rows.stride_bytes,
@@ -532,7 +568,7 @@ void HostUpload::run(void* dst, cudaStream_t copy, cudaStream_t consumer,
     if (c == 0) times.first_issued_ms = ms_since(run_start);
     if (helper) continue;  // handed once the destination is made
     if (!in_place) {  // each chunk in its device slot: its work now, before the slot is written again
-      hand_from_slot(c, false);
+      hand_from_slot(c, false, c);
     } else {
       // Rows in their place: the work of several chunks at once (one wait, one launch per kernel instead of one per
       // chunk: those host calls would otherwise add ~10% to a pack that keeps pace with the copy). Copies run in
@@ -546,7 +582,7 @@ void HostUpload::run(void* dst, cudaStream_t copy, cudaStream_t consumer,
   }
   if (helper) {  // every chunk went to a device slot before the destination was made
     join_helper();
-    for (int64_t d = 0; d < chunks; ++d) hand_from_slot(d, d + 1 == chunks);
+    hand_early(chunks);
   }
   u.packing.reset();  // every part is packed: the packers have left, the team is free for the next upload
   times.run_ms = ms_since(run_start);

@@ -118,6 +118,7 @@ struct UploadTimes {
   double prepare_wait_ms = 0;   ///< run waited for it (made on the overlap helper)
   bool prepare_beside = false;  ///< made on the overlap helper, beside the first copies
   bool packers = false;         ///< packed on the async team (else by the caller, on the host team)
+  bool streaming = false;       ///< packed with streaming stores (else memcpy's; rows copied where they are: none)
   int64_t chunks = 0;
   int slots = 0;
   int64_t slot_bytes = 0;
