@@ -25,13 +25,19 @@
 // detail::cuda::last_upload_times: pinned slots made, packers started, device slots, when the first chunk was packed
 // and its copy issued, the destination's cudaMalloc and the chunks copied into device slots beside it, the commit's
 // wait for the device's last copies and work).
+// Then the pack alone, both ways (core/chunk_pack's copy_rows with memcpy's stores and with streaming stores, on the
+// host team's threads: the base whole, a part a thread, and in parts of <= 1 MiB taken in turn, as the upload's
+// packers take them, into a ring of the upload's slots), and the adds both ways beside the add without the ramp of
+// small chunks and the pinned H2D of the base as a 2-D copy of its rows (what the add from pinned rows issued before).
 // Then cudaHostRegister of the float base (register + copy + unregister: the pack's alternative for one large
 // contiguous add), and the sweep of the upload's chunking on the 512 MB float base (hooks.hpp set_upload_override:
 // chunk MiB x slots, and write-combined slots) to choose the defaults of pipeline/upload.cu.
 //
-//   gknn_upload_bench [--reps N] [--md FILE] [--no-sweep]
+//   gknn_upload_bench [--reps N] [--md FILE] [--no-sweep] [--pack-only]
+// --pack-only: the pack table alone, into pageable memory (touched first), without CUDA (runs on hosts without a GPU).
 // The tables go to stdout and to --md FILE, else $OUT/upload_bench.md when OUT is set (scripts/device-check.sh).
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -43,6 +49,7 @@
 
 #include <cuda_runtime.h>
 
+#include "core/chunk_pack.hpp"
 #include "core/host_parallel.hpp"
 #include "cuda/hooks.hpp"
 #include "cuda/pipeline/staging.cuh"
@@ -133,6 +140,7 @@ struct Options {
   int reps = 5;
   std::string md;
   bool sweep = true;
+  bool pack_only = false;
 };
 
 Options parse(int argc, char** argv) {
@@ -142,8 +150,9 @@ Options parse(int argc, char** argv) {
     if (a == "--reps" && i + 1 < argc) o.reps = std::max(1, std::atoi(argv[++i]));
     else if (a == "--md" && i + 1 < argc) o.md = argv[++i];
     else if (a == "--no-sweep") o.sweep = false;
+    else if (a == "--pack-only") o.pack_only = true;
     else {
-      std::fprintf(stderr, "usage: gknn_upload_bench [--reps N] [--md FILE] [--no-sweep]\n");
+      std::fprintf(stderr, "usage: gknn_upload_bench [--reps N] [--md FILE] [--no-sweep] [--pack-only]\n");
       std::exit(2);
     }
   }
@@ -246,6 +255,67 @@ AddTimes time_adds(const Base& b, int reps, const std::function<double()>& besid
 
 double median_add_ms(const Base& b, int reps) { return time_adds(b, reps).add; }
 
+/// Median wall ms of `reps` calls of f after one warm-up, host only.
+double host_timed(int reps, const std::function<void()>& f) {
+  f();
+  std::vector<double> ms;
+  for (int r = 0; r < reps; ++r) {
+    const Clock::time_point t0 = Clock::now();
+    f();
+    ms.push_back(ms_since(t0));
+  }
+  return median(ms);
+}
+
+/// The pack of `rows` both ways on the host team (host_team() threads, the caller's included), median ms:
+/// [0] whole, memcpy; [1] whole, streaming (a contiguous part of the rows a thread, into `whole`: the base's bytes);
+/// [2] parts, memcpy; [3] parts, streaming (parts of <= 1 MiB of whole rows taken in turn from a shared counter, as
+/// the upload's packers take them, part i into `ring` at (i mod the ring's parts) x the part's bytes: the upload's
+/// slots, 4 x 16 MiB, written over and over). A thread may write a part of the ring while another writes the same
+/// bytes a ring later: the bytes are thrown away, only the time counts.
+std::vector<double> pack_both_ways(const gknn::detail::HostRows& rows, unsigned char* whole, unsigned char* ring,
+                                   size_t ring_bytes, int reps) {
+  using gknn::detail::copy_rows;
+  const int threads = gknn::detail::host_team();
+  const int64_t part_rows = std::max<int64_t>(1, static_cast<int64_t>((size_t(1) << 20) / rows.row_bytes));
+  const size_t part_bytes = static_cast<size_t>(part_rows) * rows.row_bytes;
+  const int64_t parts = (rows.rows + part_rows - 1) / part_rows;
+  const int64_t ring_parts = std::max<int64_t>(1, static_cast<int64_t>(ring_bytes / part_bytes));
+  std::vector<double> ms;
+  for (bool streaming : {false, true})
+    ms.push_back(host_timed(reps, [&] {
+      gknn::detail::host_parallel(threads, [&](int t) {
+        const int64_t begin = rows.rows * t / threads, end = rows.rows * (t + 1) / threads;
+        copy_rows(whole + static_cast<size_t>(begin) * rows.row_bytes, rows, begin, end - begin, streaming);
+      });
+    }));
+  for (bool streaming : {false, true})
+    ms.push_back(host_timed(reps, [&] {
+      std::atomic<int64_t> next{0};
+      gknn::detail::host_parallel(threads, [&](int) {
+        for (int64_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < parts;) {
+          const int64_t first = i * part_rows;
+          copy_rows(ring + static_cast<size_t>(i % ring_parts) * part_bytes, rows, first,
+                    std::min(part_rows, rows.rows - first), streaming);
+        }
+      });
+    }));
+  return ms;
+}
+
+/// One row of the pack table: GB/s both ways and streaming's gain, whole and in parts.
+std::string pack_row(const std::string& name, size_t bytes, const std::vector<double>& ms) {
+  auto g = [&](double m) { return fmt("%.1f", gbps(bytes, m)); };
+  return "| " + name + " | " + fmt("%.1f", bytes / 1e6) + " | " + g(ms[0]) + " | " + g(ms[1]) + " | " +
+         fmt("%.2fx", ms[0] / ms[1]) + " | " + g(ms[2]) + " | " + g(ms[3]) + " | " + fmt("%.2fx", ms[2] / ms[3]) + " |";
+}
+
+const char* kPackHead =
+    "| base | MB | whole, memcpy GB/s | whole, streaming GB/s | gain | 1 MiB parts, memcpy GB/s | "
+    "1 MiB parts, streaming GB/s | gain |";
+const char* kPackRule = "|---|---|---|---|---|---|---|---|";
+constexpr size_t kRingBytes = size_t(64) << 20;  ///< the upload's 4 slots of 16 MiB
+
 /// Where an add's host time went (its upload's phases: gknn::detail::cuda::UploadTimes), in one line.
 std::string add_breakdown(double add, const gknn::detail::cuda::UploadTimes& u) {
   auto f = [](double v) {
@@ -280,14 +350,72 @@ std::string add_breakdown(double add, const gknn::detail::cuda::UploadTimes& u) 
   else
     l += " + the rest (upload start, scan, commit, sync) " + f(rest);
   l += "; " + std::to_string(u.chunks) + " chunks, " + std::to_string(u.slots) + " slots of " +
-       f(u.slot_bytes / 1048576.0) + " MiB" + (u.packers ? "" : ", packed by the caller");
+       f(u.slot_bytes / 1048576.0) + " MiB" + (u.packers ? "" : ", packed by the caller") +
+       (u.streaming ? ", streaming stores" : "");
   return l;
+}
+
+/// SIFT-like values: integers 0..255, as bytes and as the floats of those bytes (the same rows both ways).
+void make_rows(int64_t n, int64_t d, std::vector<uint8_t>* bytes, std::vector<float>* floats) {
+  bytes->resize(static_cast<size_t>(n * d));
+  floats->resize(bytes->size());
+  const int parts = gknn::detail::host_team();
+  const int64_t per = (n + parts - 1) / parts;
+  gknn::detail::host_parallel(parts, [&](int part) {
+    uint64_t x = 0x9E3779B97F4A7C15ull * (part + 1);
+    for (int64_t i = part * per; i < std::min(n, (part + 1) * per); ++i)
+      for (int64_t j = 0; j < d; ++j) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        const size_t at = static_cast<size_t>(i * d + j);
+        (*bytes)[at] = static_cast<uint8_t>(x >> 56);
+        (*floats)[at] = (*bytes)[at];
+      }
+  });
+}
+
+/// --pack-only: the pack table into pageable memory (every page touched first), no CUDA.
+int pack_only(const Options& o) {
+  const int64_t n = 1000000, d = 128, small = 16384;
+  std::vector<uint8_t> bytes;
+  std::vector<float> floats;
+  make_rows(n, d, &bytes, &floats);
+  std::vector<std::string> lines;
+  auto emit = [&](const std::string& l) {
+    std::printf("%s\n", l.c_str());
+    std::fflush(stdout);
+    lines.push_back(l);
+  };
+  emit("# gknn upload bench, the pack alone (host only, pageable destinations): " +
+       std::to_string(gknn::detail::host_team()) + " host threads, median of " + std::to_string(o.reps));
+  emit("");
+  emit(kPackHead);
+  emit(kPackRule);
+  std::vector<unsigned char> whole(bytes.size() * sizeof(float), 1), ring(kRingBytes, 1);
+  struct B {
+    const char* name;
+    const void* data;
+    int64_t rows;
+    size_t row_bytes;
+  };
+  for (const B& b : {B{"1M x 128 float32", floats.data(), n, d * sizeof(float)}, B{"1M x 128 uint8", bytes.data(), n, d},
+                     B{"16384 x 128 float32", floats.data(), small, d * sizeof(float)}}) {
+    const gknn::detail::HostRows rows{b.data, b.rows, b.row_bytes, b.row_bytes};
+    emit(pack_row(b.name, static_cast<size_t>(b.rows) * b.row_bytes,
+                  pack_both_ways(rows, whole.data(), ring.data(), kRingBytes, o.reps)));
+  }
+  if (!o.md.empty())
+    if (FILE* f = std::fopen(o.md.c_str(), "w")) {
+      for (const std::string& l : lines) std::fprintf(f, "%s\n", l.c_str());
+      std::fclose(f);
+    }
+  return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
+  if (o.pack_only) return pack_only(o);
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::fprintf(stderr, "gknn_upload_bench: no CUDA device\n");
@@ -298,24 +426,10 @@ int main(int argc, char** argv) {
   check(cudaSetDevice(0), "cudaSetDevice");
   check(cudaFree(nullptr), "context");
 
-  // SIFT-like values: integers 0..255, as bytes and as the floats of those bytes (the same rows both ways).
   const int64_t n = 1000000, d = 128, small = 16384;
-  std::vector<uint8_t> bytes(static_cast<size_t>(n * d));
-  std::vector<float> floats(bytes.size());
-  {
-    const int parts = gknn::detail::host_team();
-    const int64_t per = (n + parts - 1) / parts;
-    gknn::detail::host_parallel(parts, [&](int part) {
-      uint64_t x = 0x9E3779B97F4A7C15ull * (part + 1);
-      for (int64_t i = part * per; i < std::min(n, (part + 1) * per); ++i)
-        for (int64_t j = 0; j < d; ++j) {
-          x = x * 6364136223846793005ull + 1442695040888963407ull;
-          const size_t at = static_cast<size_t>(i * d + j);
-          bytes[at] = static_cast<uint8_t>(x >> 56);
-          floats[at] = bytes[at];
-        }
-    });
-  }
+  std::vector<uint8_t> bytes;
+  std::vector<float> floats;
+  make_rows(n, d, &bytes, &floats);
   const std::vector<Base> bases{{"1M x 128 float32", n, d, false, floats.data()},
                                 {"1M x 128 uint8", n, d, true, bytes.data()},
                                 {"16384 x 128 float32", small, d, false, floats.data()}};
@@ -351,7 +465,7 @@ int main(int argc, char** argv) {
        "of pinned | host pack GB/s beside add | of min(pinned, host) | add from pinned rows ms | "
        "before ms (emulated) | same |");
   emit("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
-  std::vector<std::string> breakdowns;
+  std::vector<std::string> breakdowns, pinned_breakdowns;
   std::vector<int64_t> float_ids;
   std::vector<float> float_distances;
   for (const Base& b : bases) {
@@ -434,6 +548,74 @@ int main(int argc, char** argv) {
   emit("");
   for (const std::string& l : breakdowns) emit(l);
   emit("");
+
+  {  // The pack alone, both ways, into pinned memory (the upload's slots are pinned).
+    emit("The pack alone (core/chunk_pack's copy_rows on the host team, into pinned memory): memcpy's stores and "
+         "streaming stores, the base whole (a part a thread) and in parts of <= 1 MiB into a ring of 4 x 16 MiB (as "
+         "the upload's packers; no copy engine beside it):");
+    emit("");
+    emit(kPackHead);
+    emit(kPackRule);
+    PinnedHost whole(bases[0].size()), ring(kRingBytes);
+    std::memset(whole.p, 1, bases[0].size());
+    std::memset(ring.p, 1, kRingBytes);
+    for (const Base& b : bases) {
+      const size_t row_bytes = static_cast<size_t>(b.cols) * (b.bytes ? 1 : sizeof(float));
+      emit(pack_row(b.name, b.size(),
+                    pack_both_ways(gknn::detail::HostRows{b.data, b.rows, row_bytes, row_bytes},
+                                   static_cast<unsigned char*>(whole.p), static_cast<unsigned char*>(ring.p),
+                                   kRingBytes, o.reps)));
+    }
+    emit("");
+  }
+
+  {  // The adds both ways, without the ramp, from pinned rows; the pinned H2D as one copy and as a 2-D copy of rows.
+    emit("Adds (median of " + std::to_string(o.reps) + ", the variants interleaved; ms and % of the pinned H2D of the "
+         "same bytes): the pack's stores streaming (the default) or memcpy's, without the ramp of small chunks, from "
+         "pinned rows (one 1-D copy a chunk); the pinned H2D of the base as one copy and as cudaMemcpy2DAsync of its "
+         "rows (what the add from pinned rows issued a chunk before):");
+    emit("");
+    emit("| base | pinned H2D ms | as a 2-D copy of rows ms | add ms | add, memcpy pack ms | add, no ramp ms | "
+         "add from pinned rows ms |");
+    emit("|---|---|---|---|---|---|---|");
+    for (const Base& b : bases) {
+      const size_t size = b.size(), row_bytes = static_cast<size_t>(b.cols) * (b.bytes ? 1 : sizeof(float));
+      PinnedHost pinned(size);
+      DeviceMem dev(size);
+      gknn::detail::parallel_memcpy(pinned.p, b.data, size);
+      const double h2d = timed_h2d(o.reps, dev.p, pinned.p, size, stream);
+      const double h2d_2d = timed(o.reps, [&] {
+        check(cudaMemcpy2DAsync(dev.p, row_bytes, pinned.p, row_bytes, row_bytes, static_cast<size_t>(b.rows),
+                                cudaMemcpyHostToDevice, stream),
+              "copy 2-D");
+        check(cudaStreamSynchronize(stream), "sync");
+      });
+      Base in_pinned = b;
+      in_pinned.data = pinned.p;
+      // 0: the default; 1: memcpy's stores; 2: no ramp; 3: from pinned rows.
+      auto variant = [&](int v) {
+        gknn::detail::set_pack_streaming(v != 1);
+        if (v == 2) gknn::detail::cuda::set_upload_override({0, 0, false, 2});
+        const double ms = add_ms(v == 3 ? in_pinned : b);
+        gknn::detail::set_pack_streaming(true);
+        gknn::detail::cuda::set_upload_override({});
+        return ms;
+      };
+      std::vector<std::vector<double>> ms(4);
+      for (int v = 0; v < 4; ++v) (void)variant(v);
+      for (int r = 0; r < o.reps; ++r)
+        for (int v = 0; v < 4; ++v) ms[static_cast<size_t>(v)].push_back(variant(v));
+      (void)variant(3);
+      pinned_breakdowns.push_back("- " + b.name + ": add from pinned rows " +
+                                  add_breakdown(ms[3].back(), gknn::detail::cuda::last_upload_times()));
+      auto cell = [&](double m) { return fmt("%.2f", m) + fmt(" (%.0f%%)", 100.0 * h2d / m); };
+      emit("| " + b.name + " | " + fmt("%.2f", h2d) + " | " + cell(h2d_2d) + " | " + cell(median(ms[0])) + " | " +
+           cell(median(ms[1])) + " | " + cell(median(ms[2])) + " | " + cell(median(ms[3])) + " |");
+    }
+    emit("");
+    for (const std::string& l : pinned_breakdowns) emit(l);
+    emit("");
+  }
 
   {  // cudaHostRegister of the caller's rows instead of the pack, for one large contiguous add.
     const Base& b = bases[0];
