@@ -36,6 +36,7 @@
 
 #include <cuda_fp16.h>
 
+#include "core/env_switch.hpp"
 #include "cuda/common/device.cuh"
 #include "cuda/common/error.cuh"
 #include "cuda/distance/cublas/gemm_keys.cuh"
@@ -261,6 +262,8 @@ struct KernelArgs {
   uint64_t* cand;
   unsigned* cand_count;
   int64_t cand_cap;
+  // Lists mode: cut the first tile's keys to k at once (fused_early_cut(); off only to measure it).
+  bool early_cut;
 };
 
 /// Filter mode: every row's buffered entries (composite words with base-tile columns) appended to its candidate
@@ -719,6 +722,12 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
 #pragma unroll
         for (int h = 0; h < 2; ++h) append_row(mt, h, col0);
       __syncthreads();
+    } else if (!kFilter && t == 0 && a.early_cut) {
+      // The first tile appended every key (no threshold yet): cut its 128 keys a row to k now, so that the next
+      // tile appends only the keys below the k-th of them instead of all of its own too (two full buffers, then a
+      // sort of 256 entries a row: Garcia's shape, k = 16, spent about half of its kernel in such sorts).
+      keep_best<S>(sh, a.k, rows_valid);
+      read_thresholds();
     }
     if (tid < kBM) sh.at_tile[tid] = sh.count[tid];  // ordered before the next appends by the loop's barrier
   }
@@ -800,6 +809,13 @@ int64_t split_count(int64_t nq, int64_t nb, int64_t k, int sms, int bm, int per_
 }
 
 size_t aligned(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+/// The first tile's cut (KernelArgs::early_cut); GKNN_FUSED_NO_EARLY_CUT set (not "0") turns it off, to measure
+/// it against the walk without it (results are identical either way).
+bool fused_early_cut() {
+  static const bool off = detail::env_switch_on("GKNN_FUSED_NO_EARLY_CUT");
+  return !off;
+}
 
 template <Elem E>
 void convert(const float* rows, int64_t stride, int64_t count, int64_t dim, int row_bytes, float scale, void* dst,
@@ -986,6 +1002,7 @@ void search_large_k(const DistanceInput& in, int64_t k, const FusedTarget& targe
       break;
   }
   KernelArgs args{};
+  args.early_cut = fused_early_cut();  // the sample's lists (filter rounds ignore it)
   args.scale = elem == Elem::F16 ? 1.f : (l2 ? -2.f : -1.f);  // as convert_and_launch: f16 queries carry it
   args.nq = static_cast<int>(in.nq);
   if (sample_rows > 0) {  // the first thresholds: each query's kSampleK-th key against every m-th base row
@@ -1089,6 +1106,7 @@ FusedResult fused_search(const DistanceInput& in, const DataFacts& facts, int64_
       static_cast<unsigned char*>(ctx.workspace.get(q_bytes + b_bytes + label_bytes + partial * sizeof(float)));
 
   KernelArgs args{};
+  args.early_cut = fused_early_cut();
   args.norms = l2 ? in.base_norms : nullptr;
   args.nq = static_cast<int>(in.nq);
   args.nb = in.nb;
