@@ -3,12 +3,18 @@
 // of the copies (the ramp of small first and last chunks), strided rows with non-finite padding, several adds in a
 // row, two threads adding at once, 8-bit rows converted on the device, the value facts and the NaN/Inf error of
 // the device scan that replaced the host's scan, no pinned allocation by repeated adds, and rows in page-locked
-// memory copied where they are. Label gpu: skipped without a device. The inputs are small (sanitizer-sized
-// already).
+// memory copied where they are. The uploads of >= 32 MiB (packed with streaming stores), the adds from page-locked
+// rows (1-D copies of contiguous rows) and the ramp's small chunks that share a device slot are also read back from
+// the device byte for byte (HostUpload run as an Index add runs it). Label gpu: skipped without a device. The inputs
+// are small, except those of the 32 MiB tests: under GKNN_TEST_SANITIZE=1 (testing/sanitize.hpp) those run one
+// upload per case and search none of their large bases.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <memory>
+#include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,11 +25,13 @@
 #include "core/backend.hpp"
 #include "core/validate.hpp"
 #include "cuda/hooks.hpp"
+#include "cuda/pipeline/upload.cuh"
 #include "gknn/error.hpp"
 #include "gknn/index.hpp"
 #include "gknn/search.hpp"
 #include "testing/data.hpp"
 #include "testing/oracle.hpp"
+#include "testing/sanitize.hpp"
 
 namespace gknn::testing {
 namespace {
@@ -52,6 +60,159 @@ std::vector<float> strided_copy(const HostMatrix<float>& m, int64_t stride) {
 /// The chunkings the tests run: the defaults, chunks of 20 rows of 12 floats (1000 bytes rounded down to rows)
 /// through one slot (pack and copy in turn) and three, and chunks of 7 rows through five slots.
 const std::vector<UploadOverride> kChunkings{{0, 0, false}, {1000, 1, false}, {1000, 3, false}, {48 * 7, 5, false}};
+
+// ---- Uploads read back from the device ----------------------------------------------------------------------
+
+void cuda_check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+/// `count` random bytes.
+std::vector<uint8_t> random_bytes(size_t count, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<uint8_t> out(count);
+  for (size_t i = 0; i < count; i += 8) {
+    const uint64_t v = rng();
+    std::memcpy(out.data() + i, &v, std::min<size_t>(8, count - i));
+  }
+  return out;
+}
+
+/// `rows` rows of `dim` bytes from `contiguous`, `stride` bytes apart, the padding 255.
+std::vector<uint8_t> strided_bytes(const std::vector<uint8_t>& contiguous, int64_t rows, int64_t dim, int64_t stride) {
+  std::vector<uint8_t> out(static_cast<size_t>(rows * stride), 255);
+  for (int64_t i = 0; i < rows; ++i)
+    std::memcpy(out.data() + i * stride, contiguous.data() + i * dim, static_cast<size_t>(dim));
+  return out;
+}
+
+/// 8-bit rows as floats (the oracle's base).
+HostMatrix<float> as_floats(const std::vector<uint8_t>& bytes, int64_t rows, int64_t dim) {
+  HostMatrix<float> m(rows, dim);
+  for (size_t i = 0; i < m.data.size(); ++i) m.data[i] = bytes[i];
+  return m;
+}
+
+/// `rows` packed contiguously: what an upload must leave on the device.
+std::vector<unsigned char> packed(const detail::HostRows& rows) {
+  std::vector<unsigned char> out(static_cast<size_t>(rows.rows) * rows.row_bytes);
+  for (int64_t r = 0; r < rows.rows; ++r)
+    std::memcpy(out.data() + static_cast<size_t>(r) * rows.row_bytes,
+                static_cast<const unsigned char*>(rows.data) + static_cast<size_t>(r) * rows.stride_bytes,
+                rows.row_bytes);
+  return out;
+}
+
+/// "" when `got` equals `want`, else the first byte that differs, its row and how many bytes differ (a message of
+/// bounded length: tens of MB of bytes are compared).
+std::string first_difference(const std::vector<unsigned char>& got, const std::vector<unsigned char>& want,
+                             size_t row_bytes) {
+  if (got.size() != want.size())
+    return "got " + std::to_string(got.size()) + " bytes, want " + std::to_string(want.size());
+  if (std::memcmp(got.data(), want.data(), got.size()) == 0) return "";
+  size_t first = 0, differing = 0;
+  for (size_t i = got.size(); i-- > 0;)
+    if (got[i] != want[i]) first = i, ++differing;
+  return "byte " + std::to_string(first) + " (row " + std::to_string(first / row_bytes) + ", byte " +
+         std::to_string(first % row_bytes) + ") is " + std::to_string(got[first]) + ", want " +
+         std::to_string(want[first]) + "; " + std::to_string(differing) + " bytes differ";
+}
+
+/// What an upload left on the device, read back.
+struct Landed {
+  std::vector<unsigned char> bytes;
+  detail::cuda::UploadTimes times;  ///< the upload's (streaming, chunks, early chunks)
+  std::string handed;  ///< "" when on_chunk was handed consecutive runs covering every row once; else what went wrong
+};
+
+/// Uploads `rows` as an Index add does (pipeline/resident.cu: HostUpload made, so packing starts, then run with a
+/// `prepare` that the overlap helper runs while the first chunks are copied into device slots) and reads the device
+/// bytes back. `in_place`: prepare returns the destination, as for a float add (the early chunks are moved there
+/// from their device slots, the later ones land there); else it returns null, as for an 8-bit add, and each chunk is
+/// handed in its device slot (the early ones, several to a slot, after the copy of the last of them), copied out
+/// by the consumer stream here where an 8-bit add converts it.
+Landed upload_and_read_back(const detail::HostRows& rows, bool in_place) {
+  struct Resources {
+    unsigned char* dst = nullptr;
+    cudaStream_t copy = nullptr, consumer = nullptr;
+    ~Resources() {
+      if (consumer) cudaStreamSynchronize(consumer);
+      if (copy) cudaStreamSynchronize(copy);
+      if (consumer) cudaStreamDestroy(consumer);
+      if (copy) cudaStreamDestroy(copy);
+      if (dst) cudaFree(dst);
+    }
+  } r;
+  const size_t bytes = static_cast<size_t>(rows.rows) * rows.row_bytes;
+  cuda_check(cudaMalloc(reinterpret_cast<void**>(&r.dst), bytes), "cudaMalloc");
+  cuda_check(cudaMemset(r.dst, 0xA5, bytes), "cudaMemset");  // what no copy wrote shows
+  cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");  // before the copies on the non-blocking streams
+  cuda_check(cudaStreamCreateWithFlags(&r.copy, cudaStreamNonBlocking), "cudaStreamCreate");
+  cuda_check(cudaStreamCreateWithFlags(&r.consumer, cudaStreamNonBlocking), "cudaStreamCreate");
+  Landed out;
+  int64_t next = 0;  // the first row not handed yet
+  {
+    detail::cuda::HostUpload upload(rows);
+    upload.run(
+        nullptr, r.copy, r.consumer,
+        [&](const detail::cuda::UploadChunk& c) {
+          if (out.handed.empty() && (c.first_row != next || c.rows < 1))
+            out.handed = "rows " + std::to_string(c.first_row) + "+" + std::to_string(c.rows) + " handed after row " +
+                         std::to_string(next);
+          next = c.first_row + c.rows;
+          unsigned char* at = r.dst + static_cast<size_t>(c.first_row) * rows.row_bytes;
+          if (in_place) {
+            if (out.handed.empty() && c.device != at)
+              out.handed = "rows from " + std::to_string(c.first_row) + " handed out of place";
+          } else {
+            cuda_check(cudaMemcpyAsync(at, c.device, static_cast<size_t>(c.rows) * rows.row_bytes,
+                                       cudaMemcpyDeviceToDevice, r.consumer),
+                       "cudaMemcpyAsync");
+          }
+        },
+        [&]() -> void* { return in_place ? r.dst : nullptr; });
+  }
+  if (out.handed.empty() && next != rows.rows)
+    out.handed = "rows handed up to " + std::to_string(next) + " of " + std::to_string(rows.rows);
+  cuda_check(cudaStreamSynchronize(r.consumer), "cudaStreamSynchronize");  // every copy, every copy out
+  out.times = detail::cuda::last_upload_times();
+  out.bytes.resize(bytes);
+  cuda_check(cudaMemcpy(out.bytes.data(), r.dst, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  return out;
+}
+
+/// One upload to read back: its rows, whether they pack with streaming stores, and how an Index add lands them.
+struct UploadCase {
+  std::string name;
+  detail::HostRows rows;
+  bool streaming = false;
+  bool in_place = false;  ///< as an add of floats (else as one of bytes)
+  int64_t early = 0;      ///< at least this many chunks copied into device slots beside prepare (both ways)
+};
+
+/// Each case uploaded and read back under each chunking, landed both ways (sanitized run: the first chunking, landed
+/// as the Index lands it), its bytes and streaming checked.
+void expect_landed_byte_for_byte(const std::vector<UploadCase>& cases, const std::vector<UploadOverride>& chunkings) {
+  for (const UploadOverride& chunking : chunkings) {
+    detail::cuda::set_upload_override(chunking);
+    for (const UploadCase& c : cases) {
+      const std::vector<unsigned char> want = packed(c.rows);
+      for (bool in_place : {c.in_place, !c.in_place}) {
+        SCOPED_TRACE(c.name + ", chunk bytes " + std::to_string(chunking.chunk_bytes) + ", slots " +
+                     std::to_string(chunking.slots) + ", ramp " + std::to_string(chunking.ramp) +
+                     (in_place ? ", in place" : ", in device slots"));
+        const Landed got = upload_and_read_back(c.rows, in_place);
+        EXPECT_EQ("", got.handed);
+        EXPECT_EQ("", first_difference(got.bytes, want, c.rows.row_bytes));
+        EXPECT_EQ(c.streaming, got.times.streaming);
+        EXPECT_GE(got.times.chunks, 2);
+        EXPECT_GE(got.times.early_chunks, c.early);
+        if (sanitize_mode()) break;
+      }
+    }
+    if (sanitize_mode()) break;
+  }
+}
 
 TEST(GpuUpload, EveryChunkingStoresTheSameRows) {
   UploadGuard guard;
@@ -308,6 +469,142 @@ TEST(GpuUpload, PageLockedRowsAreCopiedWhereTheyAre) {
   }
   EXPECT_EQ(cudaSuccess, cudaHostUnregister(bytes.data()));
   EXPECT_EQ(cudaSuccess, cudaFreeHost(pinned));
+}
+
+/// Uploads of >= 32 MiB pack with streaming stores (core/chunk_pack.hpp stream_copy), smaller ones with memcpy's:
+/// 8-bit rows of 128 bytes (300007 rows, 38.4 MB: 16 MiB chunks of 131072 rows, the ramp's small ones at either end,
+/// a partial one), contiguous and 131 bytes apart (strided rows gathered, then streamed), and float rows just above
+/// 32 MiB (83887 rows of 100 floats, 368 bytes above it: 16 MiB chunks of 41943 rows), contiguous and 103 floats
+/// apart with NaN padding, and one row fewer (memcpy's); each landed in place and in device slots, read back byte for
+/// byte, under the default chunking, the ramp at the end only, no ramp, and 4 MiB chunks through 3 slots. Sanitized
+/// run: the default chunking, each case landed once, as an Index add lands it.
+TEST(GpuUpload, LargeUploadsPackWithStreamingStoresByteForByte) {
+  UploadGuard guard;
+  const int64_t byte_rows = 300007, byte_dim = 128, byte_stride = 131;
+  const int64_t float_rows = 83887, float_dim = 100, float_stride = 103;
+  const size_t float_bytes = float_dim * sizeof(float);
+  ASSERT_GE(float_rows * int64_t(float_bytes), int64_t(32) << 20);
+  ASSERT_LT((float_rows - 1) * int64_t(float_bytes), int64_t(32) << 20);
+  const std::vector<uint8_t> bytes = random_bytes(static_cast<size_t>(byte_rows * byte_dim), 100);
+  const std::vector<uint8_t> strided = strided_bytes(bytes, byte_rows, byte_dim, byte_stride);
+  const HostMatrix<float> floats = random_matrix(float_rows, float_dim, 101);
+  const std::vector<float> padded = strided_copy(floats, float_stride);
+  const std::vector<UploadCase> cases{
+      {"uint8 rows", {bytes.data(), byte_rows, size_t(byte_dim), size_t(byte_dim)}, true, false},
+      {"strided uint8 rows", {strided.data(), byte_rows, size_t(byte_dim), size_t(byte_stride)}, true, false},
+      {"float rows", {floats.data.data(), float_rows, float_bytes, float_bytes}, true, true},
+      {"strided float rows", {padded.data(), float_rows, float_bytes, float_stride * sizeof(float)}, true, true},
+      {"float rows below 32 MiB", {floats.data.data(), float_rows - 1, float_bytes, float_bytes}, false, true}};
+  expect_landed_byte_for_byte(cases, {UploadOverride{}, UploadOverride{0, 0, false, 1},
+                                      UploadOverride{0, 0, false, 2}, UploadOverride{int64_t(4) << 20, 3, false}});
+}
+
+/// Index adds of >= 32 MiB of pageable rows (streaming stores): 8-bit rows (300007 x 128, converted from the device
+/// slots that the ramp's first chunks share) and strided float rows (83887 x 100, 103 apart), checked by the oracle
+/// on five queries. Sanitized run: the adds without the searches.
+TEST(GpuUpload, LargeIndexAddsPackWithStreamingStores) {
+  UploadGuard guard;
+  const int64_t byte_rows = 300007, byte_dim = 128, float_rows = 83887, float_dim = 100, float_stride = 103;
+  const SearchParams p = params_for(Backend::Cuda, 10);
+  {
+    const std::vector<uint8_t> bytes = random_bytes(static_cast<size_t>(byte_rows * byte_dim), 102);
+    Index index(byte_dim, Metric::SquaredL2, Backend::Cuda);
+    index.add(ByteView{bytes.data(), byte_rows, byte_dim, 0});
+    EXPECT_TRUE(detail::cuda::last_upload_times().streaming);
+    ASSERT_EQ(byte_rows, index.size());
+    if (!sanitize_mode()) {
+      const HostMatrix<float> queries = integer_matrix(5, byte_dim, 0, 255, 103);
+      const HostMatrix<float> base = as_floats(bytes, byte_rows, byte_dim);
+      EXPECT_EQ("", check_search(index.search(queries.view(), 10), base.view(), queries.view(), p, exact()));
+    }
+  }
+  const HostMatrix<float> floats = integer_matrix(float_rows, float_dim, -50, 50, 104);
+  const std::vector<float> padded = strided_copy(floats, float_stride);
+  Index index(float_dim, Metric::SquaredL2, Backend::Cuda);
+  index.add(FloatView{padded.data(), float_rows, float_dim, float_stride});
+  EXPECT_TRUE(detail::cuda::last_upload_times().streaming);
+  ASSERT_EQ(float_rows, index.size());
+  if (!sanitize_mode()) {
+    const HostMatrix<float> queries = integer_matrix(5, float_dim, -50, 50, 105);
+    EXPECT_EQ("", check_search(index.search(queries.view(), 10), floats.view(), queries.view(), p, exact()));
+  }
+}
+
+/// Rows in page-locked memory go up where they are (no pack, no streaming stores, no pinned slots made, no ramp up):
+/// contiguous ones in one 1-D copy a chunk, strided ones in 2-D copies of their rows. cudaHostAlloc'd floats (83887
+/// x 100, above 32 MiB; contiguous and 103 apart) and cudaHostRegister'ed bytes (100003 x 128; contiguous and 131
+/// apart), read back byte for byte (the default chunking, no ramp, 1 MiB chunks through 2 slots), then Index adds
+/// from them (contiguous floats, strided bytes) checked by the oracle on five queries. Sanitized run: the default
+/// chunking, each case landed once, the adds without the searches.
+TEST(GpuUpload, PageLockedRowsLandByteForByte) {
+  UploadGuard guard;
+  const int64_t float_rows = 83887, float_dim = 100, float_stride = 103;
+  const int64_t byte_rows = 100003, byte_dim = 128, byte_stride = 131;
+  const size_t float_bytes = float_dim * sizeof(float);
+  const HostMatrix<float> floats = integer_matrix(float_rows, float_dim, -50, 50, 110);
+  const std::vector<float> padded = strided_copy(floats, float_stride);
+  struct PageLocked {  // freed and unregistered however the test ends
+    float* pinned = nullptr;
+    std::vector<void*> registered;
+    ~PageLocked() {
+      for (void* p : registered) cudaHostUnregister(p);
+      if (pinned) cudaFreeHost(pinned);
+    }
+  } locked;
+  const size_t contiguous = floats.data.size();
+  ASSERT_EQ(cudaSuccess, cudaHostAlloc(reinterpret_cast<void**>(&locked.pinned),
+                                       (contiguous + padded.size()) * sizeof(float), cudaHostAllocDefault));
+  float* const pinned = locked.pinned;  // the contiguous floats, then the strided ones
+  std::copy(floats.data.begin(), floats.data.end(), pinned);
+  std::copy(padded.begin(), padded.end(), pinned + contiguous);
+  std::vector<uint8_t> bytes = random_bytes(static_cast<size_t>(byte_rows * byte_dim), 111);
+  std::vector<uint8_t> strided = strided_bytes(bytes, byte_rows, byte_dim, byte_stride);
+  for (std::vector<uint8_t>* v : {&bytes, &strided}) {
+    ASSERT_EQ(cudaSuccess, cudaHostRegister(v->data(), v->size(), cudaHostRegisterDefault));
+    locked.registered.push_back(v->data());
+  }
+  const int64_t allocations = detail::cuda::upload_pinned_allocations();
+  const std::vector<UploadCase> cases{
+      {"pinned float rows", {pinned, float_rows, float_bytes, float_bytes}, false, true},
+      {"pinned strided float rows", {pinned + contiguous, float_rows, float_bytes, float_stride * sizeof(float)}, false,
+       true},
+      {"registered uint8 rows", {bytes.data(), byte_rows, size_t(byte_dim), size_t(byte_dim)}, false, false},
+      {"registered strided uint8 rows", {strided.data(), byte_rows, size_t(byte_dim), size_t(byte_stride)}, false,
+       false}};
+  expect_landed_byte_for_byte(
+      cases, {UploadOverride{}, UploadOverride{0, 0, false, 2}, UploadOverride{int64_t(1) << 20, 2, false}});
+  detail::cuda::set_upload_override({});
+  Index from_floats(float_dim, Metric::SquaredL2, Backend::Cuda), from_bytes(byte_dim, Metric::SquaredL2, Backend::Cuda);
+  from_floats.add(FloatView{pinned, float_rows, float_dim, 0});
+  EXPECT_FALSE(detail::cuda::last_upload_times().streaming);
+  from_bytes.add(ByteView{strided.data(), byte_rows, byte_dim, byte_stride});
+  EXPECT_FALSE(detail::cuda::last_upload_times().streaming);
+  EXPECT_EQ(allocations, detail::cuda::upload_pinned_allocations());
+  ASSERT_EQ(float_rows, from_floats.size());
+  ASSERT_EQ(byte_rows, from_bytes.size());
+  if (!sanitize_mode()) {
+    const SearchParams p = params_for(Backend::Cuda, 10);
+    const HostMatrix<float> float_queries = integer_matrix(5, float_dim, -50, 50, 112);
+    EXPECT_EQ("", check_search(from_floats.search(float_queries.view(), 10), floats.view(), float_queries.view(), p,
+                               exact()));
+    const HostMatrix<float> byte_queries = integer_matrix(5, byte_dim, 0, 255, 113);
+    const HostMatrix<float> base = as_floats(bytes, byte_rows, byte_dim);
+    EXPECT_EQ("", check_search(from_bytes.search(byte_queries.view(), 10), base.view(), byte_queries.view(), p,
+                               exact()));
+  }
+}
+
+/// The ramp's first chunks share a device slot (8-bit rows of 37 bytes in 2 MiB chunks: 512 KiB, then 1 MiB at a
+/// 256-byte boundary after it) and are handed after the copy of the last of them: read back from the device slots
+/// (as an 8-bit add converts them) and moved in place, byte for byte, through 3 slots and 1. Sanitized run: 3 slots,
+/// from the device slots.
+TEST(GpuUpload, RampedChunksSharingADeviceSlotLandByteForByte) {
+  UploadGuard guard;
+  const int64_t dim = 37, rows = 200000;  // 7.4 MB
+  const std::vector<uint8_t> bytes = random_bytes(static_cast<size_t>(rows * dim), 120);
+  const int64_t two_mib = int64_t(2) << 20;
+  expect_landed_byte_for_byte({{"37-byte rows", {bytes.data(), rows, size_t(dim), size_t(dim)}, false, false, 2}},
+                              {UploadOverride{two_mib, 3, false}, UploadOverride{two_mib, 1, false}});
 }
 
 /// Two threads add to two indexes at once: each upload leases its own slots.
