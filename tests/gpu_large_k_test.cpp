@@ -18,6 +18,7 @@
 #include "core/order.hpp"
 #include "cuda/common/buffer.cuh"
 #include "cuda/hooks.hpp"
+#include "cuda/select/large_k/tuning.hpp"
 #include "cuda/select/select.cuh"
 #include "testing/parallel.hpp"
 #include "testing/sanitize.hpp"
@@ -259,12 +260,33 @@ const Prepared& prepared(const std::string& kind, int64_t rows, int64_t cols, ui
   return *slot;
 }
 
+/// Whether blocks cooperate on the rows (large_k/plan.cu: uses_multi_block), a path that never takes the sampled
+/// bracket (large_k/run.cuh: pb.bracket = sampled_bracket && !plan.multi_block): there a bracket variant runs the very
+/// kernels and passes of the same variant without it.
+bool cooperating_blocks(const Prepared& p) {
+  const auto& policy = detail::cuda::large_k::kPolicy;
+  return p.rows.rows < policy.multi_block_max_rows &&
+         p.rows.cols >= policy.multi_block_min_tiles * int64_t{policy.threads} * policy.items;
+}
+
+/// Sanitizer-sized run: the bracket variants skip the rows where blocks cooperate (cooperating_blocks: the same
+/// selections as the variant without the bracket, which the sanitized run keeps).
+bool bracket_ignored(const Variant& v, const Prepared& p) {
+  return sanitize_mode() && v.bracket && cooperating_blocks(p);
+}
+
 /// Under racecheck, sorted output only (the unsorted output skips a sort, not a shared-memory step of the passes).
+/// Sanitizer-sized, the unsorted output at `unsorted_ks` only (empty: every k of `ks`): an unsorted selection runs
+/// the sorted one's search and leaves out the row sort (large_k/run.cuh), so one or two k per path keep its smaller
+/// workspace (no sort room) under memcheck; each selection costs a tool 0.4-2 s whatever its size.
 void check_all_k(const Variant& v, const Prepared& p, const std::vector<int64_t>& ks, bool both_orders = true,
-                 int bracket_shift = 0) {
+                 int bracket_shift = 0, const std::vector<int64_t>& unsorted_ks = {}) {
   for (int64_t k : ks)
     for (bool sorted : {true, false}) {
       if (!sorted && (!both_orders || racecheck_mode())) continue;
+      if (!sorted && sanitize_mode() && !unsorted_ks.empty() &&
+          std::find(unsorted_ks.begin(), unsorted_ks.end(), k) == unsorted_ks.end())
+        continue;
       SCOPED_TRACE(p.rows.name + " k=" + std::to_string(k) + (sorted ? " sorted" : " unsorted"));
       std::string failure;
       ASSERT_NO_THROW(failure = run_and_check(v, p, k, sorted, bracket_shift));
@@ -284,7 +306,10 @@ class LargeK : public ::testing::TestWithParam<Variant> {
 // Few long rows: cooperating blocks.
 TEST_P(LargeK, LongRowsAllK) {
   const Prepared& p = prepared("uniform", sized(4, 2), sized(300000, 40000), 11);
-  check_all_k(GetParam(), p, k_values(p.rows.cols));
+  // Sanitized: the variants without the bracket (bracket_ignored), the unsorted output at n/2 and n.
+  if (bracket_ignored(GetParam(), p)) GTEST_SKIP() << "cooperating blocks take no bracket (sanitizer-sized run)";
+  const int64_t n = p.rows.cols;
+  check_all_k(GetParam(), p, k_values(n), true, 0, {n / 2, n});
 }
 
 // Skewed rows on both paths: few rows (cooperating blocks) and many rows (one block per row, long enough for the
@@ -302,10 +327,13 @@ TEST_P(LargeK, SkewedRows) {
       if (sanitize_mode() && (racecheck_mode() ? rows == many || !edge_kind : rows == many && !edge_kind)) continue;
       const Prepared& p = prepared(kind, rows, rows == few ? sized(100000, 40000) : sized(40000, 33000), row_seed);
       const int64_t n = p.rows.cols;
+      // Sanitized: the few rows (cooperating blocks) without the bracket only (bracket_ignored); `special` unsorted
+      // at n/2 only.
+      if (bracket_ignored(GetParam(), p)) continue;
       if (!sanitize_mode()) check_all_k(GetParam(), p, k_values(n), rows == few);
       else if (!edge_kind) check_all_k(GetParam(), p, {n / 2}, false);
       else if (rows == many) check_all_k(GetParam(), p, {2048, n / 2}, false);
-      else check_all_k(GetParam(), p, k_values(n), kind == "special");
+      else check_all_k(GetParam(), p, k_values(n), kind == "special", 0, {n / 2});
     }
   }
 }
@@ -313,8 +341,10 @@ TEST_P(LargeK, SkewedRows) {
 // Many uniform rows: one block per row, several passes, unsorted output too.
 TEST_P(LargeK, ManyRows) {
   const Prepared& p = prepared("uniform", sized(300, 129), sized(50000, 33000), 31, /*pad=*/5);
-  // racecheck: k = n/2 (each selection of 129 x 33000 keys took racecheck 6-8 s, 2026-11-25).
-  check_all_k(GetParam(), p, racecheck_mode() ? std::vector<int64_t>{p.rows.cols / 2} : k_values(p.rows.cols));
+  // racecheck: k = n/2 (each selection of 129 x 33000 keys took racecheck 6-8 s, 2026-11-25). Sanitized: unsorted at
+  // n/2 and n (the one-block-per-row path's unsorted output; LongRowsAllK has the cooperating one's).
+  const int64_t n = p.rows.cols;
+  check_all_k(GetParam(), p, racecheck_mode() ? std::vector<int64_t>{n / 2} : k_values(n), true, 0, {n / 2, n});
 }
 
 // A bracket that misses (moved far above or below the k-th key by SelectOverrides::bracket_rank_shift) must fall
@@ -351,7 +381,8 @@ TEST_P(LargeK, ShortRows) {
     if (sanitize_mode() && (cols == 1 || cols == 100 || cols == 2048)) continue;
     if (racecheck_mode() && cols != 2049) continue;
     const Prepared& p = prepared("many_equal", 130, cols, 40 + cols);
-    check_all_k(GetParam(), p, k_values(cols), !sanitize_mode() || cols == 2049);
+    // Sanitized: unsorted at 2049 only at k = n/2 (the pass) and n.
+    check_all_k(GetParam(), p, k_values(cols), !sanitize_mode() || cols == 2049, 0, {cols / 2, cols});
   }
 }
 
@@ -363,24 +394,39 @@ TEST_P(LargeK, LabelsDecideTies) {
   const int64_t cols = racecheck_mode() ? 12000 : sized(40000, 33000);
   // Sanitized: the many-row path sorted only, the offset labels at two k (the 16 selections of 129 x 33000 keys took
   // memcheck 18-20 s per variant, 2026-11-25).
+  // Sanitized further (2026-11-27: 144 selections per binary under memcheck): the 3 rows (cooperating blocks) without
+  // the bracket (bracket_ignored), unsorted at n/2 only; the 129 rows (one block per row, with and without the
+  // bracket) the user labels at 2048 and n/2 and the offset labels at n - 1, sorted; racecheck the user labels only
+  // (the offset is added where a label is written, the same shared-memory steps as column labels).
   for (int64_t rows : {int64_t{3}, sized(int64_t{150}, int64_t{129})}) {
     if (racecheck_mode() && rows != 3) continue;  // racecheck: the many-row path is ManyRows'
     const bool both_orders = !sanitize_mode() || rows == 3;
+    const bool many = sanitize_mode() && rows != 3;
     const Prepared& labelled = prepared("many_equal", rows, cols, 50 + rows, /*pad=*/2, /*label_seed=*/60 + rows);
-    check_all_k(GetParam(), labelled, k_values(cols), both_orders);
+    if (bracket_ignored(GetParam(), labelled)) continue;
+    check_all_k(GetParam(), labelled, many ? std::vector<int64_t>{2048, cols / 2} : k_values(cols), both_orders, 0,
+                {cols / 2});
+    if (racecheck_mode()) continue;
     const Prepared& offset = prepared("all_equal", rows, cols, 70 + rows, 0, 0, /*label_offset=*/1000000007);
-    check_all_k(GetParam(), offset, sized(std::vector<int64_t>{1, 777, cols / 2, cols - 1},
-                                          std::vector<int64_t>{777, cols - 1}),
-                both_orders);
+    check_all_k(GetParam(), offset,
+                many ? std::vector<int64_t>{cols - 1}
+                     : sized(std::vector<int64_t>{1, 777, cols / 2, cols - 1}, std::vector<int64_t>{777, cols - 1}),
+                both_orders && !sanitize_mode());
   }
 }
 
 // One very long row: the single-query path.
 TEST_P(LargeK, SingleLongRow) {
   const int64_t n = int64_t{1} << sized(22, 17);
-  // Sanitized: 4096 and n/2 (racecheck took 127 s over the variants with all eight selections, 2026-11-25).
-  check_all_k(GetParam(), prepared("uniform", 1, n, 80),
-              sized(std::vector<int64_t>{1, 4096, n / 10, n / 2, n}, std::vector<int64_t>{4096, n / 2}));
+  // Sanitized: 4096 and n/2 (racecheck took 127 s over the variants with all eight selections, 2026-11-25), sorted
+  // (LongRowsAllK has the cooperating blocks' unsorted output), the variants without the bracket (bracket_ignored);
+  // racecheck n/2 only (LongRowsAllK takes 2048 and n/2 on the same path).
+  const Prepared& uniform = prepared("uniform", 1, n, 80);
+  if (bracket_ignored(GetParam(), uniform)) GTEST_SKIP() << "cooperating blocks take no bracket (sanitizer-sized run)";
+  check_all_k(GetParam(), uniform,
+              racecheck_mode() ? std::vector<int64_t>{n / 2}
+                               : sized(std::vector<int64_t>{1, 4096, n / 10, n / 2, n}, std::vector<int64_t>{4096, n / 2}),
+              !sanitize_mode());
   check_all_k(GetParam(), prepared("many_equal", 1, n, 81),
               sized(std::vector<int64_t>{1, n / 3, n - 1}, std::vector<int64_t>{n / 3}), /*both_orders=*/false);
 }
