@@ -156,7 +156,7 @@ bool starts_with(const std::string& s, const char* prefix) { return s.rfind(pref
 bool sanitized_skips(const SelectCombo& c, const RowsCase& rc, Order order, int64_t k, bool labelled) {
   if (!sanitize_mode()) return false;
   const int64_t n = rc.cols, kk = std::min(k, n);
-  const bool tang = is_tang(c.algorithm), edge = k == n - 1 || k == n || k == n + 5;
+  const bool tang = is_tang(c.algorithm);
   const bool tang_big_bucket = tang && k == 513 && (labelled || n == kTangBigBucketCols);
   if (one_thread_per_row(c.algorithm) && n * kk > kTangSanitizedCols * (kTangSanitizedCols + 5) && !tang_big_bucket &&
       k != 1)
@@ -164,27 +164,46 @@ bool sanitized_skips(const SelectCombo& c, const RowsCase& rc, Order order, int6
   // Garcia's insertion sort has no k buckets (k is a loop bound): up to k = 129 (its calls took memcheck and
   // initcheck 50-58 s, 2026-11-25).
   if (c.algorithm == SelectAlgorithm::Insertion && kk > 129) return true;
+  // k > n selects min(k, n) on the device and pads (search.cpp: select_into): on the 2 x 1 rows every k is the
+  // k = 1 selection, so they keep k = 1, 2 (k > n: padding) and 4096 (padding past the largest bucket); on the sweep
+  // row 2048 and 4096 are n + 5's selection with more padding (2026-11-27: 22 of a combination's calls).
+  if (rc.rows * n == 2 && !(k == 1 || k == 2 || k == 4096)) return true;
+  if (n == 1100 && k > n && k != n + 5) return true;
   if (tang) {
     if (order == Order::Descending || k == n + 5) return true;
     if (kk > 129 && !tang_corner(c.tang)) return true;
     if (labelled) return !(k == 1 || k == 33 || k == 129 || k == 513);  // one k per bucket: 32, 64, 256, 1024
     if (kk > 512) return !tang_big_bucket;
-    if (k == n - 1 || k == n) return !(starts_with(rc.name, "uniform") || starts_with(rc.name, "ties"));
+    // Sanitized further (2026-11-27): a queue's 32 bucket at k = 1 and its edge 32 (not 2 and 7: the same kernel and
+    // queue length); on the 300-key kinds the buckets at 1, 33 and 129, the edge 32 and k = n on the uniform and tied
+    // rows (n - 1 runs n's kernel, 512 bucket).
+    if (k == 2 || k == 7 || k == n - 1) return true;
+    if (n == kTangSanitizedCols && k == 32) return !(starts_with(rc.name, "uniform") || starts_with(rc.name, "ties"));
+    if (k == n) return !(starts_with(rc.name, "uniform") || starts_with(rc.name, "ties"));
   }
-  if (labelled) return false;
+  // With labels (their own kernels): each bucket its edge or a k inside it, k = n and k > n (2026-11-27: every k of
+  // k_values, 17 calls a combination).
+  if (labelled) return !(k == 1 || k == 32 || k == 33 || k == 128 || k == 129 || k == n / 2 || k == 513 || k == n ||
+                         k == n + 5);
   const bool asc = order == Order::Ascending;
   // racecheck: the sweep row at one k per bucket kernel and the edges (bits_global, partial_bitonic and bits took
   // racecheck 83, 64 and 30 s in this test, 2026-11-25).
   if (n == 1100 && racecheck_mode() && (k == 2 || k == 7 || k == 33 || k == 129 || k == n / 10 || k == n - 1))
     return true;
+  // The sweep row: each bucket at its edge and the next one's first k (2026-11-27: not 2, 7, 100, n/10, n/2, which
+  // run the kernels of 32, 128 and 1024 again).
+  if (n == 1100 && (k == 2 || k == 7 || k == 100 || k == n / 10 || k == n / 2)) return true;
   if (n == 1100) return !starts_with(rc.name, "uniform") || !(asc || k == 1 || k == 129 || k == n);
   if (n == 5003) return !starts_with(rc.name, "uniform") || !asc || !(k == 2048 || k == 4096 || k == n);
   if (n == kTangSanitizedCols) {
     // racecheck (testing/sanitize.hpp): the kinds at k = 1, 33 and n (bits_global, partial_bitonic and bits took
     // racecheck 101, 71 and 41 s here, 2026-11-25; the sweep row keeps every bucket).
     if (racecheck_mode() && !(k == 1 || k == 33 || k == n)) return true;
+    // Every kind at k = 1, 33, 129, n and n + 5 (32 is the sweep row's edge, n - 1 runs n's 512 bucket), descending
+    // at 1, 33 and n on the tied and special rows (2026-11-27: 70 calls a combination before).
     const bool both_orders = starts_with(rc.name, "ties") || starts_with(rc.name, "special");
-    return !(asc || both_orders) || !(k == 1 || k == 32 || k == 33 || k == 129 || edge);
+    if (!asc) return !both_orders || !(k == 1 || k == 33 || k == n);
+    return !(k == 1 || k == 33 || k == 129 || k == n || k == n + 5);
   }
   if (n == 257) return !asc || !(k == 1 || k == 33 || k == n);
   if (n == 100003) return !asc || !(k == 33 || k == 2048);
