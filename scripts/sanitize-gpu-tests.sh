@@ -85,24 +85,26 @@ with ThreadPoolExecutor(16) as pool:
 # (H100, 2026-11-27, tree 4c0563a + 17acd31: bench/results/raw/sanitize_run17_jobs_2026-11-27.txt), less what the cuts
 # made after it are expected to save (racecheck: gpu_fused, gpu_device_views, adversarial_gpu, gpu_sharded_index_test,
 # gpu_backend; every tool: the LpGemm/LpBytes shapes and per-selector tilings of gpu_backend, the cuts of the sharded index; see
-# the tests), and less the processes saved by fewer shards (SHARD_SECONDS: a shard is a process that loads and
+# the tests; then the calls cut from gpu_large_k(_many_rows), join_gpu_test, the select suite and its Tang parts, the
+# search suite and gpu_tang: run 17 seconds less the start-up of a process, times the share of calls kept, plus the
+# start-up of the shards left, docs/reliability.md), and less the processes saved by fewer shards (SHARD_SECONDS: a shard is a process that loads and
 # instruments its kernels again: 4-9 s for a shard of one small case, about 25 s per fused-kernel instantiation under
 # racecheck; join_gpu_test took 704 racecheck seconds in 6 shards, 538 in 4). Entries run 17 did not start or cut at
 # the deadline (marked *) are estimates from runs 15-16; an entry not listed is guessed from its COST times 4 under
 # every tool.
 SECONDS_BY_TOOL = {  # memcheck, racecheck, synccheck, initcheck
-    "gpu_large_k": (142, 165, 135, 157), "gpu_device_views": (44, 330, 32, 157),
-    "search_suite_gpu": (110, 220, 57, 94), "adversarial_gpu": (175, 165, 123, 175),
-    "join_gpu_test": (92, 235, 102, 115), "select_suite_gpu": (121, 200, 78, 112), "gpu_fused": (35, 365, 30, 37),
-    "gpu_backend": (105, 175, 80, 95), "gpu_large_k_many_rows": (108, 120, 90, 105), "gpu_tang": (225, 26, 17, 40),
-    "gpu_select_small": (30, 190, 24, 31), "select_suite_gpu_tang_merge": (150, 39, 58, 58),
+    "gpu_large_k": (70, 85, 66, 76), "gpu_device_views": (44, 330, 32, 157),
+    "search_suite_gpu": (75, 146, 41, 66), "adversarial_gpu": (175, 165, 123, 175),
+    "join_gpu_test": (56, 145, 63, 68), "select_suite_gpu": (74, 116, 49, 69), "gpu_fused": (35, 365, 30, 37),
+    "gpu_backend": (105, 175, 80, 95), "gpu_large_k_many_rows": (68, 75, 57, 63), "gpu_tang": (165, 22, 15, 33),
+    "gpu_select_small": (30, 190, 24, 31), "select_suite_gpu_tang_merge": (85, 24, 35, 35),
     "select_suite_gpu_large_k": (72, 104, 70, 67), "gpu_sharded_index_test": (85, 110, 75, 90),
     "gpu_mpi_search_np4": (40, 53, 36, 41), "gpu_output": (22, 61, 20, 21), "gpu_streaming": (37, 73, 39, 34),
     "gpu_mpi_search_np1": (17, 30, 16, 35), "python_gpu_test": (29, 0, 26, 0),
     # * not started or cut in run 17 (runs 15-16, and their normal-run COST):
     "gpu_streaming_l1": (30, 30, 20, 25), "gpu_streaming_inner_product": (30, 30, 20, 25),
-    "select_suite_gpu_tang_insertion": (39, 30, 25, 30), "select_suite_gpu_tang_heap": (30, 15, 12, 15),
-    "select_suite_gpu_tang_insertion_buffered": (13, 7, 7, 8), "gpu_bitonic": (15, 20, 12, 15),
+    "select_suite_gpu_tang_insertion": (24, 18, 15, 18), "select_suite_gpu_tang_heap": (18, 9, 7, 9),
+    "select_suite_gpu_tang_insertion_buffered": (8, 4, 4, 5), "gpu_bitonic": (15, 20, 12, 15),
     "gpu_upload": (20, 20, 15, 20), "gpu_plan_test": (10, 10, 8, 10), "guard_gpu": (28, 55, 30, 35),
 }
 TOOL_INDEX = {"memcheck": 0, "racecheck": 1, "synccheck": 2, "initcheck": 3}
@@ -116,15 +118,18 @@ SHARD_SECONDS = {"memcheck": 150, "racecheck": 130, "synccheck": 150, "initcheck
 # again per shard); gpu_device_views in 4 under racecheck puts IntegerData..., FloatData..., the guard retries and
 # DeviceSelect.IdenticalToTheCpuSelection in four shards, in 3 under initcheck FloatData and IdenticalTo... together;
 # gpu_tang under memcheck keeps KAtBucketEdges and RowsNotMultipleOfGroupPowers (103 and 88 s, run 11) apart.
+# join_gpu_test, the search suite and select_suite_gpu take racecheck in one process (116-146 s predicted after the
+# cuts of 2026-11-27: a second shard would instrument the same kernels again, 20-30 s).
 SHARDS = {("gpu_fused", "racecheck"): 3, ("gpu_device_views", "racecheck"): 4, ("gpu_device_views", "initcheck"): 3,
-          ("gpu_tang", "memcheck"): 3}
+          ("gpu_tang", "memcheck"): 3, ("join_gpu_test", "racecheck"): 1, ("search_suite_gpu", "racecheck"): 1,
+          ("select_suite_gpu", "racecheck"): 1}
 # Seconds of the longest shard of an entry under a tool where one case outweighs the rest, so those shards start
 # first: racecheck instruments each instantiation of the fused kernel (and of the selectors a device-view test walks
 # through) once per process, about 25 s each (the shard of GpuFused.EqualsTheOracleExactly: 244 s in run 17 with 7
-# racecheck cases, now 5); KAtBucketEdges and RowsNotMultipleOfGroupPowers of gpu_tang under memcheck (95 and 87 s,
-# run 17).
+# racecheck cases, now 5); KAtBucketEdges of gpu_tang under memcheck (95 s in run 17, about 83 with the 512 bucket
+# full for one flag set; RowsNotMultipleOfGroupPowers 87 s, about 50 with half its k = 1024 selections).
 LONGEST_SHARD = {("gpu_fused", "racecheck"): 190, ("gpu_device_views", "racecheck"): 165,
-                 ("gpu_tang", "memcheck"): 95, ("select_suite_gpu_tang_merge", "memcheck"): 85,
+                 ("gpu_tang", "memcheck"): 83, ("select_suite_gpu_tang_merge", "memcheck"): 85,
                  ("gpu_device_views", "initcheck"): 127, ("gpu_backend", "initcheck"): 85}
 # (entry, tool) pairs left out because another entry checks the same kernels with the same protocol under that tool
 # (docs/reliability.md): under racecheck the streamed other metrics (one case each already: Auto at k = 2500; the L1
