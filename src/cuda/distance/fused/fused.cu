@@ -1,12 +1,11 @@
 // fused.cu: the fused distance + selection kernel (thesis, seed 000: distances and top-k in one kernel, so that
 // the q x n key matrix is never written). gknn's version runs on tensor cores and is exact on integer data.
 //
-// Each block owns 32 queries (64 in the wide shape: filter rounds and 256-byte rows; 16 when there are at most 16:
-// BlockShape) and one split of the base; it walks its split in tiles of 128 base rows:
+// Each block owns 64 queries (16 when there are at most 16: BlockShape) and one split of the base; it walks its
+// split in tiles of 128 base rows:
 //   1. the tile's rows arrive in shared memory (cp.async, 2-3 stages deep); the queries' operand fragments stay
 //      in registers for the whole walk;
-//   2. 8 warps (1 x 8, each 32 queries x 16 base rows; 16 warps, 2 x 8, in the wide shape; 1 x 8 warps of 16 x
-//      16 for 16 queries) multiply them
+//   2. 16 warps (2 x 8, each 32 queries x 16 base rows; 1 x 8 warps of 16 x 16 for 16 queries) multiply them
 //      with mma.sync: u8 x u8 or s8 x s8 -> s32 (m16n8k32), or f16 x f16 -> f32 (m16n8k16) for integers up to 2048;
 //   3. every key below its row's running threshold (the k-th key kept so far) is appended to the row's buffer in
 //      shared memory; all others are dropped in registers. Once a row's buffer could overflow in the next tile,
@@ -34,7 +33,6 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
-#include <type_traits>
 
 #include <cuda_fp16.h>
 
@@ -78,22 +76,15 @@ static_assert(kMergeCap >= kMaxFusedK, "a merge round must take any one list who
 /// H100, 1M x 128 uint8 rows, one query, k = 100: distance stage 145 us with the wide block, 102 us with the narrow
 /// one, whose kernel (91 us, ncu: 2 blocks per SM, 24% achieved occupancy) reads 44% of the DRAM bandwidth: it
 /// waits on latency (16 warps per SM, a barrier per tile), not on the ~45 us the 128 MB need.
-/// Half: 32 queries, 8 warps, two blocks per SM (2 stages, rows <= 128 bytes, lists mode: 102 KB a block). Its
-/// two blocks per SM are the wide block's 16 warps in two groups that meet at their own barriers: ncu on the H100
-/// (SIFT1M shape, wide block) put 16% of the warp-stall samples on the barrier after each tile's appends, where
-/// the block's warps wait for the slowest (the ones that appended), and 63% of cycles had no eligible warp.
-template <int WarpsM, int Mt, int BlocksPerSm, int MaxStages, int MaxRowBytes>
+template <int WarpsM, int Mt>
 struct BlockShape {
   static constexpr int kMt = Mt;
   static constexpr int kBM = WarpsM * Mt * 16;
   static constexpr int kThreads = WarpsM * kWarpsN * 32;
-  static constexpr int kBlocksPerSm = BlocksPerSm;
-  static constexpr int kMaxStages = MaxStages;
-  static constexpr int kMaxRowBytes = MaxRowBytes;
+  static constexpr int kBlocksPerSm = kBM > 16 ? 1 : 2;
 };
-using WideBlock = BlockShape<2, 2, 1, 3, 256>;
-using HalfBlock = BlockShape<1, 2, 2, 2, 128>;
-using NarrowBlock = BlockShape<1, 1, 2, 3, 256>;
+using WideBlock = BlockShape<2, 2>;
+using NarrowBlock = BlockShape<1, 1>;
 
 // ---- operand types and the tensor-core instruction -----------------------------------------------------------
 /// 8-bit integer operands: u8 x u8 or s8 x s8 -> s32, m16n8k32.
@@ -826,36 +817,6 @@ bool fused_early_cut() {
   return !off;
 }
 
-enum class Shape { Narrow, Half, Wide };
-
-/// The block shape of a launch over nq queries: narrow for at most 16, half for the lists of rows up to 128 bytes,
-/// else wide. GKNN_FUSED_WIDE set (not "0") keeps the wide block where the half one would run (to measure them).
-Shape shape_for(int64_t nq, int row_bytes, bool filter) {
-  static const bool wide_only = detail::env_switch_on("GKNN_FUSED_WIDE");
-  if (nq <= NarrowBlock::kBM) return Shape::Narrow;
-  return !filter && !wide_only && row_bytes <= HalfBlock::kMaxRowBytes ? Shape::Half : Shape::Wide;
-}
-
-/// Calls f(S{}) with the shape's BlockShape type.
-template <class F>
-void with_shape(Shape shape, F&& f) {
-  switch (shape) {
-    case Shape::Narrow: return f(NarrowBlock{});
-    case Shape::Half: return f(HalfBlock{});
-    case Shape::Wide: return f(WideBlock{});
-  }
-}
-int shape_rows(Shape shape) {
-  int bm = 0;
-  with_shape(shape, [&](auto b) { bm = decltype(b)::kBM; });
-  return bm;
-}
-int shape_blocks_per_sm(Shape shape) {
-  int per_sm = 0;
-  with_shape(shape, [&](auto b) { per_sm = decltype(b)::kBlocksPerSm; });
-  return per_sm;
-}
-
 template <Elem E>
 void convert(const float* rows, int64_t stride, int64_t count, int64_t dim, int row_bytes, float scale, void* dst,
              cudaStream_t s, unsigned* zeros = nullptr, int zero_count = 0) {
@@ -869,10 +830,9 @@ void convert(const float* rows, int64_t stride, int64_t count, int64_t dim, int 
 
 template <Elem E, int kSteps, class S, bool kFilter>
 void launch(const KernelArgs& args, int64_t splits, int device, cudaStream_t s) {
-  constexpr int kStages = kSteps >= 8 ? 2 : S::kMaxStages;
+  constexpr int kStages = kSteps >= 8 ? 2 : 3;
   constexpr size_t bytes = shared_bytes<kSteps * 32, kStages, S>();
   static_assert(bytes >= MergeShared::bytes(S::kThreads), "merge_splits reuses the shared memory");
-  static_assert(S::kBlocksPerSm * (bytes + 1024) <= 228 * 1024, "the shape's blocks per SM must fit (H100: 228 KB)");
   auto* kernel = fused_kernel<E, kSteps, kStages, S, kFilter>;
   // Once per kernel and device (each device's context keeps its own attributes): the call costs microseconds,
   // which a one-query search feels.
@@ -897,10 +857,7 @@ void launch_for_rows(const KernelArgs& args, int row_bytes, int64_t splits, int 
     case 32: return launch<E, 1, S, kFilter>(args, splits, device, s);
     case 64: return launch<E, 2, S, kFilter>(args, splits, device, s);
     case 128: return launch<E, 4, S, kFilter>(args, splits, device, s);
-    default:
-      if constexpr (S::kMaxRowBytes >= 256) return launch<E, 8, S, kFilter>(args, splits, device, s);
-      else GKNN_EXPECT(false, ErrorCode::Internal, "fused kernel: ", row_bytes, "-byte rows on a block shape of at most ",
-                  S::kMaxRowBytes);
+    default: return launch<E, 8, S, kFilter>(args, splits, device, s);
   }
 }
 
@@ -935,15 +892,15 @@ void convert_and_launch(const DistanceInput& in, KernelArgs args, int row_bytes,
   // cannot, so their keys apply it to the exact s32 dot product. The base's operands carry none (so a kept copy
   // serves both metrics).
   const float factor = l2 ? -2.f : -1.f;
-  const Shape shape = shape_for(in.nq, row_bytes, false);  // the block shape launched below
-  const int bm = shape_rows(shape);
+  const int bm = in.nq <= NarrowBlock::kBM ? NarrowBlock::kBM : WideBlock::kBM;  // the block shape launched below
   const int zero_count = args.arrivals ? static_cast<int>((in.nq + bm - 1) / bm) : 0;  // a counter per query tile
   convert<E>(in.queries, in.query_stride, in.nq, in.dim, row_bytes, E == Elem::F16 ? factor : 1.f, q_ops, s,
              args.arrivals, zero_count);
   args.queries = static_cast<const unsigned char*>(q_ops);
   args.base = base_operands<E>(in, row_bytes, kept, b_ops, s);
   args.scale = E == Elem::F16 ? 1.f : factor;
-  with_shape(shape, [&](auto b) { launch_for_rows<E, decltype(b)>(args, row_bytes, splits, device, s); });
+  if (in.nq <= NarrowBlock::kBM) launch_for_rows<E, NarrowBlock>(args, row_bytes, splits, device, s);
+  else launch_for_rows<E, WideBlock>(args, row_bytes, splits, device, s);
 }
 
 /// The scratch of a large-k search (large_k.cuh), carved from one block in this order; `at` null only sizes it.
@@ -991,33 +948,26 @@ int64_t sample_rows_for(int64_t nb, int64_t k) {
 template <class S>
 void launch_any(Elem e, const KernelArgs& args, int row_bytes, int64_t splits, bool filter, int device,
                 cudaStream_t s) {
-  if constexpr (std::is_same_v<S, HalfBlock>) {
-    GKNN_EXPECT(!filter, ErrorCode::Internal, "fused kernel: filter rounds on the half block");
-    switch (e) {
-      case Elem::U8: return launch_for_rows<Elem::U8, S>(args, row_bytes, splits, device, s);
-      case Elem::S8: return launch_for_rows<Elem::S8, S>(args, row_bytes, splits, device, s);
-      case Elem::F16: return launch_for_rows<Elem::F16, S>(args, row_bytes, splits, device, s);
-    }
-  } else {
-    switch (e) {
-      case Elem::U8: return filter ? launch_for_rows<Elem::U8, S, true>(args, row_bytes, splits, device, s)
-                                   : launch_for_rows<Elem::U8, S>(args, row_bytes, splits, device, s);
-      case Elem::S8: return filter ? launch_for_rows<Elem::S8, S, true>(args, row_bytes, splits, device, s)
-                                   : launch_for_rows<Elem::S8, S>(args, row_bytes, splits, device, s);
-      case Elem::F16: return filter ? launch_for_rows<Elem::F16, S, true>(args, row_bytes, splits, device, s)
-                                    : launch_for_rows<Elem::F16, S>(args, row_bytes, splits, device, s);
-    }
+  switch (e) {
+    case Elem::U8: return filter ? launch_for_rows<Elem::U8, S, true>(args, row_bytes, splits, device, s)
+                                 : launch_for_rows<Elem::U8, S>(args, row_bytes, splits, device, s);
+    case Elem::S8: return filter ? launch_for_rows<Elem::S8, S, true>(args, row_bytes, splits, device, s)
+                                 : launch_for_rows<Elem::S8, S>(args, row_bytes, splits, device, s);
+    case Elem::F16: return filter ? launch_for_rows<Elem::F16, S, true>(args, row_bytes, splits, device, s)
+                                  : launch_for_rows<Elem::F16, S>(args, row_bytes, splits, device, s);
   }
 }
 /// One launch over args.nq query rows, the block shape by their number; splits: 1, or the planned count.
 void launch_rows(Elem e, const KernelArgs& args, int row_bytes, bool filter, bool split, const DistanceContext& ctx) {
-  const Shape shape = shape_for(args.nq, row_bytes, filter);
+  const bool narrow = args.nq <= NarrowBlock::kBM;
   const int64_t splits = !split ? 1
                          : split_count(args.nq, args.nb, args.k, device_props(ctx.device).sm_count,
-                                       shape_rows(shape), shape_blocks_per_sm(shape));
+                                       narrow ? NarrowBlock::kBM : WideBlock::kBM,
+                                       narrow ? NarrowBlock::kBlocksPerSm : WideBlock::kBlocksPerSm);
   KernelArgs a = args;
   a.split_rows = (a.nb + splits - 1) / splits;
-  with_shape(shape, [&](auto b) { launch_any<decltype(b)>(e, a, row_bytes, splits, filter, ctx.device, ctx.stream); });
+  if (narrow) launch_any<NarrowBlock>(e, a, row_bytes, splits, filter, ctx.device, ctx.stream);
+  else launch_any<WideBlock>(e, a, row_bytes, splits, filter, ctx.device, ctx.stream);
 }
 
 template <Elem E>
@@ -1123,9 +1073,10 @@ FusedResult fused_search(const DistanceInput& in, const DataFacts& facts, int64_
   GKNN_EXPECT(!l2 || in.base_norms, ErrorCode::Internal, "fused kernel: base norms not provided");
   const Elem elem = element_for(facts);
   const int row_bytes = row_bytes_for(in.dim, elem);
-  const Shape shape = shape_for(in.nq, row_bytes, false);  // the block shape convert_and_launch() takes
-  const int64_t splits =
-      split_count(in.nq, in.nb, k, device_props(ctx.device).sm_count, shape_rows(shape), shape_blocks_per_sm(shape));
+  const bool narrow = in.nq <= NarrowBlock::kBM;  // the block shape convert_and_launch() takes
+  const int64_t splits = split_count(in.nq, in.nb, k, device_props(ctx.device).sm_count,
+                                     narrow ? NarrowBlock::kBM : WideBlock::kBM,
+                                     narrow ? NarrowBlock::kBlocksPerSm : WideBlock::kBlocksPerSm);
 
   const size_t q_bytes = aligned(static_cast<size_t>(in.nq) * row_bytes);
   // The kept operand copy of the base serves the tile when its converted rows reach the tile (base tiles come in
@@ -1204,13 +1155,12 @@ size_t fused_workspace(int64_t nq, int64_t nb, int64_t dim) {
   // <= bm x (query tiles + kWavesPerSplitPlan x blocks per SM x SMs) for the block shape of nq (bm queries a
   // block), and splits x k <= nb; the device is not known here, so 160 SMs bound every Hopper part.
   constexpr int64_t kMaxSms = 160;
-  auto entries_for = [&](Shape shape) {  // the row bytes are not known here: every shape nq can take
-    const int64_t bm = shape_rows(shape), per_sm = shape_blocks_per_sm(shape), qtiles = (nq + bm - 1) / bm;
-    return std::min(static_cast<size_t>(bm) * (kWavesPerSplitPlan * per_sm * kMaxSms + qtiles) * kMaxFusedK,
-                    static_cast<size_t>(nq) * static_cast<size_t>(nb));
-  };
-  const size_t entries = nq <= NarrowBlock::kBM ? entries_for(Shape::Narrow)
-                                                : std::max(entries_for(Shape::Half), entries_for(Shape::Wide));
+  const bool narrow = nq <= NarrowBlock::kBM;
+  const int64_t bm = narrow ? NarrowBlock::kBM : WideBlock::kBM;
+  const int64_t per_sm = narrow ? NarrowBlock::kBlocksPerSm : WideBlock::kBlocksPerSm;
+  const int64_t qtiles = (nq + bm - 1) / bm;
+  const size_t entries = std::min(static_cast<size_t>(bm) * (kWavesPerSplitPlan * per_sm * kMaxSms + qtiles) * kMaxFusedK,
+                                  static_cast<size_t>(nq) * static_cast<size_t>(nb));
   // (A merge in the kernel keeps a counter per query tile where the keys would be: fewer than the entries.)
   const size_t fused = aligned(static_cast<size_t>(nq) * kMaxRowBytes) + aligned(static_cast<size_t>(nb) * kMaxRowBytes) +
                        aligned(entries * sizeof(int64_t)) + entries * sizeof(float);
