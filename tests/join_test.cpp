@@ -2,9 +2,12 @@
 // emulated on the host grid in hybrid and GPU-only runs) returns exactly the float64 oracle's ids and distances.
 #include <cmath>
 #include <limits>
+#include <mutex>
+#include <vector>
 
 #include <gtest/gtest.h>
 
+#include "core/progress.hpp"
 #include "gknn/info.hpp"
 #include "gknn/search.hpp"
 #include "join/driver.hpp"
@@ -60,6 +63,34 @@ JoinParams small_batches() {
   p.cpu_window = 0.3;
   p.cpu_threads = 2;
   return p;
+}
+
+TEST(JoinProgress, FractionsThatCrossReachTheUserInOrder) {
+  std::vector<double> seen;
+  const ProgressCallback forward = detail::monotonic_progress([&](double f) { seen.push_back(f); });
+  for (double f : {0.25, 0.5, 1.0, 0.88, 1.0, 0.5}) forward(f);  // a worker's 0.88 after another's 1.0
+  EXPECT_EQ(seen, (std::vector<double>{0.25, 0.5, 1.0}));
+  EXPECT_FALSE(detail::monotonic_progress(ProgressCallback{}));
+}
+
+TEST(JoinProgress, ReachesOneInEveryMode) {
+  if (!have_kdtree()) GTEST_SKIP() << "this build has no CPU kd-tree (libnanoflann-dev)";
+  const HostMatrix<float> points = random_matrix(3000, 2, 73);
+  for (JoinMode mode : {JoinMode::Cpu, JoinMode::RoundRobin}) {
+    double last = 0, first_after_one = -1;
+    std::mutex seen;
+    JoinParams params;
+    params.mode = mode;
+    params.progress = [&](double f) {
+      std::lock_guard<std::mutex> lock(seen);
+      if (last == 1.0 && first_after_one < 0) first_after_one = f;
+      EXPECT_GT(f, last) << "fractions go forward only";
+      last = f;
+    };
+    knn_join(points.view(), 4, params);
+    EXPECT_DOUBLE_EQ(last, 1.0) << to_string(mode);
+    EXPECT_LT(first_after_one, 0) << "nothing is reported after 1";
+  }
 }
 
 TEST(JoinCpu, EveryModeMatchesTheOracle) {

@@ -2,9 +2,9 @@
 // own host thread; the partial lists are merged per point on the float64 distance recomputed from the rows, so
 // the order is the single join's (which ranks on float64 distances, then rounds them to float).
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "core/validate.hpp"
@@ -28,23 +28,28 @@ struct ShardPart {
   bool empty() const { return part.rows == 0; }
 };
 
-/// Progress of several concurrent joins as one fraction: the mean of the shards' own fractions.
+/// Progress of several concurrent joins as one fraction: the mean of the shards' own largest fractions, one report
+/// at a time (a lock: two shards' stores and sums could otherwise cross, each summing the other's older fraction),
+/// so that the user's fractions never decrease and the last is 1. ShardedJoin.ProgressReachesOne saw 0.94 last
+/// under initcheck on the H100 (2026-11-27): a shard's 0.88 had arrived after its 1.0 and replaced it.
 class SharedProgress {
  public:
-  SharedProgress(ProgressCallback user, size_t shards) : user_(std::move(user)), done_(shards) {}
+  SharedProgress(ProgressCallback user, size_t shards) : user_(std::move(user)), done_(shards, 0.0) {}
   ProgressCallback for_shard(size_t s) {
     if (!user_) return {};
     return [this, s](double fraction) {
-      done_[s].store(fraction, std::memory_order_relaxed);
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_[s] = std::max(done_[s], fraction);
       double sum = 0;
-      for (const std::atomic<double>& f : done_) sum += f.load(std::memory_order_relaxed);
+      for (double f : done_) sum += f;
       user_(sum / double(done_.size()));
     };
   }
 
  private:
   ProgressCallback user_;
-  std::vector<std::atomic<double>> done_;
+  std::mutex mutex_;
+  std::vector<double> done_;
 };
 
 void add_shard_report(JoinReport& into, const JoinReport& r) {
