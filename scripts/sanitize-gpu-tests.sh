@@ -81,31 +81,26 @@ def case_count(entry):  # test cases of a GoogleTest entry (its filter applied);
 
 with ThreadPoolExecutor(16) as pool:
     counts = list(pool.map(case_count, tests))
-# Job-seconds per entry and tool (memcheck, racecheck, synccheck, initcheck), summed over the shards of the entry: run 17
-# (H100, 2026-11-27, tree 4c0563a + 17acd31: bench/results/raw/sanitize_run17_jobs_2026-11-27.txt), less what the cuts
-# made after it are expected to save (racecheck: gpu_fused, gpu_device_views, adversarial_gpu, gpu_sharded_index_test,
-# gpu_backend; every tool: the LpGemm/LpBytes shapes and per-selector tilings of gpu_backend, the cuts of the sharded index; see
-# the tests; then the calls cut from gpu_large_k(_many_rows), join_gpu_test, the select suite and its Tang parts, the
-# search suite and gpu_tang: run 17 seconds less the start-up of a process, times the share of calls kept, plus the
-# start-up of the shards left, docs/reliability.md), and less the processes saved by fewer shards (SHARD_SECONDS: a shard is a process that loads and
-# instruments its kernels again: 4-9 s for a shard of one small case, about 25 s per fused-kernel instantiation under
-# racecheck; join_gpu_test took 704 racecheck seconds in 6 shards, 538 in 4). Entries run 17 did not start or cut at
-# the deadline (marked *) are estimates from runs 15-16; an entry not listed is guessed from its COST times 4 under
-# every tool.
+# Job-seconds per entry and tool (memcheck, racecheck, synccheck, initcheck), summed over the shards of the entry: run 18
+# times 1.1 (H100, 2026-11-27, tree 2702002, 16 jobs at a time: bench/results/raw/sanitize_run18_jobs_2026-11-27.txt;
+# every job started, 5916 job-seconds in 440 s). gpu_upload is a guess: its four jobs started last (20 s each was
+# predicted) and were cut by the deadline at 103-112 s, before its sanitized cuts (tests/gpu_upload_test.cpp).
+# A shard is a process that loads and instruments its kernels again: 4-9 s for a shard of one small case, about 25 s
+# per fused-kernel instantiation under racecheck. A 0 keeps the earlier figure of the entry (the script leaves that
+# (entry, tool) out); an entry not listed is guessed from its COST times 4 under every tool.
 SECONDS_BY_TOOL = {  # memcheck, racecheck, synccheck, initcheck
-    "gpu_large_k": (70, 85, 66, 76), "gpu_device_views": (44, 330, 32, 157),
-    "search_suite_gpu": (75, 146, 41, 66), "adversarial_gpu": (175, 165, 123, 175),
-    "join_gpu_test": (56, 145, 63, 68), "select_suite_gpu": (74, 116, 49, 69), "gpu_fused": (35, 365, 30, 37),
-    "gpu_backend": (105, 175, 80, 95), "gpu_large_k_many_rows": (68, 75, 57, 63), "gpu_tang": (165, 22, 15, 33),
-    "gpu_select_small": (30, 190, 24, 31), "select_suite_gpu_tang_merge": (85, 24, 35, 35),
-    "select_suite_gpu_large_k": (72, 104, 70, 67), "gpu_sharded_index_test": (85, 110, 75, 90),
-    "gpu_mpi_search_np4": (40, 53, 36, 41), "gpu_output": (22, 61, 20, 21), "gpu_streaming": (37, 73, 39, 34),
-    "gpu_mpi_search_np1": (17, 30, 16, 35), "python_gpu_test": (29, 0, 26, 0),
-    # * not started or cut in run 17 (runs 15-16, and their normal-run COST):
-    "gpu_streaming_l1": (30, 30, 20, 25), "gpu_streaming_inner_product": (30, 30, 20, 25),
-    "select_suite_gpu_tang_insertion": (24, 18, 15, 18), "select_suite_gpu_tang_heap": (18, 9, 7, 9),
-    "select_suite_gpu_tang_insertion_buffered": (8, 4, 4, 5), "gpu_bitonic": (15, 20, 12, 15),
-    "gpu_upload": (20, 20, 15, 20), "gpu_plan_test": (10, 10, 8, 10), "guard_gpu": (28, 55, 30, 35),
+    "gpu_large_k": (57, 132, 38, 82), "gpu_device_views": (23, 306, 20, 114),
+    "search_suite_gpu": (58, 237, 22, 32), "adversarial_gpu": (233, 190, 161, 246),
+    "join_gpu_test": (40, 271, 40, 58), "select_suite_gpu": (61, 249, 29, 48), "gpu_fused": (23, 391, 20, 24),
+    "gpu_backend": (98, 211, 98, 150), "gpu_large_k_many_rows": (41, 86, 31, 42), "gpu_tang": (210, 15, 11, 13),
+    "gpu_select_small": (19, 264, 19, 20), "select_suite_gpu_tang_merge": (131, 26, 19, 21),
+    "select_suite_gpu_large_k": (41, 104, 38, 28), "gpu_sharded_index_test": (128, 174, 86, 164),
+    "gpu_mpi_search_np4": (28, 53, 36, 28), "gpu_output": (12, 38, 11, 13), "gpu_streaming": (14, 63, 15, 18),
+    "gpu_mpi_search_np1": (12, 18, 13, 10), "python_gpu_test": (16, 0, 16, 0),
+    "gpu_streaming_l1": (11, 30, 13, 13), "gpu_streaming_inner_product": (12, 30, 14, 13),
+    "select_suite_gpu_tang_insertion": (16, 8, 6, 7), "select_suite_gpu_tang_heap": (19, 14, 12, 12),
+    "select_suite_gpu_tang_insertion_buffered": (9, 6, 4, 4), "gpu_bitonic": (2, 4, 3, 3),
+    "gpu_upload": (90, 90, 70, 90), "gpu_plan_test": (2, 4, 2, 2), "guard_gpu": (18, 50, 16, 16),
 }
 TOOL_INDEX = {"memcheck": 0, "racecheck": 1, "synccheck": 2, "initcheck": 3}
 # Seconds a shard should take: an entry gets ceil(seconds / this) shards of that tool (at most --max-shards and its
