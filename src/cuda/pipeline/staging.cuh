@@ -9,10 +9,10 @@
 #pragma once
 
 #include <algorithm>
-#include <cstring>
 #include <memory>
 
 #include "cuda/common/buffer.cuh"
+#include "core/chunk_pack.hpp"
 #include "core/host_parallel.hpp"
 #include "cuda/pipeline/stage_timer.cuh"
 #include "gknn/types.hpp"
@@ -95,9 +95,9 @@ class Stager {
       parallel_memcpy(slot.pinned.data(), host_ + begin * cols_, static_cast<size_t>(count * cols_) * sizeof(T));
       return slot;
     }
-    for (int64_t r = 0; r < count; ++r)
-      std::memcpy(slot.pinned.data() + r * cols_, host_ + (begin + r) * host_stride_,
-                  static_cast<size_t>(cols_) * sizeof(T));
+    const HostRows rows{host_, begin + count, static_cast<size_t>(cols_) * sizeof(T),
+                        static_cast<size_t>(host_stride_) * sizeof(T)};
+    copy_rows(reinterpret_cast<unsigned char*>(slot.pinned.data()), rows, begin, count);
     return slot;
   }
 
