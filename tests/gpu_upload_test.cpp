@@ -3,11 +3,11 @@
 // of the copies (the ramp of small first and last chunks), strided rows with non-finite padding, several adds in a
 // row, two threads adding at once, 8-bit rows converted on the device, the value facts and the NaN/Inf error of
 // the device scan that replaced the host's scan, no pinned allocation by repeated adds, and rows in page-locked
-// memory copied where they are. The uploads of >= 32 MiB (packed with streaming stores), the adds from page-locked
-// rows (1-D copies of contiguous rows) and the ramp's small chunks that share a device slot are also read back from
-// the device byte for byte (HostUpload run as an Index add runs it). Label gpu: skipped without a device. The inputs
-// are small, except those of the 32 MiB tests: under GKNN_TEST_SANITIZE=1 (testing/sanitize.hpp) those run one
-// upload per case and search none of their large bases.
+// memory copied where they are; the upload timeline (gknn_upload_bench). The uploads of >= 32 MiB (packed with
+// streaming stores), the adds from page-locked rows (1-D copies of contiguous rows) and the ramp's small chunks that
+// share a device slot are also read back from the device byte for byte (HostUpload run as an Index add runs it).
+// Label gpu: skipped without a device. The inputs are small, except those of the 32 MiB tests: under
+// GKNN_TEST_SANITIZE=1 (testing/sanitize.hpp) those run one upload per case and search none of their large bases.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -616,6 +616,72 @@ TEST(GpuUpload, RampedChunksSharingADeviceSlotLandByteForByte) {
   const int64_t two_mib = int64_t(2) << 20;
   expect_landed_byte_for_byte({{"37-byte rows", {bytes.data(), rows, size_t(dim), size_t(dim)}, false, false, 2}},
                               {UploadOverride{two_mib, 3, false}, UploadOverride{two_mib, 1, false}});
+}
+
+/// The upload timeline (gknn_upload_bench's per-chunk table): off, nothing is recorded; on, an add's timeline has
+/// every chunk (its rows and bytes, in order), copies that start after the previous one ended and end after they
+/// start, the device work of every chunk, and the host phases in order. Float rows (in place, the first chunks in
+/// device slots beside the destination's cudaMalloc) and 8-bit rows (converted from device slots), 1 MiB chunks.
+TEST(GpuUpload, TimelineRecordsEveryChunk) {
+  UploadGuard guard;
+  struct Off {  // however the test ends
+    ~Off() { detail::cuda::set_upload_timeline(false); }
+  } off;
+  const int64_t rows = 20000, dim = 64;
+  const HostMatrix<float> floats = integer_matrix(rows, dim, -9, 9, 130);
+  const std::vector<uint8_t> bytes = random_bytes(static_cast<size_t>(rows * dim), 131);
+  detail::cuda::set_upload_override({int64_t(1) << 20, 4, false});
+  {
+    Index index(dim, Metric::SquaredL2, Backend::Cuda);
+    index.add(floats.view());
+    ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+    EXPECT_FALSE(detail::cuda::take_upload_timeline().valid);
+  }
+  detail::cuda::set_upload_timeline(true);
+  for (bool as_bytes : {false, true}) {
+    SCOPED_TRACE(as_bytes ? "uint8 rows" : "float rows");
+    Index index(dim, Metric::SquaredL2, Backend::Cuda);
+    if (as_bytes) index.add(ByteView{bytes.data(), rows, dim, 0});
+    else index.add(floats.view());
+    ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
+    const detail::cuda::UploadTimeline t = detail::cuda::take_upload_timeline();
+    ASSERT_TRUE(t.valid);
+    const detail::cuda::UploadTimes times = detail::cuda::last_upload_times();
+    ASSERT_EQ(times.chunks, static_cast<int64_t>(t.chunks.size()));
+    ASSERT_GT(t.chunks.size(), 4u);
+    const size_t row_bytes = static_cast<size_t>(dim) * (as_bytes ? 1 : sizeof(float));
+    int64_t next_row = 0;
+    std::vector<bool> worked(t.chunks.size(), false);
+    for (const detail::cuda::UploadTimeline::Work& w : t.work) {
+      EXPECT_LE(w.start, w.end);
+      if (!w.move)
+        for (int64_t c = w.first_chunk; c <= w.last_chunk; ++c) worked[static_cast<size_t>(c)] = true;
+    }
+    for (size_t c = 0; c < t.chunks.size(); ++c) {
+      const detail::cuda::UploadTimeline::Chunk& k = t.chunks[c];
+      EXPECT_EQ(next_row, k.first_row) << "chunk " << c;
+      EXPECT_EQ(static_cast<int64_t>(static_cast<size_t>(k.rows) * row_bytes), k.bytes) << "chunk " << c;
+      next_row += k.rows;
+      EXPECT_GE(k.copy_start, 0.0) << "chunk " << c;
+      EXPECT_LE(k.copy_start, k.copy_end) << "chunk " << c;
+      if (c > 0) {
+        EXPECT_GE(k.copy_start, t.chunks[c - 1].copy_end) << "chunk " << c;  // one stream, in order
+      }
+      EXPECT_LE(k.ready, k.issued) << "chunk " << c;
+      EXPECT_TRUE(worked[c]) << "chunk " << c;
+      if (as_bytes) {
+        EXPECT_TRUE(k.in_slot) << "chunk " << c;
+      }
+    }
+    EXPECT_EQ(rows, next_row);
+    EXPECT_LE(t.made, t.constructed);
+    EXPECT_LE(t.constructed, t.run_start);
+    EXPECT_LE(t.run_start, t.origin);
+    EXPECT_LE(t.last_issued, t.run_end);
+    EXPECT_LE(t.run_end, t.commit_start);
+    EXPECT_LE(t.commit_start, t.commit_end);
+    EXPECT_FALSE(detail::cuda::take_upload_timeline().valid);  // taken once
+  }
 }
 
 /// Two threads add to two indexes at once: each upload leases its own slots.

@@ -201,7 +201,7 @@ class CudaStore final : public detail::ResidentStore {
                                   ChunkedValueScan* scan, std::string_view what) {
     const auto t0 = std::chrono::steady_clock::now();
     const detail::ValueStats stats = commit(p, added, known, scan, what);
-    note_upload_commit(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    note_upload_commit(t0);
     return stats;
   }
 

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -17,6 +18,7 @@
 #include "core/chunk_pack.hpp"
 #include "core/host_parallel.hpp"
 #include "cuda/common/buffer.cuh"
+#include "cuda/common/device_scope.cuh"
 #include "cuda/common/error.cuh"
 #include "cuda/common/idle_pool.hpp"
 #include "cuda/hooks.hpp"
@@ -239,6 +241,107 @@ class SlotsLease {
   std::unique_ptr<UploadSlots> slots_;
 };
 
+// The upload timeline (upload.cuh UploadTimeline), recorded only while g_timeline_on.
+std::atomic<bool> g_timeline_on{false};
+
+/// One upload's timeline as it is recorded, with its timing events (taken from a pool kept per device: the first
+/// timed upload of a process makes them, so a bench warms it up first).
+struct TimelineRecord {
+  UploadTimeline t;
+  int device = 0;
+  cudaEvent_t origin = nullptr;
+  std::vector<cudaEvent_t> copy_start, copy_end;           ///< per chunk
+  std::vector<std::pair<cudaEvent_t, cudaEvent_t>> work;  ///< per t.work
+  std::vector<cudaEvent_t> all;                           ///< every event taken (given back to the pool)
+};
+
+std::mutex g_timeline_mutex;
+std::map<int, std::vector<cudaEvent_t>> g_timeline_pool;  ///< idle timing events per device
+std::optional<TimelineRecord> g_timeline;                ///< the last recorded, not yet taken
+
+void give_back_events(TimelineRecord& r) {  // under g_timeline_mutex
+  std::vector<cudaEvent_t>& pool = g_timeline_pool[r.device];
+  pool.insert(pool.end(), r.all.begin(), r.all.end());
+  r.all.clear();
+}
+
+/// Records one upload's timeline (run's `tl`): events on the current device.
+class TimelineRecorder {
+ public:
+  TimelineRecorder(int64_t chunks, Clock::time_point made, Clock::time_point constructed, Clock::time_point run_start,
+                   cudaStream_t copy) {
+    GKNN_CUDA_TRY(cudaGetDevice(&r_.device));
+    r_.t.valid = true;
+    r_.t.made = made;
+    r_.t.constructed = constructed;
+    r_.t.run_start = run_start;
+    r_.t.chunks.resize(static_cast<size_t>(chunks));
+    r_.copy_start.resize(static_cast<size_t>(chunks));
+    r_.copy_end.resize(static_cast<size_t>(chunks));
+    {
+      std::lock_guard<std::mutex> lock(g_timeline_mutex);
+      std::vector<cudaEvent_t>& pool = g_timeline_pool[r_.device];
+      // Enough for the copies and a move and a work per chunk (and the origin), made before the first copy.
+      const size_t want = static_cast<size_t>(6 * chunks + 8);
+      while (!pool.empty() && r_.all.size() < want) {
+        r_.all.push_back(pool.back());
+        pool.pop_back();
+      }
+    }
+    while (r_.all.size() < static_cast<size_t>(6 * chunks + 8)) {
+      cudaEvent_t e = nullptr;
+      GKNN_CUDA_TRY(cudaEventCreate(&e));
+      r_.all.push_back(e);
+    }
+    r_.origin = next();
+    GKNN_CUDA_TRY(cudaEventRecord(r_.origin, copy));
+    r_.t.origin = Clock::now();
+  }
+  ~TimelineRecorder() {
+    std::lock_guard<std::mutex> lock(g_timeline_mutex);
+    if (!r_.all.empty()) give_back_events(r_);  // not kept (run threw)
+  }
+  TimelineRecorder(const TimelineRecorder&) = delete;
+  TimelineRecorder& operator=(const TimelineRecorder&) = delete;
+
+  UploadTimeline& t() { return r_.t; }
+  void copy_start(int64_t c, cudaStream_t s) { GKNN_CUDA_TRY(cudaEventRecord(at(r_.copy_start, c) = next(), s)); }
+  void copy_end(int64_t c, cudaStream_t s) { GKNN_CUDA_TRY(cudaEventRecord(at(r_.copy_end, c) = next(), s)); }
+  /// A piece of device work on `s` starts (after its waits); returns its index for end_work.
+  size_t begin_work(int64_t first_chunk, int64_t last_chunk, bool move, cudaStream_t s) {
+    UploadTimeline::Work w;
+    w.first_chunk = first_chunk;
+    w.last_chunk = last_chunk;
+    w.move = move;
+    r_.t.work.push_back(w);
+    r_.work.emplace_back(next(), nullptr);
+    GKNN_CUDA_TRY(cudaEventRecord(r_.work.back().first, s));
+    return r_.work.size() - 1;
+  }
+  void end_work(size_t w, cudaStream_t s) { GKNN_CUDA_TRY(cudaEventRecord(r_.work[w].second = next(), s)); }
+  /// Kept as the last timeline (the one before it, not taken, is dropped).
+  void keep() {
+    r_.t.run_end = Clock::now();
+    std::lock_guard<std::mutex> lock(g_timeline_mutex);
+    if (g_timeline) give_back_events(*g_timeline);
+    g_timeline = std::move(r_);
+    r_.all.clear();
+  }
+
+ private:
+  static cudaEvent_t& at(std::vector<cudaEvent_t>& v, int64_t c) { return v[static_cast<size_t>(c)]; }
+  cudaEvent_t next() {
+    if (used_ == r_.all.size()) {  // more pieces of work than foreseen
+      cudaEvent_t e = nullptr;
+      GKNN_CUDA_TRY(cudaEventCreate(&e));
+      r_.all.push_back(e);
+    }
+    return r_.all[used_++];
+  }
+  TimelineRecord r_;
+  size_t used_ = 0;
+};
+
 /// The same on the host team (the caller packs so when another upload holds the async team).
 void pack(unsigned char* dst, const HostRows& rows, int64_t first, int64_t count, bool streaming) {
   const int parts = host_parts(count * static_cast<int64_t>(rows.row_bytes), kMinPackPart);
@@ -283,9 +386,46 @@ UploadTimes last_upload_times() {
   return g_last_times;
 }
 
-void note_upload_commit(double ms) {
-  std::lock_guard<std::mutex> lock(g_times_mutex);
-  g_last_times.commit_ms = ms;
+void note_upload_commit(Clock::time_point start) {
+  const Clock::time_point end = Clock::now();
+  {
+    std::lock_guard<std::mutex> lock(g_times_mutex);
+    g_last_times.commit_ms = std::chrono::duration<double, std::milli>(end - start).count();
+  }
+  if (!g_timeline_on.load(std::memory_order_relaxed)) return;
+  std::lock_guard<std::mutex> lock(g_timeline_mutex);
+  if (g_timeline && g_timeline->t.commit_start == Clock::time_point{}) {
+    g_timeline->t.commit_start = start;
+    g_timeline->t.commit_end = end;
+  }
+}
+
+void set_upload_timeline(bool on) { g_timeline_on.store(on); }
+
+UploadTimeline take_upload_timeline() {
+  std::lock_guard<std::mutex> lock(g_timeline_mutex);
+  if (!g_timeline) return UploadTimeline{};
+  TimelineRecord& r = *g_timeline;
+  DeviceScope scope(r.device);
+  auto since_origin = [&](cudaEvent_t e) {
+    float ms = 0;
+    if (!e) return 0.0;
+    GKNN_CUDA_TRY(cudaEventSynchronize(e));
+    GKNN_CUDA_TRY(cudaEventElapsedTime(&ms, r.origin, e));
+    return static_cast<double>(ms);
+  };
+  for (size_t c = 0; c < r.t.chunks.size(); ++c) {
+    r.t.chunks[c].copy_start = since_origin(r.copy_start[c]);
+    r.t.chunks[c].copy_end = since_origin(r.copy_end[c]);
+  }
+  for (size_t w = 0; w < r.t.work.size(); ++w) {
+    r.t.work[w].start = since_origin(r.work[w].first);
+    r.t.work[w].end = since_origin(r.work[w].second);
+  }
+  UploadTimeline t = std::move(r.t);
+  give_back_events(r);
+  g_timeline.reset();
+  return t;
 }
 
 double time_pinned_slot(size_t bytes) {
@@ -333,6 +473,7 @@ struct HostUpload::Impl {
   bool ran = false;
   UploadTimes times;
   Clock::time_point made;  ///< when the constructor started
+  Clock::time_point constructed;  ///< when it returned
 };
 
 HostUpload::HostUpload(const HostRows& rows) : impl_(std::make_unique<Impl>()) {
@@ -342,7 +483,10 @@ HostUpload::HostUpload(const HostRows& rows) : impl_(std::make_unique<Impl>()) {
   if (rows.rows == 0 || rows.row_bytes == 0) return;
   struct Done {  // the constructor's time, however it returns
     Impl& u;
-    ~Done() { u.times.construct_ms = ms_since(u.made); }
+    ~Done() {
+      u.constructed = Clock::now();
+      u.times.construct_ms = std::chrono::duration<double, std::milli>(u.constructed - u.made).count();
+    }
   } done{u};
   // Rows the caller keeps in page-locked memory (a pinned torch tensor, its own cudaHostAlloc) are copied from
   // where they are: no pack, the link's full bandwidth. Still chunked, so that the consumer's work overlaps.
@@ -422,13 +566,18 @@ void HostUpload::run(void* dst, cudaStream_t copy, cudaStream_t consumer,
   const int64_t used = static_cast<int64_t>(u.slots.size());
   void* dest = dst;    // where rows land in place (null: each chunk in its device slot)
   int64_t handed = 0;  // rows before it were handed to on_chunk (in place)
+  // The timeline, when asked for (gknn_upload_bench; upload.cuh UploadTimeline).
+  std::optional<TimelineRecorder> tl;
+  if (g_timeline_on.load(std::memory_order_relaxed)) tl.emplace(chunks, u.made, u.constructed, run_start, copy);
   // The destination made beside the first copies (into device slots), on the overlap helper.
   void* prepared = nullptr;
   std::optional<OverlapJob> helper;
+  Clock::time_point prepare_start, prepare_end;
   auto timed_prepare = [&] {
-    const Clock::time_point t0 = Clock::now();
+    prepare_start = Clock::now();
     void* made = prepare();
-    times.prepare_ms = ms_since(t0);
+    prepare_end = Clock::now();
+    times.prepare_ms = std::chrono::duration<double, std::milli>(prepare_end - prepare_start).count();
     return made;
   };
   // Waits for the helper's destination (rethrowing what prepare threw).
@@ -437,7 +586,12 @@ void HostUpload::run(void* dst, cudaStream_t copy, cudaStream_t consumer,
     helper->join();
     helper.reset();
     times.prepare_wait_ms = ms_since(t0);
+    if (tl) tl->t().helper_joined = Clock::now();
     dest = prepared;
+  };
+  // The chunk that holds `row` (for the timeline's work).
+  auto chunk_of = [&](int64_t row) {
+    return static_cast<int64_t>(std::upper_bound(u.starts.begin(), u.starts.end(), row) - u.starts.begin()) - 1;
   };
   if (prepare) {
     if (worth_threads(static_cast<size_t>(rows.rows) * rows.row_bytes))
@@ -446,6 +600,7 @@ void HostUpload::run(void* dst, cudaStream_t copy, cudaStream_t consumer,
     if (!times.prepare_beside) {
       helper.reset();
       dest = timed_prepare();
+      if (tl) tl->t().helper_joined = prepare_end;
     }
   }
   if (!dest || helper) {
@@ -484,8 +639,10 @@ void HostUpload::run(void* dst, cudaStream_t copy, cudaStream_t consumer,
   // Rows [handed, end) are in place: their work, once their copies (the latest one's event covers them) are in.
   auto hand_in_place = [&](Slot& latest, int64_t end) {
     GKNN_CUDA_TRY(cudaStreamWaitEvent(consumer, latest.copied.get(), 0));
+    const size_t w = tl ? tl->begin_work(chunk_of(handed), chunk_of(end - 1), false, consumer) : 0;
     on_chunk(UploadChunk{static_cast<unsigned char*>(dest) + static_cast<size_t>(handed) * rows.row_bytes,
                          handed, end - handed});
+    if (tl) tl->end_work(w, consumer);
     handed = end;
   };
   // Chunk c, in its device slot: moved into place (in-place uploads) or handed as it is, once the copy of chunk
@@ -499,12 +656,14 @@ void HostUpload::run(void* dst, cudaStream_t copy, cudaStream_t consumer,
     unsigned char* landed = slot.device.data() + l.at;
     const int64_t first = rows_at(c), count = rows_at(c + 1) - first;
     GKNN_CUDA_TRY(cudaStreamWaitEvent(consumer, copied.copied.get(), 0));
+    const size_t w = tl ? tl->begin_work(c, c, dest != nullptr, consumer) : 0;
     if (dest)
       GKNN_CUDA_TRY(cudaMemcpyAsync(static_cast<unsigned char*>(dest) + static_cast<size_t>(first) * rows.row_bytes,
                                     landed, static_cast<size_t>(count) * rows.row_bytes, cudaMemcpyDeviceToDevice,
                                     consumer));
     else
       on_chunk(UploadChunk{landed, first, count});
+    if (tl) tl->end_work(w, consumer);
     slot.consumed.record(consumer);
     slot.consume_pending = true;
     if (dest && last) hand_in_place(copied, first + count);
@@ -542,6 +701,7 @@ void HostUpload::run(void* dst, cudaStream_t copy, cudaStream_t consumer,
       if (!u.direct) pack(slot.host, rows, first, count, u.streaming);
     }
     if (c == 0) times.first_packed_ms = ms_since(run_start);
+    if (tl) tl->t().chunks[static_cast<size_t>(c)].ready = Clock::now();
     const bool in_place = dest && !helper;
     Slot& lands = *u.slots[static_cast<size_t>(landing[static_cast<size_t>(c)].slot)];
     void* target = in_place ? static_cast<unsigned char*>(dest) + static_cast<size_t>(first) * rows.row_bytes
@@ -549,6 +709,7 @@ void HostUpload::run(void* dst, cudaStream_t copy, cudaStream_t consumer,
     // The consumer's work on what this device slot held before must have read it (early chunks: an earlier
     // upload's work, if any).
     if (!in_place && lands.consume_pending) GKNN_CUDA_TRY(cudaStreamWaitEvent(copy, lands.consumed.get(), 0));
+    if (tl) tl->copy_start(c, copy);
     if (u.direct && rows.stride_bytes == rows.row_bytes)  // one 1-D copy (below: a 2-D copy's lines of row_bytes)
       GKNN_CUDA_TRY(cudaMemcpyAsync(target,
                                     static_cast<const unsigned char*>(rows.data) +
@@ -562,6 +723,15 @@ void HostUpload::run(void* dst, cudaStream_t copy, cudaStream_t consumer,
                                       cudaMemcpyHostToDevice, copy));
     else
       GKNN_CUDA_TRY(cudaMemcpyAsync(target, slot.host, bytes, cudaMemcpyHostToDevice, copy));
+    if (tl) {
+      tl->copy_end(c, copy);
+      UploadTimeline::Chunk& k = tl->t().chunks[static_cast<size_t>(c)];
+      k.issued = Clock::now();
+      k.first_row = first;
+      k.rows = count;
+      k.bytes = static_cast<int64_t>(bytes);
+      k.in_slot = !in_place;
+    }
     slot.copied.record(copy);
     slot.copy_pending = true;
     if (u.packing) u.packing->issued(c);
@@ -585,6 +755,13 @@ void HostUpload::run(void* dst, cudaStream_t copy, cudaStream_t consumer,
     hand_early(chunks);
   }
   u.packing.reset();  // every part is packed: the packers have left, the team is free for the next upload
+  if (tl) {
+    UploadTimeline& t = tl->t();
+    t.prepare_start = prepare_start;
+    t.prepare_end = prepare_end;
+    t.last_issued = t.chunks.back().issued;
+    tl->keep();
+  }
   times.run_ms = ms_since(run_start);
   times.total_ms = ms_since(u.made);
   std::lock_guard<std::mutex> lock(g_times_mutex);
@@ -612,6 +789,12 @@ void load_byte_conversion() {
 
 void release_upload_slots() {
   idle_pool<std::unique_ptr<UploadSlots>>().drain();  // the destructors wait for pending copies and free the slots
+  std::lock_guard<std::mutex> lock(g_timeline_mutex);  // the timelines' events
+  if (g_timeline) give_back_events(*g_timeline);
+  g_timeline.reset();
+  for (auto& [device, pool] : g_timeline_pool)
+    for (cudaEvent_t e : pool) GKNN_CUDA_TRY_NOTHROW(cudaEventDestroy(e));
+  g_timeline_pool.clear();
 }
 
 }  // namespace gknn::detail::cuda

@@ -33,10 +33,12 @@
 //   waits for a chunk's copy through an event.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include <cuda_runtime.h>
 
@@ -129,8 +131,49 @@ struct UploadTimes {
   double commit_ms = -1;
 };
 UploadTimes last_upload_times();
-/// The commit of the last finished upload took `ms` (UploadTimes::commit_ms; Index::add's store notes it).
-void note_upload_commit(double ms);
+/// The commit of the last finished upload ran from `start` until now (UploadTimes::commit_ms, and the timeline's
+/// commit when one is recorded; Index::add's store notes it).
+void note_upload_commit(std::chrono::steady_clock::time_point start);
+
+/// A per-chunk timeline of one upload (gknn_upload_bench, issue 12: where an add from page-locked rows spends the
+/// ~1.2 ms it costs beyond the copy of its bytes). Recorded only while set_upload_timeline(true): run() then records
+/// timing events on the copy stream before and after each chunk's copy (and one at its start, the origin, on the
+/// idle copy stream) and on the consumer around each piece of device work it hands out (a chunk moved from its
+/// device slot into place; on_chunk's norms, scan, conversion), and host time points of its phases. Off (the
+/// default), an upload pays one relaxed atomic load for it.
+struct UploadTimeline {
+  using TimePoint = std::chrono::steady_clock::time_point;
+  struct Chunk {
+    int64_t first_row = 0, rows = 0;
+    int64_t bytes = 0;
+    bool in_slot = false;  ///< landed in a device slot (moved into place or converted from there), else in place
+    TimePoint ready;       ///< host: packed (or its slot free): its copy about to be issued
+    TimePoint issued;      ///< host: its cudaMemcpyAsync returned
+    double copy_start = 0, copy_end = 0;  ///< device, ms after the origin event
+  };
+  struct Work {
+    int64_t first_chunk = 0, last_chunk = 0;  ///< the chunks it covers
+    bool move = false;    ///< a chunk moved from its device slot into place (else on_chunk's work)
+    double start = 0, end = 0;  ///< device, ms after the origin (start: once its copies had landed)
+  };
+  bool valid = false;
+  TimePoint made;          ///< the upload's construction started
+  TimePoint constructed;   ///< ... ended
+  TimePoint run_start;     ///< run() entered
+  TimePoint origin;        ///< the origin event recorded (right after run_start, on the idle copy stream)
+  TimePoint prepare_start, prepare_end;  ///< the destination made (on the overlap helper or the caller)
+  TimePoint helper_joined;  ///< run had the helper's destination (equal to prepare_end when made by the caller)
+  TimePoint last_issued;   ///< the last chunk's copy issued
+  TimePoint run_end;       ///< run() returned
+  TimePoint commit_start, commit_end;  ///< the store's commit (note_upload_commit)
+  std::vector<Chunk> chunks;
+  std::vector<Work> work;
+};
+/// Whether uploads record their timeline (process-wide; off by default).
+void set_upload_timeline(bool on);
+/// The timeline of the last upload run while it was on, its device times read (waits for its events: call once the
+/// upload's work has finished, e.g. after a device synchronisation), and forgotten; valid false when there is none.
+UploadTimeline take_upload_timeline();
 /// Milliseconds to make one pinned block of `bytes` as the uploads make their slots, and free it.
 double time_pinned_slot(size_t bytes);
 
