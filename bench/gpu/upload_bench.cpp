@@ -33,8 +33,14 @@
 // contiguous add), and the sweep of the upload's chunking on the 512 MB float base (hooks.hpp set_upload_override:
 // chunk MiB x slots, and write-combined slots) to choose the defaults of pipeline/upload.cu.
 //
-//   gknn_upload_bench [--reps N] [--md FILE] [--no-sweep] [--pack-only]
+// Then the timeline of one add per kind (float32 and uint8, pageable and from page-locked rows: CUDA events around
+// each chunk's copy and device work, host time points of the add's phases; detail::cuda::set_upload_timeline) and the
+// add's copies alone into a kept buffer and into one cudaMalloc'd right after a cudaFree (as the adds here follow
+// the previous Index's free): where an add from page-locked rows spends the ~1.2 ms beyond its copies.
+//
+//   gknn_upload_bench [--reps N] [--md FILE] [--no-sweep] [--pack-only] [--timeline-only]
 // --pack-only: the pack table alone, into pageable memory (touched first), without CUDA (runs on hosts without a GPU).
+// --timeline-only: the 512 MiB reference and the timeline section alone.
 // The tables go to stdout and to --md FILE, else $OUT/upload_bench.md when OUT is set (scripts/device-check.sh).
 #include <algorithm>
 #include <atomic>
@@ -45,6 +51,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -141,6 +148,7 @@ struct Options {
   std::string md;
   bool sweep = true;
   bool pack_only = false;
+  bool timeline_only = false;
 };
 
 Options parse(int argc, char** argv) {
@@ -151,8 +159,10 @@ Options parse(int argc, char** argv) {
     else if (a == "--md" && i + 1 < argc) o.md = argv[++i];
     else if (a == "--no-sweep") o.sweep = false;
     else if (a == "--pack-only") o.pack_only = true;
+    else if (a == "--timeline-only") o.timeline_only = true;
     else {
-      std::fprintf(stderr, "usage: gknn_upload_bench [--reps N] [--md FILE] [--no-sweep] [--pack-only]\n");
+      std::fprintf(stderr,
+                   "usage: gknn_upload_bench [--reps N] [--md FILE] [--no-sweep] [--pack-only] [--timeline-only]\n");
       std::exit(2);
     }
   }
@@ -355,6 +365,237 @@ std::string add_breakdown(double add, const gknn::detail::cuda::UploadTimes& u) 
   return l;
 }
 
+// --- The timeline of one add (issue 12: the ~1.2 ms an add from page-locked rows costs beyond its copies) ---
+
+using gknn::detail::cuda::UploadTimeline;
+
+/// One add with its upload's timeline, and the add's own host time points.
+struct TimedAdd {
+  UploadTimeline t;
+  Clock::time_point entry, returned, synced;
+};
+
+/// Index::add of `b` on a fresh cuda Index with the upload's timeline recorded (detail::cuda::set_upload_timeline),
+/// after one untimed add with it (its events made; that Index freed right before the timed add, as between the
+/// table's adds), and `rest_ms` asleep after that free (0: none).
+TimedAdd timeline_add(const Base& b, int rest_ms) {
+  gknn::detail::cuda::set_upload_timeline(true);
+  (void)add_ms(b);
+  (void)gknn::detail::cuda::take_upload_timeline();
+  if (rest_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(rest_ms));
+  check(cudaDeviceSynchronize(), "sync");
+  TimedAdd r;
+  {
+    Index index(b.cols, Metric::SquaredL2, Backend::Cuda);
+    r.entry = Clock::now();
+    b.add_to(index);
+    r.returned = Clock::now();
+    check(cudaDeviceSynchronize(), "sync");
+    r.synced = Clock::now();
+    r.t = gknn::detail::cuda::take_upload_timeline();
+  }
+  gknn::detail::cuda::set_upload_timeline(false);
+  return r;
+}
+
+/// The add's timeline in ms since its entry: a summary line (host phases; the copies' span, busy time and gaps; the
+/// tail after the last copy) and, when `table`, a row per chunk. `pinned_ms`: the pinned H2D of the base's bytes as
+/// one copy (what the copies would take at the reference rate).
+std::vector<std::string> timeline_lines(const std::string& name, const TimedAdd& a, double pinned_ms, bool table) {
+  const UploadTimeline& t = a.t;
+  auto h = [&](Clock::time_point p) {
+    return p == Clock::time_point{} ? -1.0 : std::chrono::duration<double, std::milli>(p - a.entry).count();
+  };
+  const double origin = h(t.origin);
+  auto d = [&](double device_ms) { return origin + device_ms; };
+  auto f2 = [](double v) { return fmt("%.2f", v); };
+  auto f3 = [](double v) { return fmt("%.3f", v); };
+  std::vector<std::string> out;
+  if (!t.valid || t.chunks.empty()) {
+    out.push_back("- " + name + ": no timeline recorded");
+    return out;
+  }
+  const size_t n = t.chunks.size();
+  double busy = 0, gaps = 0, largest_gap = 0, bytes = 0;
+  size_t largest_at = 0, gap_count = 0;
+  for (size_t c = 0; c < n; ++c) {
+    const UploadTimeline::Chunk& k = t.chunks[c];
+    busy += k.copy_end - k.copy_start;
+    bytes += static_cast<double>(k.bytes);
+    if (c > 0) {
+      const double gap = k.copy_start - t.chunks[c - 1].copy_end;
+      gaps += gap;
+      if (gap > 0.005) ++gap_count;
+      if (gap > largest_gap) {
+        largest_gap = gap;
+        largest_at = c;
+      }
+    }
+  }
+  const double first_start = d(t.chunks.front().copy_start), last_end = d(t.chunks.back().copy_end);
+  double work_end = last_end;
+  for (const UploadTimeline::Work& w : t.work) work_end = std::max(work_end, d(w.end));
+  const double ret = h(a.returned);
+  std::string l = "- " + name + ": add " + f2(ret) + " ms (synchronised " + f2(h(a.synced)) +
+                  "; the pinned H2D of its " + f2(bytes / 1048576.0) + " MiB: " + f2(pinned_ms) +
+                  "). Host: upload made " + f2(h(t.made)) + "-" + f2(h(t.constructed)) + ", run " + f2(h(t.run_start)) +
+                  "-" + f2(h(t.run_end)) + ", destination made " + f2(h(t.prepare_start)) + "-" + f2(h(t.prepare_end)) +
+                  " (had at " + f2(h(t.helper_joined)) + "), last copy issued " + f2(h(t.last_issued)) + ", commit " +
+                  f2(h(t.commit_start)) + "-" + f2(h(t.commit_end)) + ". Device: copies " + f2(first_start) + "-" +
+                  f2(last_end) + " (span " + f2(last_end - first_start) + ", busy " + f2(busy) + " = " +
+                  fmt("%.1f GB/s", gbps(static_cast<size_t>(bytes), busy)) + ", gaps " + f3(gaps) + " in " +
+                  std::to_string(gap_count) + " > 5 us, largest " + f3(largest_gap) + " before chunk " +
+                  std::to_string(largest_at) + "); last device work ends " + f2(work_end) +
+                  "; from the last copy's end to the add's return " + f2(ret - last_end) + " (device work " +
+                  f2(work_end - last_end) + ", commit " + f2(h(t.commit_end) - h(t.commit_start)) + "); " +
+                  std::to_string(n) + " chunks, " + std::to_string(t.work.size()) + " pieces of device work";
+  out.push_back(l);
+  if (!table) return out;
+  out.push_back("");
+  out.push_back("| chunk | MiB | lands | ready | issued | copy start | copy end | gap before | copy GB/s | "
+                "device work after it (start-end) |");
+  out.push_back("|---|---|---|---|---|---|---|---|---|---|");
+  for (size_t c = 0; c < n; ++c) {
+    const UploadTimeline::Chunk& k = t.chunks[c];
+    std::string work;
+    for (const UploadTimeline::Work& w : t.work)
+      if (static_cast<size_t>(w.last_chunk) == c) {
+        if (!work.empty()) work += "; ";
+        work += w.move ? "move " : "work ";
+        if (w.first_chunk != w.last_chunk)
+          work += std::to_string(w.first_chunk) + "-" + std::to_string(w.last_chunk) + " ";
+        work += f3(d(w.start)) + "-" + f3(d(w.end));
+      }
+    out.push_back("| " + std::to_string(c) + " | " + f2(k.bytes / 1048576.0) + " | " +
+                  (k.in_slot ? "slot" : "place") + " | " + f3(h(k.ready)) + " | " + f3(h(k.issued)) + " | " +
+                  f3(d(k.copy_start)) + " | " + f3(d(k.copy_end)) + " | " +
+                  (c > 0 ? f3(k.copy_start - t.chunks[c - 1].copy_end) : std::string("-")) + " | " +
+                  fmt("%.1f", gbps(static_cast<size_t>(k.bytes), k.copy_end - k.copy_start)) + " | " + work + " |");
+  }
+  out.push_back("");
+  return out;
+}
+
+/// The copies of an add alone: chunks of `sizes` bytes from pinned `src` into `dst`, one cudaMemcpyAsync each on `s`
+/// (events around each); ms from the first copy's start to the last one's end.
+double chunked_copies_ms(void* dst, const void* src, const std::vector<int64_t>& sizes, cudaStream_t s) {
+  std::vector<cudaEvent_t> ev(2 * sizes.size());
+  for (cudaEvent_t& e : ev) check(cudaEventCreate(&e), "event");
+  size_t at = 0;
+  for (size_t c = 0; c < sizes.size(); ++c) {
+    check(cudaEventRecord(ev[2 * c], s), "record");
+    check(cudaMemcpyAsync(static_cast<char*>(dst) + at, static_cast<const char*>(src) + at,
+                          static_cast<size_t>(sizes[c]), cudaMemcpyHostToDevice, s),
+          "copy");
+    check(cudaEventRecord(ev[2 * c + 1], s), "record");
+    at += static_cast<size_t>(sizes[c]);
+  }
+  check(cudaStreamSynchronize(s), "sync");
+  float ms = 0;
+  check(cudaEventElapsedTime(&ms, ev.front(), ev.back()), "elapsed");
+  for (cudaEvent_t e : ev) check(cudaEventDestroy(e), "event");
+  return ms;
+}
+
+/// The timeline section: per base, one add of each kind with its timeline (float and uint8, pageable and from
+/// page-locked rows; the latter also 200 ms after the previous Index was freed), then the add's copies alone into a
+/// kept buffer and into one cudaMalloc'd right after a cudaFree of the stored bytes (as an add's rows follow the
+/// previous Index's in this bench), with and without a rest.
+void timeline_section(const std::vector<Base>& bases, int reps, cudaStream_t stream,
+                      const std::function<void(const std::string&)>& emit) {
+  constexpr int kRestMs = 200;
+  emit("Timeline of one add per kind (upload.cuh UploadTimeline: CUDA events around each chunk's copy on the copy "
+       "stream and around each piece of device work on the consumer, host time points of the add's phases; ms since "
+       "the add's entry; device times placed by an event recorded on the idle copy stream when run started). Each "
+       "add follows an untimed one whose Index (its rows) was freed right before it, as between the tables' adds; "
+       "\"rested\": " + std::to_string(kRestMs) + " ms asleep after that free. ready: the chunk packed (its slot "
+       "free), issued: its copy enqueued (host); gap before: its copy's start - the previous copy's end (device); "
+       "lands: in place, or in a device slot (moved into place, or converted from it); work: on_chunk's norms and "
+       "scan (and conversion); move: a chunk moved from its device slot into place.");
+  emit("");
+  struct Copies {
+    std::string name;
+    double kept = 0, new_stream = 0, after_free_kept = 0, after_free_fresh = 0, rested_fresh = 0, pinned = 0;
+  };
+  std::vector<Copies> copies;
+  for (const Base& b : bases) {
+    const size_t size = b.size();
+    PinnedHost pinned(size);
+    gknn::detail::parallel_memcpy(pinned.p, b.data, size);
+    DeviceMem kept(size);
+    const double pinned_ms = timed_h2d(reps, kept.p, pinned.p, size, stream);
+    Base in_pinned = b;
+    in_pinned.data = pinned.p;
+    const char* kind = b.bytes ? "uint8" : "float32";
+    auto show = [&](const std::string& how, const TimedAdd& a, bool table) {
+      for (const std::string& l : timeline_lines(b.name + " (" + kind + ", " + how + ")", a, pinned_ms, table)) emit(l);
+    };
+    show("pageable", timeline_add(b, 0), true);
+    const TimedAdd from_pinned = timeline_add(in_pinned, 0);
+    show("from page-locked rows", from_pinned, true);
+    show("from page-locked rows, rested", timeline_add(in_pinned, kRestMs), false);
+    show("pageable, rested", timeline_add(b, kRestMs), false);
+    emit("");
+    // The copies alone, cut as the add from page-locked rows cut them.
+    std::vector<int64_t> sizes;
+    for (const UploadTimeline::Chunk& k : from_pinned.t.chunks) sizes.push_back(k.bytes);
+    if (sizes.empty()) continue;
+    const size_t stored = static_cast<size_t>(b.rows * (b.cols + 1)) * sizeof(float);  // an Index's rows and norms
+    void* block = nullptr;
+    check(cudaMalloc(&block, stored), "cudaMalloc");
+    auto median_of = [&](const std::function<double()>& f) {
+      (void)f();
+      std::vector<double> v;
+      for (int r = 0; r < reps; ++r) v.push_back(f());
+      return median(v);
+    };
+    // 0: into the kept buffer; 1: the same after a cudaFree + cudaMalloc of the stored bytes; 2: into the block just
+    // made; 3: as 2, kRestMs after the free; 4: into the kept buffer on a stream made for it (an add's copies run on
+    // its Index's own stream, made with the Index).
+    auto run = [&](int v) {
+      check(cudaDeviceSynchronize(), "sync");
+      if (v == 4) {
+        cudaStream_t fresh;
+        check(cudaStreamCreateWithFlags(&fresh, cudaStreamNonBlocking), "stream");
+        const double ms = chunked_copies_ms(kept.p, pinned.p, sizes, fresh);
+        check(cudaStreamDestroy(fresh), "stream");
+        return ms;
+      }
+      if (v > 0) {
+        check(cudaFree(block), "cudaFree");
+        if (v == 3) std::this_thread::sleep_for(std::chrono::milliseconds(kRestMs));
+        check(cudaMalloc(&block, stored), "cudaMalloc");
+      }
+      return chunked_copies_ms(v >= 2 ? block : kept.p, pinned.p, sizes, stream);
+    };
+    Copies c;
+    c.name = b.name;
+    c.pinned = pinned_ms;
+    c.kept = median_of([&] { return run(0); });
+    c.new_stream = median_of([&] { return run(4); });
+    c.after_free_kept = median_of([&] { return run(1); });
+    c.after_free_fresh = median_of([&] { return run(2); });
+    c.rested_fresh = median_of([&] { return run(3); });
+    copies.push_back(c);
+    check(cudaFree(block), "cudaFree");
+  }
+  emit("The copies of the add from page-locked rows alone (its chunks, one cudaMemcpyAsync each on one stream, from "
+       "the first start to the last end by events; median of " + std::to_string(reps) + "): into a kept device "
+       "buffer; the same on a stream made for them; into it right after a cudaFree and cudaMalloc of an Index's "
+       "stored bytes (rows as floats and norms); "
+       "into the block just made; the same " + std::to_string(kRestMs) + " ms after the free:");
+  emit("");
+  emit("| base | pinned H2D, one copy ms | chunks into a kept buffer ms | new stream ms | "
+       "after free + malloc, kept buffer ms | into the fresh block ms | fresh block, rested ms |");
+  emit("|---|---|---|---|---|---|---|");
+  for (const Copies& c : copies)
+    emit("| " + c.name + " | " + fmt("%.2f", c.pinned) + " | " + fmt("%.2f", c.kept) + " | " +
+         fmt("%.2f", c.new_stream) + " | " +
+         fmt("%.2f", c.after_free_kept) + " | " + fmt("%.2f", c.after_free_fresh) + " | " +
+         fmt("%.2f", c.rested_fresh) + " |");
+  emit("");
+}
+
 /// SIFT-like values: integers 0..255, as bytes and as the floats of those bytes (the same rows both ways).
 void make_rows(int64_t n, int64_t d, std::vector<uint8_t>* bytes, std::vector<float>* floats) {
   bytes->resize(static_cast<size_t>(n * d));
@@ -457,6 +698,24 @@ int main(int argc, char** argv) {
     pinned_ref_gbps = gbps(ref_bytes, ms);
     emit("pinned H2D, 512 MiB: " + fmt("%.2f", ms) + " ms = **" + fmt("%.1f", pinned_ref_gbps) + " GB/s**");
     emit("");
+  }
+  auto write_md = [&] {
+    check(cudaStreamDestroy(stream), "stream");
+    gknn::detail::cuda::release_cached_device_resources();
+    if (o.md.empty()) return 0;
+    FILE* f = std::fopen(o.md.c_str(), "w");
+    if (!f) {
+      std::fprintf(stderr, "gknn_upload_bench: cannot write %s\n", o.md.c_str());
+      return 1;
+    }
+    for (const std::string& l : lines) std::fprintf(f, "%s\n", l.c_str());
+    std::fclose(f);
+    std::printf("(written to %s)\n", o.md.c_str());
+    return 0;
+  };
+  if (o.timeline_only) {
+    timeline_section(bases, o.reps, stream, emit);
+    return write_md();
   }
 
   emit("| base | MB | pinned H2D GB/s | pageable H2D GB/s | pack whole GB/s | pack per chunk GB/s | "
@@ -616,6 +875,7 @@ int main(int argc, char** argv) {
     for (const std::string& l : pinned_breakdowns) emit(l);
     emit("");
   }
+  timeline_section(bases, o.reps, stream, emit);
 
   {  // cudaHostRegister of the caller's rows instead of the pack, for one large contiguous add.
     const Base& b = bases[0];
@@ -672,18 +932,5 @@ int main(int argc, char** argv) {
     emit("pinned slots allocated by uploads in this process: " +
          std::to_string(gknn::detail::cuda::upload_pinned_allocations()));
   }
-  check(cudaStreamDestroy(stream), "stream");
-  gknn::detail::cuda::release_cached_device_resources();
-
-  if (!o.md.empty()) {
-    if (FILE* f = std::fopen(o.md.c_str(), "w")) {
-      for (const std::string& l : lines) std::fprintf(f, "%s\n", l.c_str());
-      std::fclose(f);
-      std::printf("(written to %s)\n", o.md.c_str());
-    } else {
-      std::fprintf(stderr, "gknn_upload_bench: cannot write %s\n", o.md.c_str());
-      return 1;
-    }
-  }
-  return 0;
+  return write_md();
 }
