@@ -162,12 +162,10 @@ std::vector<PinnedBytes> make_pinned(size_t count, size_t bytes, bool wc, Upload
 /// One pinned slot (and, for uploads without a destination, its device twin) with the events that say when it
 /// may be written again.
 struct Slot {
-  PinnedBytes pinned;
-  unsigned char* host = nullptr;  ///< pinned.p
-  size_t host_bytes = 0;          ///< pinned.bytes
+  PinnedBytes pinned;  ///< the host bytes copies read
   bool write_combined = false;
   DeviceBuffer<unsigned char> device;
-  /// After the copy that last read `host` (copies run in order on one stream: it also follows every copy issued
+  /// After the copy that last read `pinned` (copies run in order on one stream: it also follows every copy issued
   /// before it, into any slot's `device`).
   Event copied{cudaEventDisableTiming};
   Event consumed{cudaEventDisableTiming};  ///< after the consumer's work that last read `device`
@@ -190,20 +188,16 @@ struct Slot {
   }
 
   /// Whether the slot lacks `bytes` pinned bytes of the asked kind.
-  bool lacks_host(size_t bytes, bool wc) const { return !host || host_bytes < bytes || write_combined != wc; }
+  bool lacks_host(size_t bytes, bool wc) const { return !pinned.p || pinned.bytes < bytes || write_combined != wc; }
 
   /// Frees the pinned bytes (the last copy from them has finished first).
   void free_host() {
     wait_copied();
     free_pinned(pinned);
-    host = nullptr;
-    host_bytes = 0;
   }
 
   void set_host(PinnedBytes b, bool wc) {
     pinned = b;
-    host = b.p;
-    host_bytes = b.bytes;
     write_combined = wc;
   }
 
@@ -515,7 +509,7 @@ HostUpload::HostUpload(const HostRows& rows) : impl_(std::make_unique<Impl>()) {
   for (Slot* slot : u.slots) {
     slot->wait_copied();  // an earlier upload's last copy from it (finished: its caller synchronised)
     if (slot->lacks_host(u.slot_bytes, wc)) {
-      if (slot->write_combined == wc) grown = std::max(grown, slot->host_bytes);
+      if (slot->write_combined == wc) grown = std::max(grown, slot->pinned.bytes);
       lacking.push_back(slot);
     }
   }
@@ -532,7 +526,7 @@ HostUpload::HostUpload(const HostRows& rows) : impl_(std::make_unique<Impl>()) {
   const int packers = std::min(host_team() - 1, kMaxPackers);
   if (packers < 1 || !worth_threads(static_cast<size_t>(rows.rows) * rows.row_bytes)) return;
   std::vector<unsigned char*> hosts;
-  for (Slot* slot : u.slots) hosts.push_back(slot->host);
+  for (Slot* slot : u.slots) hosts.push_back(slot->pinned.p);
   // A packer's wait for a slot's last copy: its event (recorded before the chunk was issued), on the upload's device.
   auto wait_copied = [device, slots = u.slots](size_t s) {
     cudaError_t e = cudaSetDevice(device);
@@ -698,7 +692,7 @@ void HostUpload::run(void* dst, cudaStream_t copy, cudaStream_t consumer,
       // The slot's last copy (chunk c - used, or an earlier upload's on another stream) has finished: its pinned
       // bytes may be written, and its event recorded again without losing track of that copy.
       slot.wait_copied();
-      if (!u.direct) pack(slot.host, rows, first, count, u.streaming);
+      if (!u.direct) pack(slot.pinned.p, rows, first, count, u.streaming);
     }
     if (c == 0) times.first_packed_ms = ms_since(run_start);
     if (tl) tl->t().chunks[static_cast<size_t>(c)].ready = Clock::now();
@@ -722,7 +716,7 @@ void HostUpload::run(void* dst, cudaStream_t copy, cudaStream_t consumer,
                                       rows.stride_bytes, rows.row_bytes, static_cast<size_t>(count),
                                       cudaMemcpyHostToDevice, copy));
     else
-      GKNN_CUDA_TRY(cudaMemcpyAsync(target, slot.host, bytes, cudaMemcpyHostToDevice, copy));
+      GKNN_CUDA_TRY(cudaMemcpyAsync(target, slot.pinned.p, bytes, cudaMemcpyHostToDevice, copy));
     if (tl) {
       tl->copy_end(c, copy);
       UploadTimeline::Chunk& k = tl->t().chunks[static_cast<size_t>(c)];
