@@ -627,9 +627,10 @@ TEST(GpuUpload, TimelineRecordsEveryChunk) {
   struct Off {  // however the test ends
     ~Off() { detail::cuda::set_upload_timeline(false); }
   } off;
-  const int64_t rows = 20000, dim = 64;
-  const HostMatrix<float> floats = integer_matrix(rows, dim, -9, 9, 130);
-  const std::vector<uint8_t> bytes = random_bytes(static_cast<size_t>(rows * dim), 131);
+  // 5 MiB either way: 1 MiB chunks give the ramp's first ones and more than four in all.
+  const int64_t float_rows = 20000, byte_rows = 4 * float_rows, dim = 64;
+  const HostMatrix<float> floats = integer_matrix(float_rows, dim, -9, 9, 130);
+  const std::vector<uint8_t> bytes = random_bytes(static_cast<size_t>(byte_rows * dim), 131);
   detail::cuda::set_upload_override({int64_t(1) << 20, 4, false});
   {
     Index index(dim, Metric::SquaredL2, Backend::Cuda);
@@ -641,6 +642,7 @@ TEST(GpuUpload, TimelineRecordsEveryChunk) {
   for (bool as_bytes : {false, true}) {
     SCOPED_TRACE(as_bytes ? "uint8 rows" : "float rows");
     Index index(dim, Metric::SquaredL2, Backend::Cuda);
+    const int64_t rows = as_bytes ? byte_rows : float_rows;
     if (as_bytes) index.add(ByteView{bytes.data(), rows, dim, 0});
     else index.add(floats.view());
     ASSERT_EQ(cudaSuccess, cudaDeviceSynchronize());
