@@ -346,8 +346,24 @@ void model(const Args& a, const std::vector<float>& queries, std::vector<Row>& o
   std::stable_sort(host.begin(), host.end(), [](const HostSide& x, const HostSide& y) { return x.k < y.k; });
 }
 
-/// The real run on --devices in one process: sharded or replicated ShardedIndex against device list[0].
-void devices_run(const Args& a, const std::vector<float>& queries, std::vector<Row>& out) {
+/// Median wall time of `call` (stats off), then one more call whose phases go into `stages` as `what`.
+template <class Call>
+void stage_row(const Args& a, const std::string& what, int64_t rows, int64_t queries, int64_t k, Call&& call,
+               std::vector<StageRow>& stages) {
+  const double ms = median_ms(a.reps, [&] { return call(nullptr); });
+  SearchStats stats;
+  const double start = now_ms();
+  { const Result r = call(&stats); }
+  if (stats.total_ms == 0) stats.total_ms = now_ms() - start;
+  stages.push_back({what, rows, queries, k, ms, stats});
+}
+
+/// The real run on --devices in one process: sharded or replicated ShardedIndex against device list[0]; then the
+/// same calls in parts, both indexes resident (issue 18: where the parts' time goes): an Index of the whole base
+/// (the model's T1), the one-device ShardedIndex in key form and whole, the multi-device one in key form and whole
+/// (its stage columns are the slowest shard's).
+void devices_run(const Args& a, const std::vector<float>& queries, std::vector<Row>& out,
+                 std::vector<StageRow>& stages) {
   const std::vector<ShardDevice> shards = parse_devices(a.devices);
   const FloatView q{queries.data(), a.queries, a.dim, 0};
   const std::vector<float> base = make_rows(0, a.rows, a.dim, 1, a.float_data);
@@ -355,6 +371,7 @@ void devices_run(const Args& a, const std::vector<float>& queries, std::vector<R
   ShardedIndex one(a.dim, {shards[0]}), many(a.dim, shards, a.replicate ? ShardMode::Replicated : ShardMode::Sharded);
   one.add(b);
   many.add(b);
+  const int64_t parts = int64_t(shards.size());
   for (int64_t k : a.ks) {
     Result r1, rp;
     SearchStats stats;
@@ -362,11 +379,31 @@ void devices_run(const Args& a, const std::vector<float>& queries, std::vector<R
     const double t1 = median_ms(a.reps, [&] { return one.search(q, p); }, &r1);
     p.stats = &stats;
     const double tp = median_ms(a.reps, [&] { return many.search(q, p); }, &rp);
-    const int64_t parts = int64_t(shards.size());
     out.push_back({std::string(a.replicate ? "replicated" : "sharded") + " measured, one process, devices " +
                        a.devices,
                    k, parts, t1, tp - stats.merge_ms, stats.merge_ms, 0, tp, t1 / (parts * tp),
                    identical(r1, rp) ? "identical" : "DIFFERS from one device"});
+  }
+  const Index whole = make_index(a, 0, a.rows);  // device 0 (CUDA_VISIBLE_DEVICES' first)
+  for (int64_t k : a.ks) {
+    const auto with = [&](SearchStats* st) {
+      SearchParams p = params_of(a, k, 0);
+      p.stats = st;
+      return p;
+    };
+    const auto keys_of = [&](const ShardedIndex& index) {
+      return [&](SearchStats* st) {
+        return Result(detail::ShardedAccess::search_keys(index, q, detail::ShardedAccess::checked_params(index, with(st))));
+      };
+    };
+    stage_row(a, "whole base (Index), beside both", a.rows, a.queries, k,
+              [&](SearchStats* st) { return whole.search(q, with(st)); }, stages);
+    stage_row(a, "one device (ShardedIndex), keys", a.rows, a.queries, k, keys_of(one), stages);
+    stage_row(a, "one device (ShardedIndex)", a.rows, a.queries, k,
+              [&](SearchStats* st) { return one.search(q, with(st)); }, stages);
+    stage_row(a, "devices " + a.devices + ", keys (slowest shard)", a.rows, a.queries, k, keys_of(many), stages);
+    stage_row(a, "devices " + a.devices + " (slowest shard)", a.rows, a.queries, k,
+              [&](SearchStats* st) { return many.search(q, with(st)); }, stages);
   }
 }
 
@@ -447,7 +484,7 @@ int main(int argc, char** argv) {
       output = rank == 0;
     }
 #endif
-    if (!under_mpi && !a.devices.empty()) devices_run(a, queries, rows);
+    if (!under_mpi && !a.devices.empty()) devices_run(a, queries, rows, stages);
     else if (!under_mpi) model(a, queries, rows, stages, host);
     if (output) write(a, rows, stages, host, device_name(a));
   } catch (const std::exception& e) {
