@@ -33,6 +33,8 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <string_view>
+#include <type_traits>
 
 #include <cuda_fp16.h>
 
@@ -139,15 +141,19 @@ __device__ uint32_t pack_word(const float* row, int64_t dim, int64_t first, floa
 
 /// rows x row_bytes operand rows (zero padded), one 4-byte word per thread; f16 rows are multiplied by `scale`.
 /// Also sets zeros[0, zero_count) to 0: the fused kernel's arrival counters, cleared by the query conversion that
-/// precedes every launch rather than by a launch of their own.
+/// precedes every launch rather than by a launch of their own; and int_norms[0, norm_count) to the norms as
+/// integers (the lean walk's 8-bit operands: |x|^2 of such rows is an integer below 2^24, exact in both types).
 template <Elem E>
 __global__ void convert_kernel(const float* __restrict__ src, int64_t stride, int64_t rows, int64_t dim,
                                int row_bytes, float scale, uint32_t* __restrict__ dst, uint32_t* __restrict__ zeros,
-                               int zero_count) {
+                               int zero_count, const float* __restrict__ norms, int* __restrict__ int_norms,
+                               int64_t norm_count) {
   constexpr int kPerWord = 4 / Mma<E>::kElemBytes;
   const int64_t words_per_row = row_bytes / 4, total = rows * words_per_row;
   const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (first < zero_count) zeros[first] = 0;
+  // The conversion the walk did a tile (KeyMath<int>::norm), once.
+  for (int64_t i = first; i < norm_count; i += int64_t(gridDim.x) * blockDim.x) int_norms[i] = __float2int_rz(norms[i]);
   for (int64_t w = first; w < total; w += int64_t(gridDim.x) * blockDim.x) {
     const int64_t r = w / words_per_row, c = (w % words_per_row) * kPerWord;
     dst[w] = pack_word<E>(src + r * stride, dim, c, scale);
@@ -176,6 +182,30 @@ __device__ __forceinline__ void cp_async_wait() {
 __device__ __forceinline__ void cp_async4(void* smem_dst, const void* src, int src_bytes) {
   const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+
+// The lean walk's loads (fused_kernel's kLean): shared addresses as 32-bit words, constant offsets as immediates,
+// so that a full tile's chunk costs the one cp.async.
+__device__ __forceinline__ unsigned smem_u32(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+template <int kDstOff, int kSrcOff>
+__device__ __forceinline__ void cp_async16_full(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0+%2], [%1+%3], 16;" ::"r"(dst), "l"(src), "n"(kDstOff), "n"(kSrcOff));
+}
+__device__ __forceinline__ void cp_async16_u32(unsigned dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async4_full(unsigned dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src));
+}
+/// f(std::integral_constant<int, I>) for I = 0 .. N - 1: unrolled with the index a constant expression.
+template <int I, int N, class F>
+__device__ __forceinline__ void static_for(F&& f) {
+  if constexpr (I < N) {
+    f(std::integral_constant<int, I>{});
+    static_for<I + 1, N>(f);
+  }
 }
 
 /// Four 8 x 16-byte matrices from shared memory; lane l gives the address of row l % 8 of matrix l / 8 and gets
@@ -264,6 +294,11 @@ struct KernelArgs {
   int64_t cand_cap;
   // Lists mode: cut the first tile's keys to k at once (fused_early_cut(); off only to measure it).
   bool early_cut;
+  // The lean walk (lists mode only; fused_lean(), read by the launcher: the kernel is a template of it). Its 8-bit
+  // kernels read the norms as integers: int_norms (|x|^2 per base row, converted once per search from `norms`;
+  // null for inner product), never `norms`.
+  bool lean;
+  const int* int_norms;
 };
 
 /// Filter mode: every row's buffered entries (composite words with base-tile columns) appended to its candidate
@@ -518,19 +553,36 @@ struct KeyMath<float> {
   __device__ static float inclusive(float t) { return t == INFINITY ? INFINITY : nextafterf(t, INFINITY); }
 };
 
-template <Elem E, int kSteps, int kStages, class S, bool kFilter>
+/// The norms of the inner product's rows in the lean walk (0, as int or float): its loads read them instead of
+/// testing for a null pointer each tile.
+__device__ uint32_t g_zero_norms[kBN] = {};
+
+/// kLean (lists mode only): the walk with less issue per tile, the same results (fused_lean()):
+///   * 8-bit operands read their norms as integers (KernelArgs::int_norms): no float-to-int conversion a tile;
+///   * a thread reserves its keys of a row group with one shared atomic (their count), not one per key, and tests
+///     for a full buffer once;
+///   * a tile's loads are one cp.async a 16-byte chunk (the block's running pointer plus the thread's offset, then
+///     constant offsets), the null test of the norms and the full-tile test hoisted out of the walk.
+template <Elem E, int kSteps, int kStages, class S, bool kFilter, bool kLean>
 __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(const KernelArgs a) {
+  static_assert(!(kFilter && kLean), "the lean walk is the lists mode's");
   constexpr int kBM = S::kBM, kThreads = S::kThreads, kMt = S::kMt, kWarpRows = kMt * 16;
   using M = Mma<E>;
   using Acc = typename M::Acc;
   using K = KeyMath<Acc>;
+  // The tile's norm slots: integers for the lean walk's 8-bit operands, else floats.
+  using NormT = std::conditional_t<kLean && std::is_same_v<Acc, int>, int, float>;
   constexpr int kRowBytes = kSteps * 32, kPitch = kRowBytes + 16;  // +16 B: conflict-free fragment loads
   extern __shared__ __align__(16) unsigned char smem[];
-  unsigned char* tiles = smem + size_t(kBM) * kBuf * 8;
-  float* tile_norms = reinterpret_cast<float*>(tiles + size_t(kStages) * kBN * kPitch);
-  int* ints = reinterpret_cast<int*>(tile_norms + kStages * kBN);
+  // The layout: buffers, tiles, the tiles' norms (words), then count, kept, tau and at_tile per row, and the flag.
+  constexpr unsigned kTilesOffset = unsigned(kBM) * kBuf * 8, kNormsOffset = kTilesOffset + kStages * kBN * kPitch,
+                     kIntsOffset = kNormsOffset + kStages * kBN * 4, kFlagOffset = kIntsOffset + 4 * kBM * 4;
+  static_assert(sizeof(NormT) == 4 && kFlagOffset + 16 <= shared_bytes<kRowBytes, kStages, S>());
+  unsigned char* tiles = smem + kTilesOffset;
+  NormT* tile_norms = reinterpret_cast<NormT*>(smem + kNormsOffset);
+  int* ints = reinterpret_cast<int*>(smem + kIntsOffset);
   const Shared sh{reinterpret_cast<uint64_t*>(smem), ints, ints + kBM, reinterpret_cast<float*>(ints + 2 * kBM),
-                  ints + 3 * kBM, ints + 4 * kBM};
+                  ints + 3 * kBM, reinterpret_cast<int*>(smem + kFlagOffset)};
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = warp / kWarpsN, wn = warp % kWarpsN, g = lane >> 2, t4 = lane & 3;
@@ -563,32 +615,77 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
   const unsigned char* load_src = a.base + b_begin * kRowBytes;
   const float* load_norms = a.norms ? a.norms + b_begin : nullptr;
   const int last_rows = static_cast<int>(b_end - b_begin - int64_t(tiles_n - 1) * kBN);
-  auto load_tile = [&](int t, int stage) {
-    unsigned char* dst = tiles + stage * kBN * kPitch;
-    float* norm = tile_norms + stage * kBN + tid;
-    if (t + 1 < tiles_n || last_rows == kBN) {
-#pragma unroll
-      for (int i = 0; i < kPerThread; ++i)
-        if (kTotal % kThreads == 0 || tid + i * kThreads < kTotal) cp_async16(dst + smem_off[i], load_src + global_off[i], 16);
-      if (tid < kBN) {
-        if (load_norms) cp_async4(norm, load_norms + tid, 4);
-        else *norm = 0.f;
-      }
-    } else {  // the last tile, partial: rows past the end are zeros with the norm +infinity
+  // The lean walk's loads: chunk i of a thread is row tid / kChunks + i kRowsPerPass, bytes 16 (tid % kChunks), so
+  // its source is a.base + 16 (tid + i kThreads) from the split's start and its place a constant from chunk 0's.
+  // The running pointers (the tile's rows and norms; the zero row's, not advancing, for inner product) are the
+  // block's, which the uniform datapath keeps; a thread adds its offset once a tile.
+  constexpr int kRowsPerPass = kThreads / kChunks;
+  static_assert(kThreads % kChunks == 0, "a pass of the block's threads covers whole rows");
+  const unsigned char* lean_src = a.base + b_begin * kRowBytes;
+  const void* norm_rows = std::is_same_v<NormT, int> ? static_cast<const void*>(a.int_norms)
+                                                     : static_cast<const void*>(a.norms);
+  const int norm_tid = tid < kBN ? tid : 0;  // threads past kBN load no norm
+  const NormT* lean_norm_src = norm_rows ? static_cast<const NormT*>(norm_rows) + b_begin
+                                         : reinterpret_cast<const NormT*>(g_zero_norms);
+  const int lean_norm_step = norm_rows ? kBN : 0;
+  const unsigned lean_dst = smem_u32(tiles) + (tid / kChunks) * kPitch + (tid % kChunks) * 16;
+  const unsigned lean_norm_dst = smem_u32(tile_norms) + norm_tid * 4;
+  const int full_tiles = last_rows == kBN ? tiles_n : tiles_n - 1;  // tiles before a partial last one
+  auto load_tile_lean = [&](int t, int stage) {
+    const unsigned dst = lean_dst + stage * (kBN * kPitch), norm_dst = lean_norm_dst + stage * (kBN * 4);
+    if (t < full_tiles) {
+      static_for<0, kPerThread>([&](auto ic) {
+        constexpr int i = decltype(ic)::value;
+        if (kTotal % kThreads == 0 || tid + i * kThreads < kTotal)
+          cp_async16_full<i * kRowsPerPass * kPitch, i * kThreads * 16>(dst, lean_src + tid * 16);
+      });
+      if (tid < kBN) cp_async4_full(norm_dst, lean_norm_src + tid);
+    } else {  // the last tile, partial: rows past the end are zeros with the norm never kept
 #pragma unroll
       for (int i = 0; i < kPerThread; ++i)
         if (kTotal % kThreads == 0 || tid + i * kThreads < kTotal) {
-          const bool ok = (tid + i * kThreads) / kChunks < last_rows;
-          cp_async16(dst + smem_off[i], ok ? load_src + global_off[i] : a.base, ok ? 16 : 0);
+          const bool ok = tid / kChunks + i * kRowsPerPass < last_rows;
+          cp_async16_u32(dst + i * kRowsPerPass * kPitch, ok ? lean_src + (tid + i * kThreads) * 16 : a.base, ok ? 16 : 0);
         }
       if (tid < kBN) {
-        if (tid >= last_rows) *norm = INFINITY;
-        else if (load_norms) cp_async4(norm, load_norms + tid, 4);
-        else *norm = 0.f;
+        if (tid < last_rows) cp_async4_full(norm_dst, lean_norm_src + tid);
+        else if constexpr (std::is_same_v<NormT, int>) tile_norms[stage * kBN + tid] = INT_MAX;  // K::norm(+inf)
+        else tile_norms[stage * kBN + tid] = INFINITY;
       }
     }
-    load_src += kBN * kRowBytes;
-    if (load_norms) load_norms += kBN;
+    lean_src += kBN * kRowBytes;
+    lean_norm_src += lean_norm_step;
+  };
+  auto load_tile = [&](int t, int stage) {
+    if constexpr (kLean) {
+      load_tile_lean(t, stage);
+    } else {
+      unsigned char* dst = tiles + stage * kBN * kPitch;
+      float* norm = tile_norms + stage * kBN + tid;
+      if (t + 1 < tiles_n || last_rows == kBN) {
+#pragma unroll
+        for (int i = 0; i < kPerThread; ++i)
+          if (kTotal % kThreads == 0 || tid + i * kThreads < kTotal) cp_async16(dst + smem_off[i], load_src + global_off[i], 16);
+        if (tid < kBN) {
+          if (load_norms) cp_async4(norm, load_norms + tid, 4);
+          else *norm = 0.f;
+        }
+      } else {  // the last tile, partial: rows past the end are zeros with the norm +infinity
+#pragma unroll
+        for (int i = 0; i < kPerThread; ++i)
+          if (kTotal % kThreads == 0 || tid + i * kThreads < kTotal) {
+            const bool ok = (tid + i * kThreads) / kChunks < last_rows;
+            cp_async16(dst + smem_off[i], ok ? load_src + global_off[i] : a.base, ok ? 16 : 0);
+          }
+        if (tid < kBN) {
+          if (tid >= last_rows) *norm = INFINITY;
+          else if (load_norms) cp_async4(norm, load_norms + tid, 4);
+          else *norm = 0.f;
+        }
+      }
+      load_src += kBN * kRowBytes;
+      if (load_norms) load_norms += kBN;
+    }
   };
   for (int s = 0; s < kStages - 1; ++s) {
     if (s < tiles_n) load_tile(s, s);
@@ -654,6 +751,39 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
           else *sh.flag = 1;
         }
   };
+  // The lean walk's appends: the thread's keys of the row group below the threshold take their places with one
+  // atomic (their count). Where they do not all fit, the thread stores none of them and raises the flag: the
+  // tile's appends are all taken back then (every row's count goes back to at_tile, and no entry past it is read),
+  // so the keys it could have stored before the buffer's end would be dropped anyway. (An OR of the threads' own
+  // bits in the tile's barrier instead of the flag held a register over the appends: the 256-byte wide kernel
+  // spilled with it.)
+  auto append_row_lean = [&](int mt, int h, uint32_t col0) {
+    const int row = wm * kWarpRows + mt * 16 + g + 8 * h;
+    int n = 0;
+#pragma unroll
+    for (int nb = 0; nb < kNb; ++nb)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) n += key[mt][nb][2 * h + j] < tau[mt][h];
+    if (n == 0) return;
+    int pos = atomicAdd(sh.count + row, n);
+    if (pos + n > kBuf) {  // rare: the tile is taken back
+      *sh.flag = 1;
+      return;
+    }
+#pragma unroll
+    for (int nb = 0; nb < kNb; ++nb)
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+        if (key[mt][nb][2 * h + j] < tau[mt][h]) {  // the same test again: no predicates held over the atomic
+          const uint32_t col = col0 + nb * 8 + 2 * t4 + j;
+          sh.buf[row * kBuf + pos++] =
+              composite_key(ordered_key_of_normal(K::to_float(key[mt][nb][2 * h + j])), col, kColumnBits);
+        }
+  };
+  auto append = [&](int mt, int h, uint32_t col0) {
+    if constexpr (kLean) append_row_lean(mt, h, col0);
+    else append_row(mt, h, col0);
+  };
   static_assert(kBuf >= kMaxFusedK + kBN, "after a cut to k a buffer must hold a whole tile's appends");
 
   int stage = 0, load_stage = kStages - 1;
@@ -685,9 +815,15 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
     Acc norm[kNb][2];
 #pragma unroll
     for (int nb = 0; nb < kNb; ++nb) {
-      const float2 n = *reinterpret_cast<const float2*>(tile_norms + stage * kBN + wn * kWarpCols + nb * 8 + 2 * t4);
-      norm[nb][0] = K::norm(n.x);
-      norm[nb][1] = K::norm(n.y);
+      if constexpr (std::is_same_v<NormT, int>) {  // the lean walk's 8-bit operands: integers already
+        const int2 n = *reinterpret_cast<const int2*>(tile_norms + stage * kBN + wn * kWarpCols + nb * 8 + 2 * t4);
+        norm[nb][0] = n.x;
+        norm[nb][1] = n.y;
+      } else {
+        const float2 n = *reinterpret_cast<const float2*>(tile_norms + stage * kBN + wn * kWarpCols + nb * 8 + 2 * t4);
+        norm[nb][0] = K::norm(n.x);
+        norm[nb][1] = K::norm(n.y);
+      }
     }
     stage = stage + 1 == kStages ? 0 : stage + 1;
     // Most keys are above their row's threshold once it has settled: the smallest of each row's keys is tested
@@ -705,7 +841,7 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
             key[mt][nb][2 * h + j] = K::key(norm[nb][j], scale, acc[mt][nb][2 * h + j]);
             least = min(least, key[mt][nb][2 * h + j]);
           }
-        if (least < tau[mt][h]) append_row(mt, h, col0);
+        if (least < tau[mt][h]) append(mt, h, col0);
       }
     __syncthreads();
     if (*sh.flag) {  // a buffer overflowed: take the tile's appends back, cut every list to k, append again
@@ -720,7 +856,7 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
 #pragma unroll
       for (int mt = 0; mt < kMt; ++mt)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) append_row(mt, h, col0);
+        for (int h = 0; h < 2; ++h) append(mt, h, col0);
       __syncthreads();
     } else if (!kFilter && t == 0 && a.early_cut) {
       // The first tile appended every key (no threshold yet): cut its 128 keys a row to k now, so that the next
@@ -817,23 +953,34 @@ bool fused_early_cut() {
   return !off;
 }
 
+/// The lean walk (fused_kernel's kLean) for the lists mode; GKNN_FUSED_EPILOGUE=0 runs the walk before it, to
+/// measure the two against each other (results are identical either way).
+bool fused_lean() {
+  static const bool on = [] {
+    const char* v = std::getenv("GKNN_FUSED_EPILOGUE");
+    return !(v && std::string_view(v) == "0");
+  }();
+  return on;
+}
+
 template <Elem E>
 void convert(const float* rows, int64_t stride, int64_t count, int64_t dim, int row_bytes, float scale, void* dst,
-             cudaStream_t s, unsigned* zeros = nullptr, int zero_count = 0) {
-  const int64_t words = std::max<int64_t>(count * row_bytes / 4, zero_count);
+             cudaStream_t s, unsigned* zeros = nullptr, int zero_count = 0, const float* norms = nullptr,
+             int* int_norms = nullptr, int64_t norm_count = 0) {
+  const int64_t words = std::max({count * row_bytes / 4, int64_t(zero_count), norm_count});
   if (words == 0) return;
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((words + 255) / 256, 1 << 16));
   convert_kernel<E><<<blocks, 256, 0, s>>>(rows, stride, count, dim, row_bytes, scale, static_cast<uint32_t*>(dst),
-                                           zeros, zero_count);
+                                           zeros, zero_count, norms, int_norms, norm_count);
   GKNN_CUDA_CHECK_LAUNCH();
 }
 
-template <Elem E, int kSteps, class S, bool kFilter>
-void launch(const KernelArgs& args, int64_t splits, int device, cudaStream_t s) {
+template <Elem E, int kSteps, class S, bool kFilter, bool kLean>
+void launch_kernel(const KernelArgs& args, int64_t splits, int device, cudaStream_t s) {
   constexpr int kStages = kSteps >= 8 ? 2 : 3;
   constexpr size_t bytes = shared_bytes<kSteps * 32, kStages, S>();
   static_assert(bytes >= MergeShared::bytes(S::kThreads), "merge_splits reuses the shared memory");
-  auto* kernel = fused_kernel<E, kSteps, kStages, S, kFilter>;
+  auto* kernel = fused_kernel<E, kSteps, kStages, S, kFilter, kLean>;
   // Once per kernel and device (each device's context keeps its own attributes): the call costs microseconds,
   // which a one-query search feels.
   static std::atomic<uint64_t> attributed{0};
@@ -849,6 +996,14 @@ void launch(const KernelArgs& args, int64_t splits, int device, cudaStream_t s) 
   const dim3 grid(static_cast<unsigned>((args.nq + S::kBM - 1) / S::kBM), static_cast<unsigned>(splits));
   kernel<<<grid, S::kThreads, bytes, s>>>(args);
   GKNN_CUDA_CHECK_LAUNCH();
+}
+
+template <Elem E, int kSteps, class S, bool kFilter>
+void launch(const KernelArgs& args, int64_t splits, int device, cudaStream_t s) {
+  if constexpr (!kFilter) {
+    if (args.lean) return launch_kernel<E, kSteps, S, false, true>(args, splits, device, s);
+  }
+  launch_kernel<E, kSteps, S, kFilter, false>(args, splits, device, s);
 }
 
 template <Elem E, class S, bool kFilter = false>
@@ -884,9 +1039,10 @@ const unsigned char* base_operands(const DistanceInput& in, int row_bytes, bool 
   return rows + in.base_row0 * row_bytes;
 }
 
+/// int_norms: in.nb entries for the lean walk's integer norms (KernelArgs::int_norms), where it reads them.
 template <Elem E>
 void convert_and_launch(const DistanceInput& in, KernelArgs args, int row_bytes, int64_t splits, bool kept,
-                        void* q_ops, void* b_ops, int device, cudaStream_t s) {
+                        void* q_ops, void* b_ops, int* int_norms, int device, cudaStream_t s) {
   const bool l2 = in.metric == Metric::SquaredL2;
   // f16 queries carry the factor (-2 q or -q: exact, even integers up to 4096 are fp16 values); 8-bit operands
   // cannot, so their keys apply it to the exact s32 dot product. The base's operands carry none (so a kept copy
@@ -894,8 +1050,13 @@ void convert_and_launch(const DistanceInput& in, KernelArgs args, int row_bytes,
   const float factor = l2 ? -2.f : -1.f;
   const int bm = in.nq <= NarrowBlock::kBM ? NarrowBlock::kBM : WideBlock::kBM;  // the block shape launched below
   const int zero_count = args.arrivals ? static_cast<int>((in.nq + bm - 1) / bm) : 0;  // a counter per query tile
+  // The lean walk's 8-bit kernels read squared L2's norms as integers: converted here, with the queries.
+  const bool convert_norms = args.lean && E != Elem::F16 && args.norms;
+  GKNN_EXPECT(!convert_norms || int_norms, ErrorCode::Internal, "fused kernel: no room for the integer norms");
+  args.int_norms = convert_norms ? int_norms : nullptr;
   convert<E>(in.queries, in.query_stride, in.nq, in.dim, row_bytes, E == Elem::F16 ? factor : 1.f, q_ops, s,
-             args.arrivals, zero_count);
+             args.arrivals, zero_count, convert_norms ? args.norms : nullptr, convert_norms ? int_norms : nullptr,
+             convert_norms ? in.nb : 0);
   args.queries = static_cast<const unsigned char*>(q_ops);
   args.base = base_operands<E>(in, row_bytes, kept, b_ops, s);
   args.scale = E == Elem::F16 ? 1.f : factor;
@@ -1102,11 +1263,17 @@ FusedResult fused_search(const DistanceInput& in, const DataFacts& facts, int64_
   // Few splits (any number of queries): the last block of each query tile merges them pairwise.
   const bool merge = splits > 1 && target.merge_splits &&
                      (splits <= kFewSplits || (in.nq <= kMergeMaxRows && splits <= kMaxMergeSplits));
+  const size_t key_bytes = aligned(partial * sizeof(float));
+  // The lean walk's integer norms (squared L2 on 8-bit operands), after the splits' keys.
+  const bool lean = fused_lean();
+  const size_t int_norm_bytes = lean && l2 && elem != Elem::F16 ? aligned(static_cast<size_t>(in.nb) * sizeof(int)) : 0;
   auto* scratch =
-      static_cast<unsigned char*>(ctx.workspace.get(q_bytes + b_bytes + label_bytes + partial * sizeof(float)));
+      static_cast<unsigned char*>(ctx.workspace.get(q_bytes + b_bytes + label_bytes + key_bytes + int_norm_bytes));
+  int* int_norms = int_norm_bytes ? reinterpret_cast<int*>(scratch + q_bytes + b_bytes + label_bytes + key_bytes) : nullptr;
 
   KernelArgs args{};
   args.early_cut = fused_early_cut();
+  args.lean = lean;
   args.norms = l2 ? in.base_norms : nullptr;
   args.nq = static_cast<int>(in.nq);
   args.nb = in.nb;
@@ -1138,9 +1305,9 @@ FusedResult fused_search(const DistanceInput& in, const DataFacts& facts, int64_
   const int d = ctx.device;
   const cudaStream_t s = ctx.stream;
   switch (elem) {
-    case Elem::U8: convert_and_launch<Elem::U8>(in, args, row_bytes, splits, kept, q_ops, b_ops, d, s); break;
-    case Elem::S8: convert_and_launch<Elem::S8>(in, args, row_bytes, splits, kept, q_ops, b_ops, d, s); break;
-    case Elem::F16: convert_and_launch<Elem::F16>(in, args, row_bytes, splits, kept, q_ops, b_ops, d, s); break;
+    case Elem::U8: convert_and_launch<Elem::U8>(in, args, row_bytes, splits, kept, q_ops, b_ops, int_norms, d, s); break;
+    case Elem::S8: convert_and_launch<Elem::S8>(in, args, row_bytes, splits, kept, q_ops, b_ops, int_norms, d, s); break;
+    case Elem::F16: convert_and_launch<Elem::F16>(in, args, row_bytes, splits, kept, q_ops, b_ops, int_norms, d, s); break;
   }
   return result;
 }
@@ -1161,9 +1328,11 @@ size_t fused_workspace(int64_t nq, int64_t nb, int64_t dim) {
   const int64_t qtiles = (nq + bm - 1) / bm;
   const size_t entries = std::min(static_cast<size_t>(bm) * (kWavesPerSplitPlan * per_sm * kMaxSms + qtiles) * kMaxFusedK,
                                   static_cast<size_t>(nq) * static_cast<size_t>(nb));
-  // (A merge in the kernel keeps a counter per query tile where the keys would be: fewer than the entries.)
+  // (A merge in the kernel keeps a counter per query tile where the keys would be: fewer than the entries.) The
+  // lean walk's integer norms come last.
   const size_t fused = aligned(static_cast<size_t>(nq) * kMaxRowBytes) + aligned(static_cast<size_t>(nb) * kMaxRowBytes) +
-                       aligned(entries * sizeof(int64_t)) + entries * sizeof(float);
+                       aligned(entries * sizeof(int64_t)) + aligned(entries * sizeof(float)) +
+                       aligned(static_cast<size_t>(nb) * sizeof(int));
   // k > kMaxFusedK: the filter rounds' scratch (the largest sample is the smallest k's).
   const size_t large = LargeKScratch(nullptr, nq, nb, sample_rows_for(nb, kMaxFusedK + 1), kMaxRowBytes, false).bytes;
   return std::max({fused, large, gemm_keys_workspace(nq, nb, dim, GemmPrecision::Fp16)});
