@@ -9,11 +9,16 @@
 // into the result while the device computes the next. And the kernel prunes: ring 1 is visited nearest cells
 // first, the group keeps a bound that its query's k-th distance cannot exceed (group_bound), and a cell whose every
 // point lies beyond it is neither looked up nor read (at 6-D most of the 729), nor is a farther candidate ranked;
-// the points of a batch of t cells are dealt over the t lanes as one sequence, so no lane idles at a cell's end.
+// the points of a batch of t cells are dealt over the t lanes as one sequence, so no lane idles at a cell's end
+// (Walk::Dealt, d >= 4), or, where a cell holds few points and few cells are pruned (d <= 3), taken cell by cell,
+// each cell's points split over the lanes (Walk::Cells): there the sequence's bookkeeping cost more than the idle
+// lanes it saved (H100, UNIF3D 10^7, K = 16: GPU side ~400 ms dealt, 315 ms with the walk before 22740e9).
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <cstdlib>
 #include <limits>
+#include <string_view>
 
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_run_length_encode.cuh>
@@ -227,6 +232,38 @@ __device__ void consider(const QueryBatch& b, const double* qv, int64_t q, doubl
   if (d <= bound) insert_sorted(mine, n, b.k, d, id);
 }
 
+/// The candidates at positions at(j) of the cell-ordered base for j = lane, lane + t, ... below `total`, two per step,
+/// both loaded before either is ranked: twice the loads in flight. `at` is called with increasing j.
+template <int Dim, class At>
+__device__ void rank_points(const GridView& grid, const QueryBatch& b, const double* qv, int64_t q, double bound,
+                            const LaneList& mine, int& n, int lane, int64_t total, At at) {
+  int64_t j = lane;
+  for (; j + b.t < total; j += 2 * b.t) {
+    const int64_t p0 = at(j), p1 = at(j + b.t);
+    const uint32_t id0 = grid.ids[p0], id1 = grid.ids[p1];
+    float x0[Dim], x1[Dim];
+#pragma unroll
+    for (int d = 0; d < Dim; ++d) {
+      x0[d] = grid.points[p0 * Dim + d];
+      x1[d] = grid.points[p1 * Dim + d];
+    }
+    consider<Dim>(b, qv, q, bound, mine, n, id0, x0);
+    consider<Dim>(b, qv, q, bound, mine, n, id1, x1);
+  }
+  if (j < total) {
+    const int64_t p = at(j);
+    consider<Dim>(b, qv, q, bound, mine, n, grid.ids[p], grid.points + p * Dim);
+  }
+}
+
+/// How a group reads the points of its batch of t cells (after the lookups and the bound, which are the same).
+///   Cells: cell by cell, each cell's points split over the t lanes (the walk before 22740e9): a lane idles at a
+///     cell's end, but a cell costs two shuffles. Low dimensions: 3^d cells of ~k / 2 points, few pruned.
+///   Dealt: the batch's points numbered one after the other and dealt over the lanes (a prefix sum, the cells'
+///     starts in shared memory, a cell search per candidate): no lane idles. High dimensions: 3^d cells of few
+///     points each, most pruned, so the cells left are scattered over the batches.
+enum class Walk { Cells, Dealt };
+
 /// Cell number `offset` of the cube within `ring` around `centre` (GridGeometry::ring_cell, same cells and keys),
 /// and `lower`, a squared distance below that of every base point the grid put in the cell. `u` is the query in
 /// cell units ((x - lo) / side). Along dimension j the cell's points lie at least max(c - u, u - c - 1) cells
@@ -263,11 +300,11 @@ __device__ double group_bound(const LaneList& mine, int n, int k, int t, unsigne
   return fmin(b, keep);
 }
 
-/// Dim: the dimension as a constant, so that the query, its cell and the distance loops live in registers.
-template <int Dim>
+/// Dim: the dimension as a constant, so that the query, its cell and the distance loops live in registers. W: the
+/// walk over a batch's points (Walk).
+template <int Dim, Walk W>
 __global__ void range_query_kernel(GridView grid, QueryBatch b) {
   extern __shared__ __align__(16) unsigned char shared_lists[];
-  __shared__ int64_t batch_first[kBlock], batch_before[kBlock];  // per lane: its cell of the group's batch
   const int64_t thread = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   const int64_t slot = thread / b.t;
   const int lane = static_cast<int>(thread % b.t);
@@ -290,8 +327,8 @@ __global__ void range_query_kernel(GridView grid, QueryBatch b) {
   bool certain = false;
   for (int ring = 1; ring <= b.rings && !certain; ++ring) {
     const int64_t offsets = g.ring_offsets(ring);
-    // The t lanes look up t cells at once (each a load from the dense table or a binary search), then take each of
-    // them in turn, its points split over the lanes: one lookup per cell and group instead of one per lane.
+    // The t lanes look up t cells at once (each a load from the dense table or a binary search), then read their
+    // points together (W): one lookup per cell and group instead of one per lane.
     // Ring 1 goes nearest cells first, so that the bound tightens early; a cell entirely beyond the group's bound
     // is neither looked up nor read (at 6-D most of the 729 cells once the query's k nearest are roughly known).
     for (int64_t first = 0; first < offsets; first += b.t) {
@@ -304,44 +341,35 @@ __global__ void range_query_kernel(GridView grid, QueryBatch b) {
         if (cell_and_bound<Dim>(g, centre, u, ring, offset, key, lower) && !(lower > bound))
           grid.range(key, my_start, my_end);
       }
-      // The points of the t cells, numbered one after the other, are dealt to the lanes in turn: every lane busy
-      // while the batch lasts (cell by cell, a cell of 12 points kept 4 of 8 lanes idle half the time), two
-      // candidates in flight per lane. The cells' first points and how many points come before each, per group
-      // in shared memory; `total` points in all.
-      int64_t before = my_end - my_start;
-      for (int offset = 1; offset < b.t; offset *= 2) {
-        const int64_t other = __shfl_up_sync(mask, before, offset, b.t);
-        if (lane >= offset) before += other;
-      }
-      const int64_t total = __shfl_sync(mask, before, b.t - 1, b.t);
-      before -= my_end - my_start;  // exclusive
-      const int group = threadIdx.x - lane;
-      batch_first[threadIdx.x] = my_start;
-      batch_before[threadIdx.x] = before;
-      __syncwarp(mask);
-      int c = 0;  // the cell of the lane's next candidate (the numbering only grows)
-      const auto locate = [&](int64_t j) {
-        while (c + 1 < b.t && batch_before[group + c + 1] <= j) ++c;
-        return batch_first[group + c] + (j - batch_before[group + c]);
-      };
-      int64_t j = lane;
-      for (; j + b.t < total; j += 2 * b.t) {
-        const int64_t p0 = locate(j), p1 = locate(j + b.t);
-        const uint32_t id0 = grid.ids[p0], id1 = grid.ids[p1];
-        float x0[Dim], x1[Dim];
-#pragma unroll
-        for (int d = 0; d < Dim; ++d) {
-          x0[d] = grid.points[p0 * Dim + d];
-          x1[d] = grid.points[p1 * Dim + d];
+      if constexpr (W == Walk::Dealt) {
+        // The points of the t cells, numbered one after the other, are dealt to the lanes in turn: every lane busy
+        // while the batch lasts (cell by cell, a cell of 12 points kept 4 of 8 lanes idle half the time). The
+        // cells' first points and how many points come before each, per group in shared memory; `total` in all.
+        __shared__ int64_t batch_first[kBlock], batch_before[kBlock];  // per lane: its cell of the group's batch
+        int64_t before = my_end - my_start;
+        for (int offset = 1; offset < b.t; offset *= 2) {
+          const int64_t other = __shfl_up_sync(mask, before, offset, b.t);
+          if (lane >= offset) before += other;
         }
-        consider<Dim>(b, qv, q, bound, mine, n, id0, x0);
-        consider<Dim>(b, qv, q, bound, mine, n, id1, x1);
+        const int64_t total = __shfl_sync(mask, before, b.t - 1, b.t);
+        before -= my_end - my_start;  // exclusive
+        const int group = threadIdx.x - lane;
+        batch_first[threadIdx.x] = my_start;
+        batch_before[threadIdx.x] = before;
+        __syncwarp(mask);
+        int c = 0;  // the cell of the lane's next candidate (the numbering only grows)
+        rank_points<Dim>(grid, b, qv, q, bound, mine, n, lane, total, [&](int64_t j) {
+          while (c + 1 < b.t && batch_before[group + c + 1] <= j) ++c;
+          return batch_first[group + c] + (j - batch_before[group + c]);
+        });
+        __syncwarp(mask);  // the group's next batch overwrites its cells
+      } else {
+        // Each of the t cells in turn, its points split over the lanes.
+        for (int from = 0; from < b.t; ++from) {
+          const int64_t start = __shfl_sync(mask, my_start, from, b.t), end = __shfl_sync(mask, my_end, from, b.t);
+          rank_points<Dim>(grid, b, qv, q, bound, mine, n, lane, end - start, [start](int64_t j) { return start + j; });
+        }
       }
-      if (j < total) {
-        const int64_t p = locate(j);
-        consider<Dim>(b, qv, q, bound, mine, n, grid.ids[p], grid.points + p * Dim);
-      }
-      __syncwarp(mask);  // the group's next batch overwrites its cells
     }
     // Certain when the group holds k candidates within this ring's trusted radius (every lane sees the same sum).
     const double bound = g.trusted_sq(ring);
@@ -365,13 +393,34 @@ __global__ void range_query_kernel(GridView grid, QueryBatch b) {
 
 using RangeQueryKernel = void (*)(GridView, QueryBatch);
 
-/// The kernel instance of a dimension 1..kGridMaxDim.
-RangeQueryKernel range_query_kernel_for(int dim) {
-  static constexpr RangeQueryKernel kernels[kGridMaxDim] = {
-      range_query_kernel<1>, range_query_kernel<2>, range_query_kernel<3>, range_query_kernel<4>,
-      range_query_kernel<5>, range_query_kernel<6>, range_query_kernel<7>, range_query_kernel<8>};
+/// The walk of a dimension: Cells up to 3-D, Dealt above (H100, 10^7 points: dealt made 6-D 2.6x faster and 3-D
+/// slower, bench/results/join_2026-11-25_h100.md). GKNN_JOIN_WALK=cells or dealt takes one for every dimension, so
+/// one build can measure both (read once; any other non-empty value is refused).
+Walk walk_for(int dim) {
+  static const int forced = [] {  // -1: none, else the Walk
+    const char* v = std::getenv("GKNN_JOIN_WALK");
+    const std::string_view value = v ? v : "";
+    if (value.empty()) return -1;
+    if (value == "cells") return int(Walk::Cells);
+    if (value == "dealt") return int(Walk::Dealt);
+    detail::fail(ErrorCode::InvalidArgument, "GKNN_JOIN_WALK must be cells or dealt (got '", value, "')");
+  }();
+  if (forced >= 0) return static_cast<Walk>(forced);
+  return dim <= 3 ? Walk::Cells : Walk::Dealt;
+}
+
+/// The kernel instance of a dimension 1..kGridMaxDim and a walk.
+RangeQueryKernel range_query_kernel_for(int dim, Walk walk) {
+  static constexpr RangeQueryKernel cells[kGridMaxDim] = {
+      range_query_kernel<1, Walk::Cells>, range_query_kernel<2, Walk::Cells>, range_query_kernel<3, Walk::Cells>,
+      range_query_kernel<4, Walk::Cells>, range_query_kernel<5, Walk::Cells>, range_query_kernel<6, Walk::Cells>,
+      range_query_kernel<7, Walk::Cells>, range_query_kernel<8, Walk::Cells>};
+  static constexpr RangeQueryKernel dealt[kGridMaxDim] = {
+      range_query_kernel<1, Walk::Dealt>, range_query_kernel<2, Walk::Dealt>, range_query_kernel<3, Walk::Dealt>,
+      range_query_kernel<4, Walk::Dealt>, range_query_kernel<5, Walk::Dealt>, range_query_kernel<6, Walk::Dealt>,
+      range_query_kernel<7, Walk::Dealt>, range_query_kernel<8, Walk::Dealt>};
   GKNN_EXPECT(dim >= 1 && dim <= kGridMaxDim, ErrorCode::Internal, "join grid of dimension ", dim);
-  return kernels[dim - 1];
+  return (walk == Walk::Cells ? cells : dealt)[dim - 1];
 }
 
 /// Threads per block and dynamic shared memory of a launch: the largest block (256 down to 32 threads) whose lists
@@ -605,9 +654,11 @@ class CudaSearcher final : public GridSearcher {
   std::vector<int64_t> search_in_order(const std::vector<int64_t>& ids) {
     const int64_t k = problem_.k;
     const LaunchShape shape = launch_shape(k, device_);
+    const int dim = int(problem_.dim());
+    const RangeQueryKernel kernel = range_query_kernel_for(dim, walk_for(dim));
     if (shape.shared_bytes > (size_t(48) << 10))
-      GKNN_CUDA_TRY(cudaFuncSetAttribute(range_query_kernel_for(int(problem_.dim())),
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, int(shape.shared_bytes)));
+      GKNN_CUDA_TRY(
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shape.shared_bytes)));
     const size_t lane_list = size_t(k) * (sizeof(double) + sizeof(uint32_t)) + sizeof(int);
     const size_t global_lists = shape.shared_bytes ? 0 : size_t(t_) * lane_list;
     const size_t per_query = size_t(k) * (sizeof(float) + sizeof(int64_t)) + sizeof(int64_t) + 1 + global_lists;
@@ -617,7 +668,7 @@ class CudaSearcher final : public GridSearcher {
     int64_t pending = -1;  // first id of the chunk whose results are still on their way
     for (int64_t first = 0, c = 0; first < total; first += chunk, ++c) {
       const int64_t count = std::min(chunk, total - first);
-      enqueue(chunks_[c % 2], ids.data() + first, count, shape);
+      enqueue(chunks_[c % 2], ids.data() + first, count, kernel, shape);
       if (pending >= 0) finish(chunks_[(c + 1) % 2], ids.data() + pending, failed);
       pending = first;
     }
@@ -669,7 +720,7 @@ class CudaSearcher final : public GridSearcher {
 
   /// Uploads `count` query ids, launches their range queries and the download of their rows into `c`'s pinned
   /// buffers; returns at once. `c` is free: its previous chunk was finished.
-  void enqueue(Chunk& c, const int64_t* ids, int64_t count, const LaunchShape& shape) {
+  void enqueue(Chunk& c, const int64_t* ids, int64_t count, RangeQueryKernel kernel, const LaunchShape& shape) {
     const int64_t k = problem_.k;
     cudaStream_t s = stream_.get();
     c.count = count;
@@ -697,8 +748,8 @@ class CudaSearcher final : public GridSearcher {
                            problem_.self, problem_.metric == Metric::L2, shape.shared_bytes > 0, c.list_d.data(),
                            c.list_i.data(), c.list_n.data(), c.out_d.data(), c.out_i.data(), c.ok.data()};
     const int64_t threads = count * t_;
-    range_query_kernel_for(int(problem_.dim()))<<<unsigned((threads + shape.threads - 1) / shape.threads),
-                                                  shape.threads, shape.shared_bytes, s>>>(grid, batch);
+    kernel<<<unsigned((threads + shape.threads - 1) / shape.threads), shape.threads, shape.shared_bytes, s>>>(grid,
+                                                                                                           batch);
     GKNN_CUDA_CHECK_LAUNCH();
     GKNN_CUDA_TRY(cudaMemcpyAsync(c.host_d.data(), c.out_d.data(), c.out_d.bytes(), cudaMemcpyDeviceToHost, s));
     GKNN_CUDA_TRY(cudaMemcpyAsync(c.host_i.data(), c.out_i.data(), c.out_i.bytes(), cudaMemcpyDeviceToHost, s));
