@@ -18,6 +18,7 @@
 #include <cstring>
 #include <cstdlib>
 #include <limits>
+#include <numeric>
 #include <string_view>
 
 #include <cub/device/device_radix_sort.cuh>
@@ -132,6 +133,8 @@ __global__ void dense_starts_kernel(const uint64_t* keys, int64_t cells, const i
 struct QueryBatch {
   const float* queries;
   const int64_t* query_ids;
+  const uint32_t* cell_ids;  ///< when set, slot s queries base id cell_ids[s] (query_ids unused): a self-join's batch
+                             ///< of every point, in the grid's cell order (GridView::ids from this chunk's first)
   int64_t count;
   int k;
   int t;
@@ -312,7 +315,7 @@ __global__ void range_query_kernel(GridView grid, QueryBatch b) {
   const unsigned warp_lane = threadIdx.x & 31u;
   const unsigned mask = b.t == 32 ? 0xffffffffu : ((1u << b.t) - 1u) << (warp_lane & ~unsigned(b.t - 1));
   const GridGeometry& g = grid.g;
-  const int64_t q = b.query_ids[slot];
+  const int64_t q = b.cell_ids ? int64_t(b.cell_ids[slot]) : b.query_ids[slot];
   double qv[Dim], u[Dim];
   int64_t centre[Dim];
 #pragma unroll
@@ -537,7 +540,6 @@ class CudaSearcher final : public GridSearcher {
   void build(const GridGeometry& geometry) override {
     GKNN_CUDA_TRY(cudaSetDevice(device_));
     geometry_ = geometry;
-    cell_order_.clear();
     const int64_t n = problem_.base.rows;
     cudaStream_t s = stream_.get();
     // Every buffer is sized before the first launch: a resize that frees memory an enqueued launch still uses
@@ -631,27 +633,28 @@ class CudaSearcher final : public GridSearcher {
   /// computes chunk c, the host scatters chunk c - 1 from its pinned copy into the result.
   std::vector<int64_t> search(const std::vector<int64_t>& ids) override {
     GKNN_CUDA_TRY(cudaSetDevice(device_));
-    // A batch of every point of a self-join (GPU-only mode's first round) runs in the grid's cell order: the
-    // queries of a block then share their cells, so their lookups and candidates come from the caches rather
-    // than from all over the base (the queue's identity order is random in space).
-    if (problem_.self && ids.size() == size_t(problem_.base.rows)) return search_in_order(cell_order());
-    return search_in_order(ids);
+    // A batch of every point of a self-join runs in the grid's cell order: the queries of a block then share
+    // their cells, so their lookups and candidates come from the caches rather than from all over the base (the
+    // queue's order is random in space).
+    if (problem_.self && ids.size() == size_t(problem_.base.rows)) return search_chunks(nullptr, problem_.base.rows);
+    return search_chunks(ids.data(), static_cast<int64_t>(ids.size()));
+  }
+
+  /// GPU-only mode's first batch. A self-join's runs in the grid's cell order, its query ids read by the kernel
+  /// from ids_ and each chunk's downloaded with its rows: no list on the host (at 10^7 points the queue's identity
+  /// list, its copy, and the whole cell order downloaded and widened to 64 bits: 80 + 80 + 40 + 80 MB).
+  std::vector<int64_t> search_all() override {
+    GKNN_CUDA_TRY(cudaSetDevice(device_));
+    if (problem_.self) return search_chunks(nullptr, problem_.base.rows);
+    std::vector<int64_t> ids(size_t(problem_.queries.rows));
+    std::iota(ids.begin(), ids.end(), 0);
+    return search_chunks(ids.data(), static_cast<int64_t>(ids.size()));
   }
 
  private:
-  /// The base ids in the order of the grid's cells (downloaded once per grid).
-  const std::vector<int64_t>& cell_order() {
-    if (cell_order_.empty() && problem_.base.rows > 0) {
-      std::vector<uint32_t> sorted(size_t(problem_.base.rows));
-      GKNN_CUDA_TRY(cudaMemcpyAsync(sorted.data(), ids_.data(), sorted.size() * sizeof(uint32_t),
-                                    cudaMemcpyDeviceToHost, stream_.get()));
-      stream_.sync();
-      cell_order_.assign(sorted.begin(), sorted.end());
-    }
-    return cell_order_;
-  }
-
-  std::vector<int64_t> search_in_order(const std::vector<int64_t>& ids) {
+  /// Queries ids[0, total), or, with ids null (a self-join's batch of every point), the base ids in the grid's
+  /// cell order: ids_[0, total) on the device.
+  std::vector<int64_t> search_chunks(const int64_t* ids, int64_t total) {
     const int64_t k = problem_.k;
     const LaunchShape shape = launch_shape(k, device_);
     const int dim = int(problem_.dim());
@@ -664,15 +667,14 @@ class CudaSearcher final : public GridSearcher {
     const size_t per_query = size_t(k) * (sizeof(float) + sizeof(int64_t)) + sizeof(int64_t) + 1 + global_lists;
     const int64_t chunk = std::clamp<int64_t>(int64_t(kChunkBytes / per_query), 1, kChunkQueries);
     std::vector<int64_t> failed;
-    const int64_t total = static_cast<int64_t>(ids.size());
-    int64_t pending = -1;  // first id of the chunk whose results are still on their way
+    bool pending = false;  // the previous chunk's results are still on their way
     for (int64_t first = 0, c = 0; first < total; first += chunk, ++c) {
       const int64_t count = std::min(chunk, total - first);
-      enqueue(chunks_[c % 2], ids.data() + first, count, kernel, shape);
-      if (pending >= 0) finish(chunks_[(c + 1) % 2], ids.data() + pending, failed);
-      pending = first;
+      enqueue(chunks_[c % 2], ids ? ids + first : nullptr, first, count, kernel, shape);
+      if (pending) finish(chunks_[(c + 1) % 2], failed);
+      pending = true;
     }
-    if (pending >= 0) finish(chunks_[(total - 1) / chunk % 2], ids.data() + pending, failed);
+    if (pending) finish(chunks_[(total - 1) / chunk % 2], failed);
     return failed;
   }
 
@@ -704,6 +706,7 @@ class CudaSearcher final : public GridSearcher {
   /// memory), its results on the device and their pinned copies.
   struct Chunk {
     int64_t count = 0;
+    bool in_cell_order = false;  ///< its queries are ids_[first, first + count): host_cell_ids holds them
     DeviceBuffer<int64_t> query_ids;
     DeviceBuffer<double> list_d;
     DeviceBuffer<uint32_t> list_i;
@@ -712,18 +715,22 @@ class CudaSearcher final : public GridSearcher {
     DeviceBuffer<int64_t> out_i;
     DeviceBuffer<unsigned char> ok;
     PinnedBuffer<int64_t> host_ids;
+    PinnedBuffer<uint32_t> host_cell_ids;
     PinnedBuffer<float> host_d;
     PinnedBuffer<int64_t> host_i;
     PinnedBuffer<unsigned char> host_ok;
     Event done{cudaEventDisableTiming};
   };
 
-  /// Uploads `count` query ids, launches their range queries and the download of their rows into `c`'s pinned
-  /// buffers; returns at once. `c` is free: its previous chunk was finished.
-  void enqueue(Chunk& c, const int64_t* ids, int64_t count, RangeQueryKernel kernel, const LaunchShape& shape) {
+  /// Uploads `count` query ids (ids null: the kernel reads ids_[first, first + count], downloaded with the rows),
+  /// launches their range queries and the download of their rows into `c`'s pinned buffers; returns at once. `c`
+  /// is free: its previous chunk was finished.
+  void enqueue(Chunk& c, const int64_t* ids, int64_t first, int64_t count, RangeQueryKernel kernel,
+               const LaunchShape& shape) {
     const int64_t k = problem_.k;
     cudaStream_t s = stream_.get();
     c.count = count;
+    c.in_cell_order = ids == nullptr;
     c.query_ids.resize(size_t(count));
     if (!shape.shared_bytes) {
       c.list_d.resize(size_t(count * t_ * k));
@@ -735,18 +742,23 @@ class CudaSearcher final : public GridSearcher {
     c.ok.resize(size_t(count));
     if (c.host_ok.size() < size_t(count)) {  // page-locked, so the copies run at full bandwidth and asynchronously
       c.host_ids = PinnedBuffer<int64_t>(size_t(count));
+      c.host_cell_ids = PinnedBuffer<uint32_t>(size_t(count));
       c.host_d = PinnedBuffer<float>(size_t(count * k));
       c.host_i = PinnedBuffer<int64_t>(size_t(count * k));
       c.host_ok = PinnedBuffer<unsigned char>(size_t(count));
     }
-    std::memcpy(c.host_ids.data(), ids, size_t(count) * sizeof(int64_t));
-    GKNN_CUDA_TRY(cudaMemcpyAsync(c.query_ids.data(), c.host_ids.data(), size_t(count) * sizeof(int64_t),
-                                  cudaMemcpyHostToDevice, s));
+    const uint32_t* cell_ids = ids ? nullptr : ids_.data() + first;
+    if (ids) {
+      std::memcpy(c.host_ids.data(), ids, size_t(count) * sizeof(int64_t));
+      GKNN_CUDA_TRY(cudaMemcpyAsync(c.query_ids.data(), c.host_ids.data(), size_t(count) * sizeof(int64_t),
+                                    cudaMemcpyHostToDevice, s));
+    }
     const GridView grid{geometry_, cell_keys_.data(), starts_.data(), ids_.data(), sorted_points_.data(), cells_,
                         dense_.size() ? dense_.data() : nullptr, near_first_.data()};
-    const QueryBatch batch{problem_.self ? base_.data() : queries_.data(), c.query_ids.data(), count, int(k), t_, rings_,
-                           problem_.self, problem_.metric == Metric::L2, shape.shared_bytes > 0, c.list_d.data(),
-                           c.list_i.data(), c.list_n.data(), c.out_d.data(), c.out_i.data(), c.ok.data()};
+    const QueryBatch batch{problem_.self ? base_.data() : queries_.data(), c.query_ids.data(), cell_ids, count, int(k),
+                           t_, rings_, problem_.self, problem_.metric == Metric::L2, shape.shared_bytes > 0,
+                           c.list_d.data(), c.list_i.data(), c.list_n.data(), c.out_d.data(), c.out_i.data(),
+                           c.ok.data()};
     const int64_t threads = count * t_;
     kernel<<<unsigned((threads + shape.threads - 1) / shape.threads), shape.threads, shape.shared_bytes, s>>>(grid,
                                                                                                            batch);
@@ -754,13 +766,18 @@ class CudaSearcher final : public GridSearcher {
     GKNN_CUDA_TRY(cudaMemcpyAsync(c.host_d.data(), c.out_d.data(), c.out_d.bytes(), cudaMemcpyDeviceToHost, s));
     GKNN_CUDA_TRY(cudaMemcpyAsync(c.host_i.data(), c.out_i.data(), c.out_i.bytes(), cudaMemcpyDeviceToHost, s));
     GKNN_CUDA_TRY(cudaMemcpyAsync(c.host_ok.data(), c.ok.data(), c.ok.bytes(), cudaMemcpyDeviceToHost, s));
+    if (cell_ids)
+      GKNN_CUDA_TRY(cudaMemcpyAsync(c.host_cell_ids.data(), cell_ids, size_t(count) * sizeof(uint32_t),
+                                    cudaMemcpyDeviceToHost, s));
     c.done.record(s);
   }
 
-  /// Waits for chunk `c` (query ids `ids`) and writes its certain rows; the failed ids are appended in order.
-  void finish(Chunk& c, const int64_t* ids, std::vector<int64_t>& failed) {
+  /// Waits for chunk `c` and writes its certain rows (query ids in c.host_ids); the failed ids are appended in order.
+  void finish(Chunk& c, std::vector<int64_t>& failed) {
     GKNN_CUDA_TRY(cudaEventSynchronize(c.done.get()));
-    output_.scatter(problem_.k, ids, c.count, c.host_d.data(), c.host_i.data(), c.host_ok.data(), failed);
+    if (c.in_cell_order) std::copy(c.host_cell_ids.data(), c.host_cell_ids.data() + c.count, c.host_ids.data());
+    output_.scatter(problem_.k, c.host_ids.data(), c.count, c.host_d.data(), c.host_i.data(), c.host_ok.data(),
+                    failed);
   }
 
   Problem problem_;
@@ -778,7 +795,6 @@ class CudaSearcher final : public GridSearcher {
   DeviceBuffer<uint16_t> near_first_;  ///< GridView::near_first
   DeviceBuffer<unsigned char> temp_;
   int64_t cells_ = 0;
-  std::vector<int64_t> cell_order_;  ///< ids_ on the host, for a batch of every point (empty: not downloaded)
   std::array<Chunk, 2> chunks_;
 };
 
