@@ -719,10 +719,11 @@ class CudaSearcher final : public GridSearcher {
     PinnedBuffer<float> host_d;
     PinnedBuffer<int64_t> host_i;
     PinnedBuffer<unsigned char> host_ok;
-    Event done{cudaEventDisableTiming};
+    Event computed{cudaEventDisableTiming};  ///< its kernel ran (on stream_)
+    Event done{cudaEventDisableTiming};      ///< its rows are in the pinned buffers (on copies_)
   };
 
-  /// Uploads `count` query ids (ids null: the kernel reads ids_[first, first + count], downloaded with the rows),
+  /// Uploads `count` query ids (ids null: the kernel reads ids_[first, first + count), downloaded with the rows),
   /// launches their range queries and the download of their rows into `c`'s pinned buffers; returns at once. `c`
   /// is free: its previous chunk was finished.
   void enqueue(Chunk& c, const int64_t* ids, int64_t first, int64_t count, RangeQueryKernel kernel,
@@ -763,13 +764,19 @@ class CudaSearcher final : public GridSearcher {
     kernel<<<unsigned((threads + shape.threads - 1) / shape.threads), shape.threads, shape.shared_bytes, s>>>(grid,
                                                                                                            batch);
     GKNN_CUDA_CHECK_LAUNCH();
-    GKNN_CUDA_TRY(cudaMemcpyAsync(c.host_d.data(), c.out_d.data(), c.out_d.bytes(), cudaMemcpyDeviceToHost, s));
-    GKNN_CUDA_TRY(cudaMemcpyAsync(c.host_i.data(), c.out_i.data(), c.out_i.bytes(), cudaMemcpyDeviceToHost, s));
-    GKNN_CUDA_TRY(cudaMemcpyAsync(c.host_ok.data(), c.ok.data(), c.ok.bytes(), cudaMemcpyDeviceToHost, s));
+    // The rows go down on copies_, so that the next chunk's kernel runs during the download (one stream ran them
+    // in turn: 10^7 x 16 rows are 1.9 GB, tens of ms of a kernel-idle device). The next use of c's buffers, device
+    // or pinned, comes after finish(c) waited for `done`, which follows both the kernel and the copies.
+    c.computed.record(s);
+    cudaStream_t down = copies_.get();
+    GKNN_CUDA_TRY(cudaStreamWaitEvent(down, c.computed.get(), 0));
+    GKNN_CUDA_TRY(cudaMemcpyAsync(c.host_d.data(), c.out_d.data(), c.out_d.bytes(), cudaMemcpyDeviceToHost, down));
+    GKNN_CUDA_TRY(cudaMemcpyAsync(c.host_i.data(), c.out_i.data(), c.out_i.bytes(), cudaMemcpyDeviceToHost, down));
+    GKNN_CUDA_TRY(cudaMemcpyAsync(c.host_ok.data(), c.ok.data(), c.ok.bytes(), cudaMemcpyDeviceToHost, down));
     if (cell_ids)
       GKNN_CUDA_TRY(cudaMemcpyAsync(c.host_cell_ids.data(), cell_ids, size_t(count) * sizeof(uint32_t),
-                                    cudaMemcpyDeviceToHost, s));
-    c.done.record(s);
+                                    cudaMemcpyDeviceToHost, down));
+    c.done.record(down);
   }
 
   /// Waits for chunk `c` and writes its certain rows (query ids in c.host_ids); the failed ids are appended in order.
@@ -786,6 +793,7 @@ class CudaSearcher final : public GridSearcher {
   int t_;
   int rings_;
   Stream stream_;
+  Stream copies_;  ///< the chunks' downloads, beside the next chunk's kernel on stream_
   GridGeometry geometry_;
   DeviceBuffer<float> base_, queries_, sorted_points_;
   DeviceBuffer<uint64_t> cell_keys_;
