@@ -114,12 +114,10 @@ SHARD_SECONDS = {"memcheck": 150, "racecheck": 130, "synccheck": 150, "initcheck
 # DeviceSelect.IdenticalToTheCpuSelection in four shards, in 3 under initcheck FloatData and IdenticalTo... together;
 # gpu_tang under memcheck keeps KAtBucketEdges and RowsNotMultipleOfGroupPowers (103 and 88 s, run 11) apart.
 # join_gpu_test, the search suite and select_suite_gpu take racecheck in one process (116-146 s predicted after the
-# cuts of 2026-11-27: a second shard would instrument the same kernels again, 20-30 s). gpu_upload in 2 under every
-# tool: its sanitized cost is a guess (run 18 cut it at the deadline), so no shard of it should decide the finish.
+# cuts of 2026-11-27: a second shard would instrument the same kernels again, 20-30 s).
 SHARDS = {("gpu_fused", "racecheck"): 3, ("gpu_device_views", "racecheck"): 4, ("gpu_device_views", "initcheck"): 3,
           ("gpu_tang", "memcheck"): 3, ("join_gpu_test", "racecheck"): 1, ("search_suite_gpu", "racecheck"): 1,
-          ("select_suite_gpu", "racecheck"): 1, ("gpu_upload", "memcheck"): 2, ("gpu_upload", "racecheck"): 2,
-          ("gpu_upload", "synccheck"): 2, ("gpu_upload", "initcheck"): 2}
+          ("select_suite_gpu", "racecheck"): 1}
 # Seconds of the longest shard of an entry under a tool where one case outweighs the rest, so those shards start
 # first: racecheck instruments each instantiation of the fused kernel (and of the selectors a device-view test walks
 # through) once per process, about 25 s each (the shard of GpuFused.EqualsTheOracleExactly: 244 s in run 17 with 7

@@ -411,6 +411,27 @@ TEST(JoinCpu, WorkQueueFollowsTheSeedsSchedule) {
   EXPECT_EQ(queue.take_gpu().size(), 5u);
 }
 
+TEST(JoinCpu, GpuOnlyQueueWithoutAnOrderGivesEveryIdOnceThenTheFailed) {
+  const detail::join::QueueParams gpu_only{0.4, 0.005, 0.005, 0.4, true};
+  detail::join::WorkQueue queue(int64_t(1000), gpu_only);
+  EXPECT_EQ(queue.total(), 1000);
+  EXPECT_TRUE(queue.take_gpu_all());  // every id, unlisted
+  EXPECT_FALSE(queue.take_gpu_all());
+  queue.gpu_returned({7, 3}, 998);
+  EXPECT_EQ(queue.done(), 998);
+  EXPECT_EQ(queue.take_gpu(), (std::vector<int64_t>{7, 3}));  // then the failed ones
+  queue.gpu_returned({}, 2);
+  EXPECT_TRUE(queue.take_gpu().empty());
+  EXPECT_EQ(queue.done(), 1000);
+  // A driver that never asks for the unlisted batch gets it listed.
+  detail::join::WorkQueue listed(int64_t(5), gpu_only);
+  EXPECT_EQ(listed.take_gpu(), (std::vector<int64_t>{0, 1, 2, 3, 4}));
+  EXPECT_FALSE(listed.take_gpu_all());
+  EXPECT_FALSE(detail::join::WorkQueue(int64_t(0), gpu_only).take_gpu_all());
+  // Only GPU-only queues come without an order.
+  EXPECT_THROW({ detail::join::WorkQueue q(int64_t(10), detail::join::QueueParams{}); }, Error);
+}
+
 TEST(JoinCpu, Errors) {
   const HostMatrix<float> points = random_matrix(10, 2, 40);
   expect_error([&] { knn_join(points.view(), 10); }, ErrorCode::InvalidArgument, {"k = 10", "10"});

@@ -9,11 +9,17 @@
 // into the result while the device computes the next. And the kernel prunes: ring 1 is visited nearest cells
 // first, the group keeps a bound that its query's k-th distance cannot exceed (group_bound), and a cell whose every
 // point lies beyond it is neither looked up nor read (at 6-D most of the 729), nor is a farther candidate ranked;
-// the points of a batch of t cells are dealt over the t lanes as one sequence, so no lane idles at a cell's end.
+// the points of a batch of t cells are dealt over the t lanes as one sequence, so no lane idles at a cell's end
+// (Walk::Dealt, d >= 4), or, where a cell holds few points and few cells are pruned (d <= 3), taken cell by cell,
+// each cell's points split over the lanes (Walk::Cells): there the sequence's bookkeeping cost more than the idle
+// lanes it saved (H100, UNIF3D 10^7, K = 16: GPU side ~400 ms dealt, 315 ms with the walk before 22740e9).
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <cstdlib>
 #include <limits>
+#include <numeric>
+#include <string_view>
 
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_run_length_encode.cuh>
@@ -127,6 +133,8 @@ __global__ void dense_starts_kernel(const uint64_t* keys, int64_t cells, const i
 struct QueryBatch {
   const float* queries;
   const int64_t* query_ids;
+  const uint32_t* cell_ids;  ///< when set, slot s queries base id cell_ids[s] (query_ids unused): a self-join's batch
+                             ///< of every point, in the grid's cell order (GridView::ids from this chunk's first)
   int64_t count;
   int k;
   int t;
@@ -227,6 +235,38 @@ __device__ void consider(const QueryBatch& b, const double* qv, int64_t q, doubl
   if (d <= bound) insert_sorted(mine, n, b.k, d, id);
 }
 
+/// The candidates at positions at(j) of the cell-ordered base for j = lane, lane + t, ... below `total`, two per step,
+/// both loaded before either is ranked: twice the loads in flight. `at` is called with increasing j.
+template <int Dim, class At>
+__device__ void rank_points(const GridView& grid, const QueryBatch& b, const double* qv, int64_t q, double bound,
+                            const LaneList& mine, int& n, int lane, int64_t total, At at) {
+  int64_t j = lane;
+  for (; j + b.t < total; j += 2 * b.t) {
+    const int64_t p0 = at(j), p1 = at(j + b.t);
+    const uint32_t id0 = grid.ids[p0], id1 = grid.ids[p1];
+    float x0[Dim], x1[Dim];
+#pragma unroll
+    for (int d = 0; d < Dim; ++d) {
+      x0[d] = grid.points[p0 * Dim + d];
+      x1[d] = grid.points[p1 * Dim + d];
+    }
+    consider<Dim>(b, qv, q, bound, mine, n, id0, x0);
+    consider<Dim>(b, qv, q, bound, mine, n, id1, x1);
+  }
+  if (j < total) {
+    const int64_t p = at(j);
+    consider<Dim>(b, qv, q, bound, mine, n, grid.ids[p], grid.points + p * Dim);
+  }
+}
+
+/// How a group reads the points of its batch of t cells (after the lookups and the bound, which are the same).
+///   Cells: cell by cell, each cell's points split over the t lanes (the walk before 22740e9): a lane idles at a
+///     cell's end, but a cell costs two shuffles. Low dimensions: 3^d cells of ~k / 2 points, few pruned.
+///   Dealt: the batch's points numbered one after the other and dealt over the lanes (a prefix sum, the cells'
+///     starts in shared memory, a cell search per candidate): no lane idles. High dimensions: 3^d cells of few
+///     points each, most pruned, so the cells left are scattered over the batches.
+enum class Walk { Cells, Dealt };
+
 /// Cell number `offset` of the cube within `ring` around `centre` (GridGeometry::ring_cell, same cells and keys),
 /// and `lower`, a squared distance below that of every base point the grid put in the cell. `u` is the query in
 /// cell units ((x - lo) / side). Along dimension j the cell's points lie at least max(c - u, u - c - 1) cells
@@ -263,11 +303,11 @@ __device__ double group_bound(const LaneList& mine, int n, int k, int t, unsigne
   return fmin(b, keep);
 }
 
-/// Dim: the dimension as a constant, so that the query, its cell and the distance loops live in registers.
-template <int Dim>
+/// Dim: the dimension as a constant, so that the query, its cell and the distance loops live in registers. W: the
+/// walk over a batch's points (Walk).
+template <int Dim, Walk W>
 __global__ void range_query_kernel(GridView grid, QueryBatch b) {
   extern __shared__ __align__(16) unsigned char shared_lists[];
-  __shared__ int64_t batch_first[kBlock], batch_before[kBlock];  // per lane: its cell of the group's batch
   const int64_t thread = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   const int64_t slot = thread / b.t;
   const int lane = static_cast<int>(thread % b.t);
@@ -275,7 +315,7 @@ __global__ void range_query_kernel(GridView grid, QueryBatch b) {
   const unsigned warp_lane = threadIdx.x & 31u;
   const unsigned mask = b.t == 32 ? 0xffffffffu : ((1u << b.t) - 1u) << (warp_lane & ~unsigned(b.t - 1));
   const GridGeometry& g = grid.g;
-  const int64_t q = b.query_ids[slot];
+  const int64_t q = b.cell_ids ? int64_t(b.cell_ids[slot]) : b.query_ids[slot];
   double qv[Dim], u[Dim];
   int64_t centre[Dim];
 #pragma unroll
@@ -290,8 +330,8 @@ __global__ void range_query_kernel(GridView grid, QueryBatch b) {
   bool certain = false;
   for (int ring = 1; ring <= b.rings && !certain; ++ring) {
     const int64_t offsets = g.ring_offsets(ring);
-    // The t lanes look up t cells at once (each a load from the dense table or a binary search), then take each of
-    // them in turn, its points split over the lanes: one lookup per cell and group instead of one per lane.
+    // The t lanes look up t cells at once (each a load from the dense table or a binary search), then read their
+    // points together (W): one lookup per cell and group instead of one per lane.
     // Ring 1 goes nearest cells first, so that the bound tightens early; a cell entirely beyond the group's bound
     // is neither looked up nor read (at 6-D most of the 729 cells once the query's k nearest are roughly known).
     for (int64_t first = 0; first < offsets; first += b.t) {
@@ -304,44 +344,35 @@ __global__ void range_query_kernel(GridView grid, QueryBatch b) {
         if (cell_and_bound<Dim>(g, centre, u, ring, offset, key, lower) && !(lower > bound))
           grid.range(key, my_start, my_end);
       }
-      // The points of the t cells, numbered one after the other, are dealt to the lanes in turn: every lane busy
-      // while the batch lasts (cell by cell, a cell of 12 points kept 4 of 8 lanes idle half the time), two
-      // candidates in flight per lane. The cells' first points and how many points come before each, per group
-      // in shared memory; `total` points in all.
-      int64_t before = my_end - my_start;
-      for (int offset = 1; offset < b.t; offset *= 2) {
-        const int64_t other = __shfl_up_sync(mask, before, offset, b.t);
-        if (lane >= offset) before += other;
-      }
-      const int64_t total = __shfl_sync(mask, before, b.t - 1, b.t);
-      before -= my_end - my_start;  // exclusive
-      const int group = threadIdx.x - lane;
-      batch_first[threadIdx.x] = my_start;
-      batch_before[threadIdx.x] = before;
-      __syncwarp(mask);
-      int c = 0;  // the cell of the lane's next candidate (the numbering only grows)
-      const auto locate = [&](int64_t j) {
-        while (c + 1 < b.t && batch_before[group + c + 1] <= j) ++c;
-        return batch_first[group + c] + (j - batch_before[group + c]);
-      };
-      int64_t j = lane;
-      for (; j + b.t < total; j += 2 * b.t) {
-        const int64_t p0 = locate(j), p1 = locate(j + b.t);
-        const uint32_t id0 = grid.ids[p0], id1 = grid.ids[p1];
-        float x0[Dim], x1[Dim];
-#pragma unroll
-        for (int d = 0; d < Dim; ++d) {
-          x0[d] = grid.points[p0 * Dim + d];
-          x1[d] = grid.points[p1 * Dim + d];
+      if constexpr (W == Walk::Dealt) {
+        // The points of the t cells, numbered one after the other, are dealt to the lanes in turn: every lane busy
+        // while the batch lasts (cell by cell, a cell of 12 points kept 4 of 8 lanes idle half the time). The
+        // cells' first points and how many points come before each, per group in shared memory; `total` in all.
+        __shared__ int64_t batch_first[kBlock], batch_before[kBlock];  // per lane: its cell of the group's batch
+        int64_t before = my_end - my_start;
+        for (int offset = 1; offset < b.t; offset *= 2) {
+          const int64_t other = __shfl_up_sync(mask, before, offset, b.t);
+          if (lane >= offset) before += other;
         }
-        consider<Dim>(b, qv, q, bound, mine, n, id0, x0);
-        consider<Dim>(b, qv, q, bound, mine, n, id1, x1);
+        const int64_t total = __shfl_sync(mask, before, b.t - 1, b.t);
+        before -= my_end - my_start;  // exclusive
+        const int group = threadIdx.x - lane;
+        batch_first[threadIdx.x] = my_start;
+        batch_before[threadIdx.x] = before;
+        __syncwarp(mask);
+        int c = 0;  // the cell of the lane's next candidate (the numbering only grows)
+        rank_points<Dim>(grid, b, qv, q, bound, mine, n, lane, total, [&](int64_t j) {
+          while (c + 1 < b.t && batch_before[group + c + 1] <= j) ++c;
+          return batch_first[group + c] + (j - batch_before[group + c]);
+        });
+        __syncwarp(mask);  // the group's next batch overwrites its cells
+      } else {
+        // Each of the t cells in turn, its points split over the lanes.
+        for (int from = 0; from < b.t; ++from) {
+          const int64_t start = __shfl_sync(mask, my_start, from, b.t), end = __shfl_sync(mask, my_end, from, b.t);
+          rank_points<Dim>(grid, b, qv, q, bound, mine, n, lane, end - start, [start](int64_t j) { return start + j; });
+        }
       }
-      if (j < total) {
-        const int64_t p = locate(j);
-        consider<Dim>(b, qv, q, bound, mine, n, grid.ids[p], grid.points + p * Dim);
-      }
-      __syncwarp(mask);  // the group's next batch overwrites its cells
     }
     // Certain when the group holds k candidates within this ring's trusted radius (every lane sees the same sum).
     const double bound = g.trusted_sq(ring);
@@ -365,13 +396,34 @@ __global__ void range_query_kernel(GridView grid, QueryBatch b) {
 
 using RangeQueryKernel = void (*)(GridView, QueryBatch);
 
-/// The kernel instance of a dimension 1..kGridMaxDim.
-RangeQueryKernel range_query_kernel_for(int dim) {
-  static constexpr RangeQueryKernel kernels[kGridMaxDim] = {
-      range_query_kernel<1>, range_query_kernel<2>, range_query_kernel<3>, range_query_kernel<4>,
-      range_query_kernel<5>, range_query_kernel<6>, range_query_kernel<7>, range_query_kernel<8>};
+/// The walk of a dimension: Cells up to 3-D, Dealt above (H100, 10^7 points: dealt made 6-D 2.6x faster and 3-D
+/// slower, bench/results/join_2026-11-25_h100.md). GKNN_JOIN_WALK=cells or dealt takes one for every dimension, so
+/// one build can measure both (read once; any other non-empty value is refused).
+Walk walk_for(int dim) {
+  static const int forced = [] {  // -1: none, else the Walk
+    const char* v = std::getenv("GKNN_JOIN_WALK");
+    const std::string_view value = v ? v : "";
+    if (value.empty()) return -1;
+    if (value == "cells") return int(Walk::Cells);
+    if (value == "dealt") return int(Walk::Dealt);
+    detail::fail(ErrorCode::InvalidArgument, "GKNN_JOIN_WALK must be cells or dealt (got '", value, "')");
+  }();
+  if (forced >= 0) return static_cast<Walk>(forced);
+  return dim <= 3 ? Walk::Cells : Walk::Dealt;
+}
+
+/// The kernel instance of a dimension 1..kGridMaxDim and a walk.
+RangeQueryKernel range_query_kernel_for(int dim, Walk walk) {
+  static constexpr RangeQueryKernel cells[kGridMaxDim] = {
+      range_query_kernel<1, Walk::Cells>, range_query_kernel<2, Walk::Cells>, range_query_kernel<3, Walk::Cells>,
+      range_query_kernel<4, Walk::Cells>, range_query_kernel<5, Walk::Cells>, range_query_kernel<6, Walk::Cells>,
+      range_query_kernel<7, Walk::Cells>, range_query_kernel<8, Walk::Cells>};
+  static constexpr RangeQueryKernel dealt[kGridMaxDim] = {
+      range_query_kernel<1, Walk::Dealt>, range_query_kernel<2, Walk::Dealt>, range_query_kernel<3, Walk::Dealt>,
+      range_query_kernel<4, Walk::Dealt>, range_query_kernel<5, Walk::Dealt>, range_query_kernel<6, Walk::Dealt>,
+      range_query_kernel<7, Walk::Dealt>, range_query_kernel<8, Walk::Dealt>};
   GKNN_EXPECT(dim >= 1 && dim <= kGridMaxDim, ErrorCode::Internal, "join grid of dimension ", dim);
-  return kernels[dim - 1];
+  return (walk == Walk::Cells ? cells : dealt)[dim - 1];
 }
 
 /// Threads per block and dynamic shared memory of a launch: the largest block (256 down to 32 threads) whose lists
@@ -488,7 +540,6 @@ class CudaSearcher final : public GridSearcher {
   void build(const GridGeometry& geometry) override {
     GKNN_CUDA_TRY(cudaSetDevice(device_));
     geometry_ = geometry;
-    cell_order_.clear();
     const int64_t n = problem_.base.rows;
     cudaStream_t s = stream_.get();
     // Every buffer is sized before the first launch: a resize that frees memory an enqueued launch still uses
@@ -582,46 +633,48 @@ class CudaSearcher final : public GridSearcher {
   /// computes chunk c, the host scatters chunk c - 1 from its pinned copy into the result.
   std::vector<int64_t> search(const std::vector<int64_t>& ids) override {
     GKNN_CUDA_TRY(cudaSetDevice(device_));
-    // A batch of every point of a self-join (GPU-only mode's first round) runs in the grid's cell order: the
-    // queries of a block then share their cells, so their lookups and candidates come from the caches rather
-    // than from all over the base (the queue's identity order is random in space).
-    if (problem_.self && ids.size() == size_t(problem_.base.rows)) return search_in_order(cell_order());
-    return search_in_order(ids);
+    // A batch of every point of a self-join runs in the grid's cell order: the queries of a block then share
+    // their cells, so their lookups and candidates come from the caches rather than from all over the base (the
+    // queue's order is random in space).
+    if (problem_.self && ids.size() == size_t(problem_.base.rows)) return search_chunks(nullptr, problem_.base.rows);
+    return search_chunks(ids.data(), static_cast<int64_t>(ids.size()));
+  }
+
+  /// GPU-only mode's first batch. A self-join's runs in the grid's cell order, its query ids read by the kernel
+  /// from ids_ and each chunk's downloaded with its rows: no list on the host (at 10^7 points the queue's identity
+  /// list, its copy, and the whole cell order downloaded and widened to 64 bits: 80 + 80 + 40 + 80 MB).
+  std::vector<int64_t> search_all() override {
+    GKNN_CUDA_TRY(cudaSetDevice(device_));
+    if (problem_.self) return search_chunks(nullptr, problem_.base.rows);
+    std::vector<int64_t> ids(size_t(problem_.queries.rows));
+    std::iota(ids.begin(), ids.end(), 0);
+    return search_chunks(ids.data(), static_cast<int64_t>(ids.size()));
   }
 
  private:
-  /// The base ids in the order of the grid's cells (downloaded once per grid).
-  const std::vector<int64_t>& cell_order() {
-    if (cell_order_.empty() && problem_.base.rows > 0) {
-      std::vector<uint32_t> sorted(size_t(problem_.base.rows));
-      GKNN_CUDA_TRY(cudaMemcpyAsync(sorted.data(), ids_.data(), sorted.size() * sizeof(uint32_t),
-                                    cudaMemcpyDeviceToHost, stream_.get()));
-      stream_.sync();
-      cell_order_.assign(sorted.begin(), sorted.end());
-    }
-    return cell_order_;
-  }
-
-  std::vector<int64_t> search_in_order(const std::vector<int64_t>& ids) {
+  /// Queries ids[0, total), or, with ids null (a self-join's batch of every point), the base ids in the grid's
+  /// cell order: ids_[0, total) on the device.
+  std::vector<int64_t> search_chunks(const int64_t* ids, int64_t total) {
     const int64_t k = problem_.k;
     const LaunchShape shape = launch_shape(k, device_);
+    const int dim = int(problem_.dim());
+    const RangeQueryKernel kernel = range_query_kernel_for(dim, walk_for(dim));
     if (shape.shared_bytes > (size_t(48) << 10))
-      GKNN_CUDA_TRY(cudaFuncSetAttribute(range_query_kernel_for(int(problem_.dim())),
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, int(shape.shared_bytes)));
+      GKNN_CUDA_TRY(
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shape.shared_bytes)));
     const size_t lane_list = size_t(k) * (sizeof(double) + sizeof(uint32_t)) + sizeof(int);
     const size_t global_lists = shape.shared_bytes ? 0 : size_t(t_) * lane_list;
     const size_t per_query = size_t(k) * (sizeof(float) + sizeof(int64_t)) + sizeof(int64_t) + 1 + global_lists;
     const int64_t chunk = std::clamp<int64_t>(int64_t(kChunkBytes / per_query), 1, kChunkQueries);
     std::vector<int64_t> failed;
-    const int64_t total = static_cast<int64_t>(ids.size());
-    int64_t pending = -1;  // first id of the chunk whose results are still on their way
+    bool pending = false;  // the previous chunk's results are still on their way
     for (int64_t first = 0, c = 0; first < total; first += chunk, ++c) {
       const int64_t count = std::min(chunk, total - first);
-      enqueue(chunks_[c % 2], ids.data() + first, count, shape);
-      if (pending >= 0) finish(chunks_[(c + 1) % 2], ids.data() + pending, failed);
-      pending = first;
+      enqueue(chunks_[c % 2], ids ? ids + first : nullptr, first, count, kernel, shape);
+      if (pending) finish(chunks_[(c + 1) % 2], failed);
+      pending = true;
     }
-    if (pending >= 0) finish(chunks_[(total - 1) / chunk % 2], ids.data() + pending, failed);
+    if (pending) finish(chunks_[(total - 1) / chunk % 2], failed);
     return failed;
   }
 
@@ -653,6 +706,7 @@ class CudaSearcher final : public GridSearcher {
   /// memory), its results on the device and their pinned copies.
   struct Chunk {
     int64_t count = 0;
+    bool in_cell_order = false;  ///< its queries are ids_[first, first + count): host_cell_ids holds them
     DeviceBuffer<int64_t> query_ids;
     DeviceBuffer<double> list_d;
     DeviceBuffer<uint32_t> list_i;
@@ -661,18 +715,23 @@ class CudaSearcher final : public GridSearcher {
     DeviceBuffer<int64_t> out_i;
     DeviceBuffer<unsigned char> ok;
     PinnedBuffer<int64_t> host_ids;
+    PinnedBuffer<uint32_t> host_cell_ids;
     PinnedBuffer<float> host_d;
     PinnedBuffer<int64_t> host_i;
     PinnedBuffer<unsigned char> host_ok;
-    Event done{cudaEventDisableTiming};
+    Event computed{cudaEventDisableTiming};  ///< its kernel ran (on stream_)
+    Event done{cudaEventDisableTiming};      ///< its rows are in the pinned buffers (on copies_)
   };
 
-  /// Uploads `count` query ids, launches their range queries and the download of their rows into `c`'s pinned
-  /// buffers; returns at once. `c` is free: its previous chunk was finished.
-  void enqueue(Chunk& c, const int64_t* ids, int64_t count, const LaunchShape& shape) {
+  /// Uploads `count` query ids (ids null: the kernel reads ids_[first, first + count), downloaded with the rows),
+  /// launches their range queries and the download of their rows into `c`'s pinned buffers; returns at once. `c`
+  /// is free: its previous chunk was finished.
+  void enqueue(Chunk& c, const int64_t* ids, int64_t first, int64_t count, RangeQueryKernel kernel,
+               const LaunchShape& shape) {
     const int64_t k = problem_.k;
     cudaStream_t s = stream_.get();
     c.count = count;
+    c.in_cell_order = ids == nullptr;
     c.query_ids.resize(size_t(count));
     if (!shape.shared_bytes) {
       c.list_d.resize(size_t(count * t_ * k));
@@ -684,32 +743,48 @@ class CudaSearcher final : public GridSearcher {
     c.ok.resize(size_t(count));
     if (c.host_ok.size() < size_t(count)) {  // page-locked, so the copies run at full bandwidth and asynchronously
       c.host_ids = PinnedBuffer<int64_t>(size_t(count));
+      c.host_cell_ids = PinnedBuffer<uint32_t>(size_t(count));
       c.host_d = PinnedBuffer<float>(size_t(count * k));
       c.host_i = PinnedBuffer<int64_t>(size_t(count * k));
       c.host_ok = PinnedBuffer<unsigned char>(size_t(count));
     }
-    std::memcpy(c.host_ids.data(), ids, size_t(count) * sizeof(int64_t));
-    GKNN_CUDA_TRY(cudaMemcpyAsync(c.query_ids.data(), c.host_ids.data(), size_t(count) * sizeof(int64_t),
-                                  cudaMemcpyHostToDevice, s));
+    const uint32_t* cell_ids = ids ? nullptr : ids_.data() + first;
+    if (ids) {
+      std::memcpy(c.host_ids.data(), ids, size_t(count) * sizeof(int64_t));
+      GKNN_CUDA_TRY(cudaMemcpyAsync(c.query_ids.data(), c.host_ids.data(), size_t(count) * sizeof(int64_t),
+                                    cudaMemcpyHostToDevice, s));
+    }
     const GridView grid{geometry_, cell_keys_.data(), starts_.data(), ids_.data(), sorted_points_.data(), cells_,
                         dense_.size() ? dense_.data() : nullptr, near_first_.data()};
-    const QueryBatch batch{problem_.self ? base_.data() : queries_.data(), c.query_ids.data(), count, int(k), t_, rings_,
-                           problem_.self, problem_.metric == Metric::L2, shape.shared_bytes > 0, c.list_d.data(),
-                           c.list_i.data(), c.list_n.data(), c.out_d.data(), c.out_i.data(), c.ok.data()};
+    const QueryBatch batch{problem_.self ? base_.data() : queries_.data(), c.query_ids.data(), cell_ids, count, int(k),
+                           t_, rings_, problem_.self, problem_.metric == Metric::L2, shape.shared_bytes > 0,
+                           c.list_d.data(), c.list_i.data(), c.list_n.data(), c.out_d.data(), c.out_i.data(),
+                           c.ok.data()};
     const int64_t threads = count * t_;
-    range_query_kernel_for(int(problem_.dim()))<<<unsigned((threads + shape.threads - 1) / shape.threads),
-                                                  shape.threads, shape.shared_bytes, s>>>(grid, batch);
+    kernel<<<unsigned((threads + shape.threads - 1) / shape.threads), shape.threads, shape.shared_bytes, s>>>(grid,
+                                                                                                           batch);
     GKNN_CUDA_CHECK_LAUNCH();
-    GKNN_CUDA_TRY(cudaMemcpyAsync(c.host_d.data(), c.out_d.data(), c.out_d.bytes(), cudaMemcpyDeviceToHost, s));
-    GKNN_CUDA_TRY(cudaMemcpyAsync(c.host_i.data(), c.out_i.data(), c.out_i.bytes(), cudaMemcpyDeviceToHost, s));
-    GKNN_CUDA_TRY(cudaMemcpyAsync(c.host_ok.data(), c.ok.data(), c.ok.bytes(), cudaMemcpyDeviceToHost, s));
-    c.done.record(s);
+    // The rows go down on copies_, so that the next chunk's kernel runs during the download (one stream ran them
+    // in turn: 10^7 x 16 rows are 1.9 GB, tens of ms of a kernel-idle device). The next use of c's buffers, device
+    // or pinned, comes after finish(c) waited for `done`, which follows both the kernel and the copies.
+    c.computed.record(s);
+    cudaStream_t down = copies_.get();
+    GKNN_CUDA_TRY(cudaStreamWaitEvent(down, c.computed.get(), 0));
+    GKNN_CUDA_TRY(cudaMemcpyAsync(c.host_d.data(), c.out_d.data(), c.out_d.bytes(), cudaMemcpyDeviceToHost, down));
+    GKNN_CUDA_TRY(cudaMemcpyAsync(c.host_i.data(), c.out_i.data(), c.out_i.bytes(), cudaMemcpyDeviceToHost, down));
+    GKNN_CUDA_TRY(cudaMemcpyAsync(c.host_ok.data(), c.ok.data(), c.ok.bytes(), cudaMemcpyDeviceToHost, down));
+    if (cell_ids)
+      GKNN_CUDA_TRY(cudaMemcpyAsync(c.host_cell_ids.data(), cell_ids, size_t(count) * sizeof(uint32_t),
+                                    cudaMemcpyDeviceToHost, down));
+    c.done.record(down);
   }
 
-  /// Waits for chunk `c` (query ids `ids`) and writes its certain rows; the failed ids are appended in order.
-  void finish(Chunk& c, const int64_t* ids, std::vector<int64_t>& failed) {
+  /// Waits for chunk `c` and writes its certain rows (query ids in c.host_ids); the failed ids are appended in order.
+  void finish(Chunk& c, std::vector<int64_t>& failed) {
     GKNN_CUDA_TRY(cudaEventSynchronize(c.done.get()));
-    output_.scatter(problem_.k, ids, c.count, c.host_d.data(), c.host_i.data(), c.host_ok.data(), failed);
+    if (c.in_cell_order) std::copy(c.host_cell_ids.data(), c.host_cell_ids.data() + c.count, c.host_ids.data());
+    output_.scatter(problem_.k, c.host_ids.data(), c.count, c.host_d.data(), c.host_i.data(), c.host_ok.data(),
+                    failed);
   }
 
   Problem problem_;
@@ -718,6 +793,7 @@ class CudaSearcher final : public GridSearcher {
   int t_;
   int rings_;
   Stream stream_;
+  Stream copies_;  ///< the chunks' downloads, beside the next chunk's kernel on stream_
   GridGeometry geometry_;
   DeviceBuffer<float> base_, queries_, sorted_points_;
   DeviceBuffer<uint64_t> cell_keys_;
@@ -727,7 +803,6 @@ class CudaSearcher final : public GridSearcher {
   DeviceBuffer<uint16_t> near_first_;  ///< GridView::near_first
   DeviceBuffer<unsigned char> temp_;
   int64_t cells_ = 0;
-  std::vector<int64_t> cell_order_;  ///< ids_ on the host, for a batch of every point (empty: not downloaded)
   std::array<Chunk, 2> chunks_;
 };
 

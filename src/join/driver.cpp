@@ -90,14 +90,22 @@ struct GpuSide {
 
 void run_gpu(const Problem& problem, const JoinParams& params, GpuSide& gpu, WorkQueue& queue, JoinReport& report) {
   for (;;) {
-    const std::vector<int64_t> ids = queue.take_gpu();
-    if (ids.empty()) return;
-    const std::vector<int64_t> failed = gpu.searcher->search(ids);
-    const int64_t answered = static_cast<int64_t>(ids.size() - failed.size());
+    std::vector<int64_t> failed;
+    int64_t batch = 0;
+    if (queue.take_gpu_all()) {  // GPU-only's first batch: every query, unlisted
+      batch = queue.total();
+      failed = gpu.searcher->search_all();
+    } else {
+      const std::vector<int64_t> ids = queue.take_gpu();
+      if (ids.empty()) return;
+      batch = static_cast<int64_t>(ids.size());
+      failed = gpu.searcher->search(ids);
+    }
+    const int64_t answered = batch - static_cast<int64_t>(failed.size());
     report.gpu_batches += 1;
     report.gpu_queries += answered;
     report.failed_queries += static_cast<int64_t>(failed.size());
-    if (failed.size() * 4 > ids.size()) {
+    if (static_cast<int64_t>(failed.size()) * 4 > batch) {
       gpu.eps = grown_epsilon(gpu.eps, gpu.eps_min, report.reindexings, max_rings(params.rings, int(problem.dim())),
                               report.mode == JoinMode::Gpu);
       const GridGeometry geometry = make_geometry(gpu.box.lo, gpu.box.hi, int(problem.dim()), gpu.eps);
@@ -186,15 +194,10 @@ void run_join(const Problem& problem, const Output& output, JoinMode mode, const
   const GridGeometry geometry = make_geometry(gpu.box.lo, gpu.box.hi, int(problem.dim()), gpu.eps);
   report.epsilon_final = geometry.side;
   QueueParams queue_params{params.n_large, params.n_small, params.n_cpu, params.cpu_window, mode == JoinMode::Gpu};
-  // GPU-only batches take every unfinished point, so their order would buy nothing: the identity is free.
-  std::vector<int64_t> order;
-  if (mode == JoinMode::Gpu) {
-    order.resize(size_t(problem.queries.rows));
-    std::iota(order.begin(), order.end(), 0);
-  } else {
-    order = order_by_population(problem, geometry);
-  }
-  WorkQueue queue(std::move(order), queue_params);
+  // GPU-only batches take every unfinished point, so their order would buy nothing: the queue lists no ids, and
+  // the first batch is every query (GridSearcher::search_all; the CUDA grid takes them in its cell order).
+  WorkQueue queue = mode == JoinMode::Gpu ? WorkQueue(problem.queries.rows, queue_params)
+                                          : WorkQueue(order_by_population(problem, geometry), queue_params);
   report.ordering_ms = ms_since(phase);
 
   // The kd-tree is built beside the GPU's first grid and batches: the CPU workers start when it is ready.

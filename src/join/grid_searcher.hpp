@@ -20,6 +20,9 @@ class GridSearcher {
   /// Range queries for the query rows `ids`: every query that is certain (k candidates within the trusted radius
   /// of grid_geometry.hpp) is written to the output; the ids of the others are returned (they failed).
   virtual std::vector<int64_t> search(const std::vector<int64_t>& ids) = 0;
+  /// search() of every query row 0 .. queries.rows - 1, in an order of the searcher's choosing (the failed ids in
+  /// that order). The host grid lists the ids; the CUDA grid runs a self-join's in its cell order, from the device.
+  virtual std::vector<int64_t> search_all() = 0;
   /// Whether sample_histogram counts on the device (the host emulation does not: epsilon then samples on the CPU).
   virtual bool counts_histograms() const { return false; }
   /// counts[b] of the pairs (base row rows[s], base row p != rows[s]) in bin b of `binning`, over every base row

@@ -1,4 +1,5 @@
 // host_searcher.cpp: the GPU side emulated on the host grid (tests, and machines without CUDA).
+#include <numeric>
 #include <optional>
 
 #include "join/grid.hpp"
@@ -40,6 +41,12 @@ class HostSearcher final : public GridSearcher {
     for (size_t i = 0; i < ids.size(); ++i)
       if (failed[i]) out.push_back(ids[i]);
     return out;
+  }
+
+  std::vector<int64_t> search_all() override {
+    std::vector<int64_t> ids(static_cast<size_t>(problem_.queries.rows));
+    std::iota(ids.begin(), ids.end(), 0);
+    return search(ids);
   }
 
  private:

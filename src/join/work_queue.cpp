@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
+
+#include "gknn/error.hpp"
 
 namespace gknn::detail::join {
 
@@ -9,6 +12,20 @@ WorkQueue::WorkQueue(std::vector<int64_t> order, const QueueParams& params)
     : order_(std::move(order)), params_(params) {
   total_ = static_cast<int64_t>(order_.size());
   tail_ = total_;
+}
+
+WorkQueue::WorkQueue(int64_t total, const QueueParams& params)
+    : params_(params), total_(total), all_pending_(total > 0) {
+  GKNN_EXPECT(params.gpu_takes_all && total >= 0, ErrorCode::Internal,
+              "join queue: only a GPU-only queue is made without an order (", total, " ids)");
+}
+
+bool WorkQueue::take_gpu_all() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!all_pending_) return false;
+  all_pending_ = false;
+  gpu_in_flight_ = true;
+  return true;
 }
 
 int64_t WorkQueue::batch(double fraction) const {
@@ -19,6 +36,13 @@ int64_t WorkQueue::batch(double fraction) const {
 
 std::vector<int64_t> WorkQueue::take_gpu() {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (all_pending_) {
+    all_pending_ = false;
+    gpu_in_flight_ = true;
+    std::vector<int64_t> ids(static_cast<size_t>(total_));
+    std::iota(ids.begin(), ids.end(), 0);
+    return ids;
+  }
   int64_t from_ordered = 0;
   bool take_retry = false;
   if (params_.gpu_takes_all) {

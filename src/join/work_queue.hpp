@@ -5,7 +5,8 @@
 //   * CPU batches of n_cpu * N; GPU small and CPU batches halve once 95% of the points are done.
 //   * A GPU query that fails goes back to the queue: the CPU takes failed queries first; the GPU takes them again
 //     only when the ordered points are all assigned (after its epsilon grew).
-//   * GPU-only: every unfinished point in each batch (the seed's n_large = 1, n_Cwin = 0).
+//   * GPU-only: every unfinished point in each batch (the seed's n_large = 1, n_Cwin = 0). Made with a count alone,
+//     the queue lists no ids: the first batch is every query (take_gpu_all), later ones the failed queries.
 // One mutex guards everything; a CPU worker that finds the queue empty while a GPU batch is in flight waits for
 // that batch's failures.
 #pragma once
@@ -29,8 +30,15 @@ class WorkQueue {
  public:
   /// `order`: the query ids, densest cell first.
   WorkQueue(std::vector<int64_t> order, const QueueParams& params);
+  /// GPU-only (params.gpu_takes_all): the query ids 0 .. total - 1, not listed (a list of 10^7 ids in identity
+  /// order cost 76 ms on the H100 host beside the result's page population, and the GPU reorders them anyway).
+  WorkQueue(int64_t total, const QueueParams& params);
 
-  /// The next GPU batch (empty: nothing left for the GPU). Marks a GPU batch in flight.
+  /// True once for a queue made with a count, false otherwise: the GPU's first batch, every query id 0 .. total - 1
+  /// (in any order the GPU side likes). Marks a GPU batch in flight, like take_gpu.
+  bool take_gpu_all();
+  /// The next GPU batch (empty: nothing left for the GPU). Marks a GPU batch in flight. On a queue made with a
+  /// count whose take_gpu_all was never called, the first batch lists every id.
   std::vector<int64_t> take_gpu();
   /// The GPU batch came back: `failed` go back to the queue, `answered` are done.
   void gpu_returned(const std::vector<int64_t>& failed, int64_t answered);
@@ -56,6 +64,7 @@ class WorkQueue {
   int64_t done_ = 0;
   double last_large_ = -1;  ///< size of the last monolithic round; 0 once they are over
   bool gpu_in_flight_ = false;
+  bool all_pending_ = false;  ///< made with a count: the batch of every id is still to be taken
 };
 
 }  // namespace gknn::detail::join
