@@ -10,9 +10,9 @@
 // first, the group keeps a bound that its query's k-th distance cannot exceed (group_bound), and a cell whose every
 // point lies beyond it is neither looked up nor read (at 6-D most of the 729), nor is a farther candidate ranked;
 // the points of a batch of t cells are dealt over the t lanes as one sequence, so no lane idles at a cell's end
-// (Walk::Dealt, d >= 4), or, where a cell holds few points and few cells are pruned (d <= 3), taken cell by cell,
-// each cell's points split over the lanes (Walk::Cells): there the sequence's bookkeeping cost more than the idle
-// lanes it saved (H100, UNIF3D 10^7, K = 16: GPU side ~400 ms dealt, 315 ms with the walk before 22740e9).
+// (Walk::Dealt, every dimension), or taken cell by cell, each cell's points split over the lanes (Walk::Cells,
+// kept for A/B with GKNN_JOIN_WALK): H200 2026-11-27, 10^7 points, GPU side: UNIF3D K = 16 cells 572 ms, dealt
+// 305 ms; UNIF6D K = 32 cells 2935 ms, dealt 2252 ms.
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -396,10 +396,11 @@ __global__ void range_query_kernel(GridView grid, QueryBatch b) {
 
 using RangeQueryKernel = void (*)(GridView, QueryBatch);
 
-/// The walk of a dimension: Cells up to 3-D, Dealt above (H100, 10^7 points: dealt made 6-D 2.6x faster and 3-D
-/// slower, bench/results/join_2026-11-25_h100.md). GKNN_JOIN_WALK=cells or dealt takes one for every dimension, so
-/// one build can measure both (read once; any other non-empty value is refused).
-Walk walk_for(int dim) {
+/// The walk of every dimension: Dealt (H200 2026-11-27, bench/results/join_2026-11-27_h200.md: faster than Cells at 3-D
+/// and 6-D once the first batch went unlisted; on the H100 of 2026-11-25 Cells was faster at 3-D before that).
+/// GKNN_JOIN_WALK=cells or dealt takes one for every dimension, so one build can measure both (read once; any
+/// other non-empty value is refused).
+Walk chosen_walk() {
   static const int forced = [] {  // -1: none, else the Walk
     const char* v = std::getenv("GKNN_JOIN_WALK");
     const std::string_view value = v ? v : "";
@@ -409,7 +410,7 @@ Walk walk_for(int dim) {
     detail::fail(ErrorCode::InvalidArgument, "GKNN_JOIN_WALK must be cells or dealt (got '", value, "')");
   }();
   if (forced >= 0) return static_cast<Walk>(forced);
-  return dim <= 3 ? Walk::Cells : Walk::Dealt;
+  return Walk::Dealt;
 }
 
 /// The kernel instance of a dimension 1..kGridMaxDim and a walk.
@@ -658,7 +659,7 @@ class CudaSearcher final : public GridSearcher {
     const int64_t k = problem_.k;
     const LaunchShape shape = launch_shape(k, device_);
     const int dim = int(problem_.dim());
-    const RangeQueryKernel kernel = range_query_kernel_for(dim, walk_for(dim));
+    const RangeQueryKernel kernel = range_query_kernel_for(dim, chosen_walk());
     if (shape.shared_bytes > (size_t(48) << 10))
       GKNN_CUDA_TRY(
           cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shape.shared_bytes)));
