@@ -2,7 +2,10 @@
 #include "shard/merge.hpp"
 
 #include <algorithm>
+#include <exception>
+#include <vector>
 
+#include "core/host_parallel.hpp"
 #include "core/order.hpp"
 #include "cpu/parallel.hpp"
 #include "gknn/error.hpp"
@@ -103,22 +106,33 @@ void merge_key_lists_into(const std::vector<KeyListsOf<Key>>& parts, int64_t row
   if (k == 0 || (filled != parts.end() && filled->k == available && filled->k == k && filled->keys == out_keys &&
                  filled->indices == out_indices))
     return;
-  constexpr int64_t kRowsPerItem = 64;          // amortises the scheduling of one OpenMP item
-  constexpr int64_t kEntriesPerThread = 1 << 16;  // below this a thread costs more to wake than it saves
-  const int64_t items = (rows + kRowsPerItem - 1) / kRowsPerItem;
-  const int64_t useful = std::max<int64_t>(1, rows * k / kEntriesPerThread);
-  cpu::parallel_for(int(std::min<int64_t>(cpu::resolve_threads(threads), useful)), items, [&](int64_t item) {
-    std::vector<Head<Key>> heads;
-    heads.reserve(parts.size());
-    std::vector<Key> keys(static_cast<size_t>(k));  // the row's merge, before it replaces the output row
-    std::vector<int64_t> indices(static_cast<size_t>(k));
-    for (int64_t row = item * kRowsPerItem; row < std::min(rows, (item + 1) * kRowsPerItem); ++row) {
-      if (parts.size() <= kScanMaxParts) merge_row_scan(parts, row, k, heads, keys.data(), indices.data());
-      else merge_row_heap(parts, row, k, heads, keys.data(), indices.data());
-      std::copy(keys.begin(), keys.end(), out_keys + row * k);
-      std::copy(indices.begin(), indices.end(), out_indices + row * k);
+  // Row ranges on gknn's host pool (host_parallel.hpp), not an OpenMP team: the merge follows the shards' threads,
+  // and OpenMP's idle threads spin for milliseconds after a region, which held up the next team (finalize.cpp says
+  // how much). A piece holds at least kEntriesPerPiece entries; an exception (too_few: an internal error) is
+  // rethrown here, the lowest piece's first.
+  constexpr int64_t kEntriesPerPiece = int64_t(1) << 14;
+  const int pieces = std::min(cpu::resolve_threads(threads), host_parts(rows * k, kEntriesPerPiece));
+  const int64_t rows_per_piece = (rows + pieces - 1) / pieces;
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(pieces));
+  host_parallel(pieces, [&](int piece) {
+    try {
+      std::vector<Head<Key>> heads;
+      heads.reserve(parts.size());
+      std::vector<Key> keys(static_cast<size_t>(k));  // the row's merge, before it replaces the output row
+      std::vector<int64_t> indices(static_cast<size_t>(k));
+      const int64_t end = std::min(rows, (piece + 1) * rows_per_piece);
+      for (int64_t row = piece * rows_per_piece; row < end; ++row) {
+        if (parts.size() <= kScanMaxParts) merge_row_scan(parts, row, k, heads, keys.data(), indices.data());
+        else merge_row_heap(parts, row, k, heads, keys.data(), indices.data());
+        std::copy(keys.begin(), keys.end(), out_keys + row * k);
+        std::copy(indices.begin(), indices.end(), out_indices + row * k);
+      }
+    } catch (...) {
+      errors[static_cast<size_t>(piece)] = std::current_exception();
     }
   });
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
 }
 
 template void merge_key_lists_into(const std::vector<KeyListsOf<float>>&, int64_t, int64_t, int, float*, int64_t*);

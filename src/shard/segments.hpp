@@ -47,7 +47,12 @@ class GlobalRows {
   }
   /// Rewrites local indices to global ones (every entry must be a valid local row).
   void to_global(std::span<int64_t> indices) const {
-    if (segments_.size() == 1 && segments_[0].global_begin == 0) return;  // the common one-batch case
+    if (segments_.size() == 1) {  // the common one-batch case: a shift (none for the first shard)
+      const int64_t shift = segments_[0].global_begin;
+      if (shift != 0)
+        for (int64_t& i : indices) i += shift;
+      return;
+    }
     for (int64_t& i : indices) i = global(i);
   }
 
