@@ -67,20 +67,12 @@ void finalize_into(const KeyResult& keys, const OutputSpec& out, int threads) {
   const ResultView dest = out.destination();
   GKNN_EXPECT(dest.memory == Memory::Host, ErrorCode::Unsupported,
               "device-memory results need the cuda backend (this search ran on the cpu backend)");
-  // Row ranges on gknn's host pool (host_parallel.hpp), not an OpenMP team: a sharded search finalises right after
-  // its shards' threads, and OpenMP's idle threads spin for milliseconds after each region (GOMP_SPINCOUNT), so a
-  // team of every core waited for cores held by spinning threads: on two H200s the one-device ShardedIndex took
-  // 93 ms for the 81.7 ms of its key search (10M x 128 uint8, 10k queries, k = 10), 81.7 with
-  // OMP_WAIT_POLICY=passive. A part holds at least kEntriesPerPart entries (tens of microseconds of work).
-  constexpr int64_t kEntriesPerPart = int64_t(1) << 15;
-  const int64_t rows = keys.rows;
-  const int parts = std::min(threads > 0 ? threads : host_team(),
-                             host_parts(rows * std::max<int64_t>(out.k, 1), kEntriesPerPart));
-  const int64_t rows_per_part = (rows + parts - 1) / parts;
-  host_parallel(parts, [&](int part) {
-    const int64_t end = std::min(rows, (part + 1) * rows_per_part);
-    for (int64_t i = part * rows_per_part; i < end; ++i) finalize_row(keys, out, dest, i, i);
-  });
+  // Row ranges on gknn's host pool (host_for), not an OpenMP team: a sharded search finalises right after its
+  // shards' threads, and OpenMP's idle threads spin for milliseconds after each region (GOMP_SPINCOUNT), so a team
+  // of every core waited for cores held by spinning threads: on two H200s the one-device ShardedIndex took 93 ms for
+  // the 81.7 ms of its key search (10M x 128 uint8, 10k queries, k = 10), 81.7 with OMP_WAIT_POLICY=passive.
+  constexpr int64_t kEntriesPerPart = int64_t(1) << 15;  // tens of microseconds of work
+  host_for(keys.rows, out.k, kEntriesPerPart, threads, [&](int64_t i) { finalize_row(keys, out, dest, i, i); });
 }
 
 void write_rows(const KeyResult& keys, const std::vector<int64_t>& rows, const OutputSpec& out, int threads) {

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "core/finalize.hpp"
+#include "core/host_parallel.hpp"
 #include "cpu/distance/exact.hpp"
 #include "cpu/parallel.hpp"
 #include "gknn/error.hpp"
@@ -229,7 +230,7 @@ class GuardRun {
     else max_norm_ = source_.max_row_norm;
     const FloatView q = host_queries();
     eps_.resize(static_cast<size_t>(q.rows));
-    cpu::parallel_for(threads_, q.rows, [&](int64_t i) {
+    host_for(q.rows, q.cols, int64_t(1) << 16, threads_, [&](int64_t i) {  // a short loop: host_parallel.hpp
       double s = 0;
       for (int64_t j = 0; j < q.cols; ++j) s += double(q.row(i)[j]) * q.row(i)[j];
       eps_[size_t(i)] = bound_.query_bound(std::sqrt(s), max_norm_);

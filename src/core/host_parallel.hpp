@@ -10,9 +10,12 @@
 // and then sleep. Work is cut into as many parts as its size pays for; one part runs on the caller alone.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <functional>
+#include <vector>
 
 namespace gknn::detail {
 
@@ -31,6 +34,29 @@ template <class Body>
 void host_parallel(int parts, Body&& body) {
   host_parallel(
       parts, [](void* c, int part) { (*static_cast<Body*>(c))(part); }, static_cast<void*>(&body));
+}
+
+/// body(i) for every i in [0, count), in contiguous ranges on host_parallel's pool: as many ranges as
+/// `count * cost_per_item` units pay for at `min_per_part` units a range, at most `max_threads` (0: the host team).
+/// For the short loops of a search's host side, where an OpenMP team's spinning threads cost more than the loop
+/// (finalize.cpp says how much). body may throw: the lowest range's exception is rethrown here, after every range
+/// ended (a range stops at its first exception).
+template <class Body>
+void host_for(int64_t count, int64_t cost_per_item, int64_t min_per_part, int max_threads, Body&& body) {
+  const int team = max_threads > 0 ? std::min(max_threads, host_team()) : host_team();
+  const int parts = std::min(team, host_parts(count * std::max<int64_t>(cost_per_item, 1), min_per_part));
+  const int64_t per_part = (count + parts - 1) / parts;
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(parts));
+  host_parallel(parts, [&](int part) {
+    try {
+      const int64_t end = std::min(count, (part + 1) * per_part);
+      for (int64_t i = part * per_part; i < end; ++i) body(i);
+    } catch (...) {
+      errors[static_cast<size_t>(part)] = std::current_exception();
+    }
+  });
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
 }
 
 /// memcpy of `bytes` bytes in parts of at least 512 KiB on the pool (one thread reaches a fraction of the

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "cpu/parallel.hpp"
+#include "core/host_parallel.hpp"
 
 namespace gknn::detail {
 
@@ -49,7 +49,8 @@ std::vector<int64_t> rerank_rows(const KeyResult& candidates, const std::vector<
                                  const std::vector<double>& exact, int64_t rows, int64_t k,
                                  const std::vector<double>& eps, KeyResult& out, int threads, double* exact_out) {
   std::vector<unsigned char> certified(query_of.size(), 0);
-  cpu::parallel_for(threads, static_cast<int64_t>(query_of.size()), [&](int64_t i) {
+  // A short loop after the shards (host_parallel.hpp: why not an OpenMP team).
+  host_for(static_cast<int64_t>(query_of.size()), candidates.k, int64_t(1) << 13, threads, [&](int64_t i) {
     const int64_t query = query_of[size_t(i)];
     const RerankedRow r = rerank_row(candidates, i, exact.data(), rows, k, eps[size_t(query)]);
     if (!r.certified) return;

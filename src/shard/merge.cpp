@@ -2,7 +2,6 @@
 #include "shard/merge.hpp"
 
 #include <algorithm>
-#include <exception>
 #include <vector>
 
 #include "core/host_parallel.hpp"
@@ -106,33 +105,23 @@ void merge_key_lists_into(const std::vector<KeyListsOf<Key>>& parts, int64_t row
   if (k == 0 || (filled != parts.end() && filled->k == available && filled->k == k && filled->keys == out_keys &&
                  filled->indices == out_indices))
     return;
-  // Row ranges on gknn's host pool (host_parallel.hpp), not an OpenMP team: the merge follows the shards' threads,
-  // and OpenMP's idle threads spin for milliseconds after a region, which held up the next team (finalize.cpp says
-  // how much). A piece holds at least kEntriesPerPiece entries; an exception (too_few: an internal error) is
-  // rethrown here, the lowest piece's first.
-  constexpr int64_t kEntriesPerPiece = int64_t(1) << 14;
-  const int pieces = std::min(cpu::resolve_threads(threads), host_parts(rows * k, kEntriesPerPiece));
-  const int64_t rows_per_piece = (rows + pieces - 1) / pieces;
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(pieces));
-  host_parallel(pieces, [&](int piece) {
-    try {
-      std::vector<Head<Key>> heads;
-      heads.reserve(parts.size());
-      std::vector<Key> keys(static_cast<size_t>(k));  // the row's merge, before it replaces the output row
-      std::vector<int64_t> indices(static_cast<size_t>(k));
-      const int64_t end = std::min(rows, (piece + 1) * rows_per_piece);
-      for (int64_t row = piece * rows_per_piece; row < end; ++row) {
-        if (parts.size() <= kScanMaxParts) merge_row_scan(parts, row, k, heads, keys.data(), indices.data());
-        else merge_row_heap(parts, row, k, heads, keys.data(), indices.data());
-        std::copy(keys.begin(), keys.end(), out_keys + row * k);
-        std::copy(indices.begin(), indices.end(), out_indices + row * k);
-      }
-    } catch (...) {
-      errors[static_cast<size_t>(piece)] = std::current_exception();
-    }
+  // Row ranges on gknn's host pool (host_for), not an OpenMP team: the merge follows the shards' threads, and
+  // OpenMP's idle threads spin for milliseconds after a region, which held up the next team (finalize.cpp says how
+  // much). too_few (an internal error) is rethrown here.
+  constexpr int64_t kEntriesPerPart = int64_t(1) << 14;
+  const int threads_used = cpu::resolve_threads(threads);
+  host_for(rows, k, kEntriesPerPart, threads_used, [&](int64_t row) {
+    // Scratch of the pool thread, reused row after row (its threads live on between calls).
+    thread_local std::vector<Head<Key>> heads;
+    thread_local std::vector<Key> keys;  // the row's merge, before it replaces the output row
+    thread_local std::vector<int64_t> indices;
+    keys.resize(static_cast<size_t>(k));
+    indices.resize(static_cast<size_t>(k));
+    if (parts.size() <= kScanMaxParts) merge_row_scan(parts, row, k, heads, keys.data(), indices.data());
+    else merge_row_heap(parts, row, k, heads, keys.data(), indices.data());
+    std::copy(keys.begin(), keys.end(), out_keys + row * k);
+    std::copy(indices.begin(), indices.end(), out_indices + row * k);
   });
-  for (const std::exception_ptr& e : errors)
-    if (e) std::rethrow_exception(e);
 }
 
 template void merge_key_lists_into(const std::vector<KeyListsOf<float>>&, int64_t, int64_t, int, float*, int64_t*);
