@@ -16,6 +16,7 @@
 #include <cstring>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -59,6 +60,42 @@ TEST(HostParallel, EveryPartRunsOnce) {
     const int expected_parts = std::min(parts, 6);  // parts above the team are clamped
     for (int p = 0; p < parts; ++p) EXPECT_EQ(runs[static_cast<size_t>(p)].load(), p < expected_parts ? 1 : 0) << p;
   }
+}
+
+/// host_for visits every item once, whatever the count, the cost and the thread cap (ranges are contiguous and
+/// cover [0, count)), and uses more than one thread only where the work pays for it.
+TEST(HostParallel, HostForVisitsEveryItemOnce) {
+  TeamSize team(6);
+  for (int64_t count : {int64_t(0), int64_t(1), int64_t(7), int64_t(1000), int64_t(100003)})
+    for (int cap : {0, 1, 3}) {
+      std::vector<std::atomic<int>> visits(static_cast<size_t>(count));
+      std::mutex m;
+      std::set<std::thread::id> threads;
+      host_for(count, 64, 4096, cap, [&](int64_t i) {
+        visits[static_cast<size_t>(i)].fetch_add(1);
+        std::lock_guard<std::mutex> lock(m);
+        threads.insert(std::this_thread::get_id());
+      });
+      for (int64_t i = 0; i < count; ++i) ASSERT_EQ(visits[static_cast<size_t>(i)].load(), 1) << count << " " << i;
+      EXPECT_LE(threads.size(), size_t(cap == 0 ? 6 : cap)) << count;
+      if (count * 64 < 2 * 4096) EXPECT_LE(threads.size(), size_t(1)) << count;  // one part's work: the caller
+    }
+}
+
+/// An exception in one item comes back to the caller (the lowest failing range's), after every range ended.
+TEST(HostParallel, HostForRethrowsTheLowestRangesException) {
+  TeamSize team(4);
+  std::atomic<int64_t> visited{0};
+  try {
+    host_for(4000, 1 << 10, 1 << 10, 0, [&](int64_t i) {
+      visited.fetch_add(1);
+      if (i == 3999 || i == 1500) throw Error(ErrorCode::Internal, "item " + std::to_string(i));
+    });
+    FAIL() << "no exception";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("item 1500"), std::string::npos) << e.what();
+  }
+  EXPECT_GE(visited.load(), 1501);
 }
 
 TEST(HostParallel, InsideAnotherRegionEveryPartStillRuns) {
