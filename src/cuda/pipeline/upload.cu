@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -22,6 +23,7 @@
 #include "cuda/common/error.cuh"
 #include "cuda/common/idle_pool.hpp"
 #include "cuda/hooks.hpp"
+#include "gknn/error.hpp"
 #include "cuda/pipeline/upload.cuh"
 
 namespace gknn::detail::cuda {
@@ -35,6 +37,22 @@ constexpr size_t kRampBytes = size_t(512) << 10;  ///< first and last chunk of a
 constexpr size_t kKeptSlotSets = 2;  ///< idle slot sets kept per device (concurrent uploads each lease one)
 constexpr int64_t kMinPackPart = int64_t(1) << 19;  ///< bytes per thread of a pack on the host team
 constexpr int kMaxPackers = 16;
+/// The most packers an upload wakes: kMaxPackers (tuned on the H100 host's 16 cores), or GKNN_UPLOAD_PACKERS (read
+/// once), to measure hosts with more cores: on the H200 host's 32, 8-bit adds packed at 32-44 GB/s beside 55 GB/s
+/// copies (bench/results/upload_timeline_2026-11-27_h200.md). Anything but a positive integer is refused.
+int packer_cap() {
+  static const int cap = [] {
+    const char* v = std::getenv("GKNN_UPLOAD_PACKERS");
+    if (!v || !*v) return kMaxPackers;
+    char* end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    GKNN_EXPECT(*end == '\0' && n > 0 && n <= 1024, ErrorCode::InvalidArgument,
+                "GKNN_UPLOAD_PACKERS must be a positive integer (got '", v, "')");
+    return static_cast<int>(n);
+  }();
+  return cap;
+}
+
 /// Smaller uploads are packed by their caller and make their destination before their copies (waking a thread
 /// would cost more than either saves), unless the chunking is forced (set_upload_override: the tests' small inputs
 /// then take the paths of large uploads).
@@ -523,7 +541,7 @@ HostUpload::HostUpload(const HostRows& rows) : impl_(std::make_unique<Impl>()) {
   int device = 0;
   GKNN_CUDA_TRY(cudaGetDevice(&device));
   // The caller's core issues the copies; the packers take the rest of its team.
-  const int packers = std::min(host_team() - 1, kMaxPackers);
+  const int packers = std::min(host_team() - 1, packer_cap());
   if (packers < 1 || !worth_threads(static_cast<size_t>(rows.rows) * rows.row_bytes)) return;
   std::vector<unsigned char*> hosts;
   for (Slot* slot : u.slots) hosts.push_back(slot->pinned.p);
