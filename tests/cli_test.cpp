@@ -15,6 +15,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -510,43 +511,158 @@ TEST_F(Cli, BenchJsonIsValid) {
   EXPECT_NE(table.out.find("queries/s"), std::string::npos) << table.out;
 }
 
+/// The lines of a file, split into comma-separated fields (the sweep's files never quote).
+std::vector<std::vector<std::string>> csv_fields(const fs::path& file) {
+  std::vector<std::vector<std::string>> rows;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) {
+    rows.emplace_back();
+    std::stringstream split(line);
+    for (std::string field; std::getline(split, field, ',');) rows.back().push_back(field);
+  }
+  return rows;
+}
+
+/// The data rows of a plan table (neither comments nor the header).
+std::vector<std::string> plan_rows(const fs::path& file) {
+  std::vector<std::string> rows;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && line[0] != '#' && line != std::string(gknn::plan_table_header())) rows.push_back(line);
+  return rows;
+}
+
+constexpr const char* kSweepCsvHeader =
+    "device,metric,data,n,q,d,k,path,distance,select,ms,runs,auto_distance,auto_select,capped";
+
 TEST_F(Cli, BenchSweepWritesPlanTableRows) {
   const std::string sweep =
       "bench --sweep --backend cpu --sweep-n 300 --sweep-q 20 --sweep-d 8 --sweep-k 5 --sweep-metrics squared_l2,l1 "
       "--sweep-data integer --repeat 1 --warmup 0 --out table.csv";
   const CliRun r = gknn(sweep + " --csv timings.csv");
   ASSERT_EQ(r.code, 0) << r.err;
-  std::ifstream timings(path("timings.csv"));
-  std::string header, line;
-  std::getline(timings, header);
-  EXPECT_EQ(header, "device,metric,data,n,q,d,k,path,distance,select,ms,runs,auto_distance,auto_select");
+  const auto timings = csv_fields(path("timings.csv"));
+  ASSERT_FALSE(timings.empty());
+  EXPECT_EQ(slurp(path("timings.csv")).substr(0, std::string(kSweepCsvHeader).size()), kSweepCsvHeader);
   int autos = 0, candidates = 0;
-  while (std::getline(timings, line)) {
-    EXPECT_EQ(line.rfind("cpu,", 0), 0u) << line;
-    std::vector<std::string> fields;
-    std::stringstream split(line);
-    for (std::string field; std::getline(split, field, ',');) fields.push_back(field);
-    ASSERT_EQ(fields.size(), 14u) << line;
+  for (size_t i = 1; i < timings.size(); ++i) {
+    const std::vector<std::string>& fields = timings[i];
+    ASSERT_EQ(fields.size(), 15u) << i;
+    EXPECT_EQ(fields[0], "cpu");
     autos += fields[7] == "auto";
     candidates += fields[7] == "candidate";
   }
   EXPECT_EQ(autos, 2);          // one Auto timing per cell
   EXPECT_GE(candidates, 2 * 3);  // every distance, then every selection, per cell
   EXPECT_NE(r.out.find("worst        Auto / best = "), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("2 rows appended to"), std::string::npos) << r.out;
-  ASSERT_EQ(gknn(sweep).code, 0);  // a second sweep appends below the same header
-  std::ifstream in(path("table.csv"));
-  std::vector<std::string> rows;
+  EXPECT_NE(r.out.find("2 rows added or replaced in"), std::string::npos) << r.out;
+  ASSERT_EQ(gknn(sweep).code, 0);  // the same cells again: their rows are replaced, not repeated
   int headers = 0;
-  for (std::string line; std::getline(in, line);) {
-    if (line == std::string(gknn::plan_table_header())) ++headers;
-    else if (!line.empty() && line[0] != '#') rows.push_back(line);
+  {
+    std::ifstream in(path("table.csv"));
+    for (std::string line; std::getline(in, line);) headers += line == std::string(gknn::plan_table_header());
   }
   EXPECT_EQ(headers, 1);
-  ASSERT_EQ(rows.size(), 4u);
+  const std::vector<std::string> rows = plan_rows(path("table.csv"));
+  ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].rfind("cpu,dot,integer,300,20,8,5,", 0), 0u) << rows[0];
   EXPECT_EQ(rows[1].rfind("cpu,l1,integer,300,20,8,5,direct,", 0), 0u) << rows[1];  // the CPU's only L1 kernel
   expect_error("bench -k 3", 1, "--base and --query are required");
+}
+
+// issue 13: the suite runs in slices over several sessions. A resumed sweep measures only the cells its CSV lacks
+// (a cell without its auto line was cut short and is measured again), keeps the earlier lines as they were and
+// holds every cell once; the plan table keeps one row per cell.
+TEST_F(Cli, BenchSweepResumesOnlyTheMissingCells) {
+  const std::string sweep =
+      "bench --sweep --backend cpu --sweep-n 300 --sweep-q 20 --sweep-d 8 --sweep-metrics squared_l2 "
+      "--sweep-data integer --repeat 1 --warmup 0 --csv timings.csv --out table.csv";
+  const CliRun first = gknn(sweep + " --sweep-k 1");
+  ASSERT_EQ(first.code, 0) << first.err;
+  EXPECT_NE(first.out.find("cells        1 measured now, 0 from earlier runs, 0 left"), std::string::npos) << first.out;
+  const std::string before = slurp(path("timings.csv"));
+  const std::string cut_short = "cpu,squared_l2,integer,300,20,8,5,candidate,gemm,heap,1.5,1,gemm,heap,0";
+  write_bytes("timings.csv", before + cut_short + "\n");
+
+  const CliRun resumed = gknn(sweep + " --sweep-k 1,5 --resume");
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_NE(resumed.out.find("cells        1 measured now, 1 from earlier runs, 0 left"), std::string::npos)
+      << resumed.out;
+  EXPECT_NE(resumed.out.find("1 rows of cells cut short dropped"), std::string::npos) << resumed.out;
+  EXPECT_EQ(resumed.out.find("continue"), std::string::npos) << "nothing is left to continue:\n" << resumed.out;
+  const std::string after = slurp(path("timings.csv"));
+  EXPECT_EQ(after.rfind(before, 0), 0u) << "the earlier cell's lines must stay as they were:\n" << after;
+  EXPECT_EQ(after.find(cut_short), std::string::npos) << after;
+  std::map<std::string, int> autos;
+  for (const std::vector<std::string>& f : csv_fields(path("timings.csv")))
+    if (f.size() == 15 && f[7] == "auto") ++autos[f[6]];
+  EXPECT_EQ(autos, (std::map<std::string, int>{{"1", 1}, {"5", 1}}));
+  const std::vector<std::string> rows = plan_rows(path("table.csv"));
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].rfind("cpu,dot,integer,300,20,8,1,", 0), 0u) << rows[0];
+  EXPECT_EQ(rows[1].rfind("cpu,dot,integer,300,20,8,5,", 0), 0u) << rows[1];
+
+  const CliRun again = gknn(sweep + " --sweep-k 1,5 --resume");  // everything is there: nothing is measured
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_NE(again.out.find("cells        0 measured now, 2 from earlier runs, 0 left"), std::string::npos) << again.out;
+  EXPECT_EQ(slurp(path("timings.csv")), after);
+  EXPECT_EQ(plan_rows(path("table.csv")), rows);
+}
+
+TEST_F(Cli, BenchSweepResumeRejectsOtherFiles) {
+  const std::string sweep =
+      "bench --sweep --backend cpu --sweep-n 300 --sweep-q 20 --sweep-d 8 --sweep-k 5 --sweep-metrics squared_l2 "
+      "--sweep-data integer --repeat 1 --warmup 0 --resume --csv ";
+  // The format before the capped column, and a row whose k is not a number.
+  write_bytes("old.csv", "device,metric,data,n,q,d,k,path,distance,select,ms,runs,auto_distance,auto_select\n");
+  expect_error(sweep + "old.csv", 1, "old.csv line 1: expected the header");
+  write_bytes("bad.csv", std::string(kSweepCsvHeader) + "\ncpu,squared_l2,integer,300,20,8,five,auto,gemm,heap,1,1,"
+                                                         "gemm,heap,0\n");
+  expect_error(sweep + "bad.csv", 1, "bad.csv line 2: field 7 'five' is not a positive integer");
+  write_bytes("table.csv", std::string(gknn::plan_table_header()) + "\ncpu,dot,integer,300,20\n");
+  expect_error(sweep + "t.csv --out table.csv", 1, "table.csv line 2");
+  expect_error("bench --sweep --backend cpu --resume", 2, "--csv");
+  expect_error("bench --sweep --backend cpu --sweep-budget 10", 2, "--csv");
+  EXPECT_FALSE(fs::exists(path("t.csv")));
+}
+
+// A budget of 0 starts no cell, says what is left and prints this very command with --resume added.
+TEST_F(Cli, BenchSweepBudgetPrintsTheCommandThatGoesOn) {
+  const std::string sweep =
+      "bench --sweep --backend cpu --sweep-n 300 --sweep-q 20 --sweep-d 8 --sweep-k 1,5 --sweep-metrics squared_l2 "
+      "--sweep-data integer --repeat 1 --warmup 0 --csv timings.csv --sweep-budget 0";
+  const CliRun r = gknn(sweep);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("cells        0 measured now, 0 from earlier runs, 2 left"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("first cell left: squared_l2 integer n=300 q=20 d=8 k=1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\ncontinue     " GKNN_CLI_PATH " " + sweep + " --resume\n"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(path("timings.csv")));
+  const CliRun rest = gknn(sweep + " --resume --sweep-budget 600");  // the last value of an option counts
+  ASSERT_EQ(rest.code, 0) << rest.err;
+  EXPECT_NE(rest.out.find("cells        2 measured now, 0 from earlier runs, 0 left"), std::string::npos) << rest.out;
+}
+
+// A candidate whose first call takes more than --sweep-cap times the cell's best so far is timed once and flagged;
+// Auto is always timed in full. Cap 0 caps every candidate after the first, a huge cap none.
+TEST_F(Cli, BenchSweepCapFlagsHopelessCandidates) {
+  const std::string sweep =
+      "bench --sweep --backend cpu --sweep-n 300 --sweep-q 20 --sweep-d 8 --sweep-k 5 --sweep-metrics squared_l2 "
+      "--sweep-data integer --repeat 3 --warmup 1 --csv timings.csv --sweep-cap ";
+  ASSERT_EQ(gknn(sweep + "0").code, 0);
+  auto rows = csv_fields(path("timings.csv"));
+  ASSERT_GE(rows.size(), 1u + 3 + 1);  // the header, at least the two rounds' candidates, Auto
+  for (size_t i = 1; i < rows.size(); ++i) {
+    ASSERT_EQ(rows[i].size(), 15u);
+    const bool first_candidate = i == 1, automatic = rows[i][7] == "auto";
+    EXPECT_EQ(rows[i][14], first_candidate || automatic ? "0" : "1") << i;
+    EXPECT_EQ(rows[i][11], first_candidate || automatic ? "3" : "1") << i;
+  }
+  ASSERT_EQ(gknn(sweep + "1e9").code, 0);
+  rows = csv_fields(path("timings.csv"));
+  for (size_t i = 1; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i][14], "0") << i;
+    EXPECT_EQ(rows[i][11], "3") << i;
+  }
 }
 
 TEST_F(Cli, JoinWritesTheSelfJoinAndReports) {

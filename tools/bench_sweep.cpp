@@ -2,14 +2,16 @@
 #include "bench_sweep.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <limits>
-#include <utility>
 #include <optional>
+#include <set>
+#include <utility>
 
 #include "cli_common.hpp"
 #include "gknn/error.hpp"
@@ -20,6 +22,8 @@
 namespace gknn::cli {
 namespace {
 
+constexpr double kNoLimit = std::numeric_limits<double>::infinity();
+
 /// Uniform data of a kind: integers 0..255 (uint8 descriptors) or floats in [0, 1).
 HostMatrix<float> sweep_data(int64_t rows, int64_t cols, bool integer, uint64_t seed) {
   GenerateParams g;
@@ -29,6 +33,14 @@ HostMatrix<float> sweep_data(int64_t rows, int64_t cols, bool integer, uint64_t 
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t j = 0; j < cols; ++j) m.row(i)[j] = std::floor(m.row(i)[j] * 256.f);
   return m;
+}
+
+/// A seed that depends only on what it draws, not on the grid or on which cells ran before, so that a sweep cut into
+/// slices (--resume, --sweep-budget) measures every cell on the data one uninterrupted run would have used.
+uint64_t data_seed(bool integer, int64_t rows, int64_t cols, int64_t salt) {
+  uint64_t h = 0xcbf29ce484222325ull ^ static_cast<uint64_t>(integer);  // FNV-1a over the numbers
+  for (int64_t v : {rows, cols, salt}) h = (h ^ static_cast<uint64_t>(v)) * 0x100000001b3ull;
+  return h;
 }
 
 /// The device a table row names: the CUDA device's name (commas would split the CSV field), or "cpu".
@@ -43,62 +55,99 @@ std::string device_name(const SearchParams& params, Backend backend) {
   return "cuda";
 }
 
+/// One cell of the grid. Its key (the first seven CSV fields, device included: a cell measured on an H200 is not a
+/// measurement of the H100) identifies it in the timings CSV and, with the metric's class, in the plan table.
+struct SweepCell {
+  std::string metric;  ///< as given to --sweep-metrics
+  std::string data;    ///< "integer" or "float"
+  int64_t n = 0, q = 0, d = 0, k = 0;
+
+  std::string key(const std::string& device) const {
+    return device + "," + metric + "," + data + "," + std::to_string(n) + "," + std::to_string(q) + "," +
+           std::to_string(d) + "," + std::to_string(k);
+  }
+  std::string label() const {
+    return metric + " " + data + " n=" + std::to_string(n) + " q=" + std::to_string(q) + " d=" + std::to_string(d) +
+           " k=" + std::to_string(k);
+  }
+};
+
+/// The candidates of a cell, in the order they are timed: every distance with Auto's selection, then every selection
+/// (by name: a table row names its algorithms) with the fastest distance, as the test suite covers the algorithms.
+std::vector<DistanceAlgorithm> candidate_distances(Backend backend, Metric metric, bool integer) {
+  std::vector<DistanceAlgorithm> out;
+  for (DistanceAlgorithm d : compiled_distance_algorithms(backend, metric))
+    if (d != DistanceAlgorithm::Reference && (integer || !distance_requires_integer_data(d))) out.push_back(d);
+  return out;
+}
+
+std::vector<SelectAlgorithm> candidate_selects(Backend backend, int64_t k) {
+  std::vector<SelectAlgorithm> out;
+  for (const SelectCapability& s : compiled_select_algorithms(backend))
+    if (k <= s.max_k) out.push_back(s.algorithm);
+  return out;
+}
+
 struct Timed {
   DistanceAlgorithm distance;
   SelectAlgorithm select;
   double ms;
-  int runs;  ///< 1: stopped after its first run, already slower than the cutoff (its time is a lower bound)
+  int runs;     ///< timed runs behind `ms`: 1 when capped
+  bool capped;  ///< its first call took more than the cap times the cell's best: not repeated, `ms` is that call
 };
+
+/// Searches a pair costs: its first call (the warm-up, or an extra one with --warmup 0: it decides the cap), the
+/// rest of the warm-up, then the timed runs.
+int searches_per_pair(int warmup, int repeat) { return std::max(warmup, 1) + repeat; }
 
 class CellBench {
  public:
-  CellBench(const Index& index, const HostMatrix<float>& queries, const SearchParams& params, int warmup, int repeat)
-      : index_(index), queries_(queries), params_(params), warmup_(warmup), repeat_(repeat) {}
+  CellBench(const Index& index, const HostMatrix<float>& queries, const SearchParams& params, int warmup, int repeat,
+            double cap)
+      : index_(index), queries_(queries), params_(params), warmup_(warmup), repeat_(repeat), cap_(cap) {}
 
   /// Median wall time of the pair in ms after the warm-up; nullopt when the backend refuses the pair (metric, k,
-  /// data). A pair whose first run already exceeds `cutoff_ms` is not run again: the slow kernels of a large cell
-  /// would otherwise take minutes to lose.
+  /// data). A pair whose first call already exceeds `cutoff_ms` is not run again (capped): the slow kernels of a
+  /// large cell would otherwise take minutes to lose.
   std::optional<Timed> time(DistanceAlgorithm distance, SelectAlgorithm select, double cutoff_ms) const {
     SearchParams p = params_;
     p.distance = distance;
     p.select = select;
     try {
       const double first = run_ms(p);
-      if (first > cutoff_ms) return Timed{distance, select, first, 1};
+      if (first > cutoff_ms) return Timed{distance, select, first, 1, true};
       for (int i = 1; i < warmup_; ++i) run_ms(p);
       std::vector<double> runs;
       for (int i = 0; i < repeat_; ++i) runs.push_back(run_ms(p));
-      return Timed{distance, select, median(runs), repeat_};
+      return Timed{distance, select, median(runs), repeat_, false};
     } catch (const Error& e) {
       if (e.code() == ErrorCode::Unsupported) return std::nullopt;
       throw;
     }
   }
 
-  /// The fastest pair in two rounds, as the test suite covers the algorithms: every distance with Auto's selection,
-  /// then every selection (by name: a table row names its algorithms) with the fastest distance. Every timing goes
-  /// to `all`; a candidate is cut off at 4x the fastest so far.
+  /// The fastest pair of the two rounds (candidate_distances, then candidate_selects). Every timing goes to `all`; a
+  /// candidate is capped at `cap` times the fastest time so far in the cell, either round.
   std::optional<Timed> best(Backend backend, bool integer, std::vector<Timed>& all) const {
+    double best_ms = kNoLimit;
     const auto fastest = [&](const std::vector<std::pair<DistanceAlgorithm, SelectAlgorithm>>& pairs) {
       std::optional<Timed> out;
       for (const auto& [d, s] : pairs) {
-        const double cutoff = out ? 4 * out->ms : std::numeric_limits<double>::infinity();
-        const std::optional<Timed> t = time(d, s, cutoff);
+        const std::optional<Timed> t = time(d, s, best_ms < kNoLimit ? cap_ * best_ms : kNoLimit);
         if (!t) continue;
         all.push_back(*t);
+        best_ms = std::min(best_ms, t->ms);
         if (!out || t->ms < out->ms) out = t;
       }
       return out;
     };
     std::vector<std::pair<DistanceAlgorithm, SelectAlgorithm>> round;
-    for (DistanceAlgorithm d : compiled_distance_algorithms(backend, params_.metric))
-      if (d != DistanceAlgorithm::Reference && (integer || !distance_requires_integer_data(d)))
-        round.emplace_back(d, SelectAlgorithm::Auto);
+    for (DistanceAlgorithm d : candidate_distances(backend, params_.metric, integer))
+      round.emplace_back(d, SelectAlgorithm::Auto);
     const std::optional<Timed> distance = fastest(round);
     if (!distance) return distance;
     round.clear();
-    for (const SelectCapability& s : compiled_select_algorithms(backend))
-      if (params_.k <= s.max_k) round.emplace_back(distance->distance, s.algorithm);
+    for (SelectAlgorithm s : candidate_selects(backend, params_.k)) round.emplace_back(distance->distance, s);
     return fastest(round);
   }
 
@@ -113,23 +162,184 @@ class CellBench {
   const HostMatrix<float>& queries_;
   const SearchParams& params_;
   int warmup_, repeat_;
+  double cap_;
 };
 
-/// The long-format CSV of every timing of the sweep (--csv), for bench/suite/report.py.
+/// --sweep-budget's forecast of the wall time of work not yet done, from what it computes (docs/planner.md):
+///   ms = calls x fixed + rate x work
+/// A cell: calls = its searches, (candidate pairs + Auto) x searches_per_pair (an upper bound: a capped pair runs
+/// once), work = calls x n x q x (d + 16); the "+ 16" stands for the selection's work per distance, so that d = 2
+/// cells do not look free. A group (drawing a base and adding it to the index, once per metric, data kind, n and d):
+/// calls = 1, work = n x d.
+/// `fixed` is the smallest time per call measured (what a search of the smallest cells costs: launches, the host's
+/// share), `rate` what the measurements took beyond it per unit of work (sums over them, so the large cells, which the
+/// budget must not misjudge, weigh most). Measured: what this run measured (wall time) and, for cells on --resume,
+/// the CSV's timings. Without any measurement the forecast is 0.
+class CostModel {
+ public:
+  static double cell_work(int64_t searches, int64_t n, int64_t q, int64_t d) {
+    return static_cast<double>(searches) * static_cast<double>(n) * static_cast<double>(q) * static_cast<double>(d + 16);
+  }
+  static double group_work(int64_t n, int64_t d) { return static_cast<double>(n) * static_cast<double>(d); }
+
+  void observe(double calls, double work, double ms) { seen_.push_back({calls, work, ms}); }
+
+  double forecast_ms(double calls, double work) const {
+    if (seen_.empty()) return 0;
+    double fixed = kNoLimit, beyond = 0, total_work = 0;
+    for (const Seen& s : seen_) fixed = std::min(fixed, s.ms / s.calls);
+    for (const Seen& s : seen_) {
+      beyond += std::max(0.0, s.ms - s.calls * fixed);
+      total_work += s.work;
+    }
+    return calls * fixed + (total_work > 0 ? beyond / total_work * work : 0);
+  }
+
+ private:
+  struct Seen {
+    double calls, work, ms;
+  };
+  std::vector<Seen> seen_;
+};
+
+/// The fields of a line, split at commas (the sweep's files never quote).
+std::vector<std::string> split_fields(const std::string& line) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t comma; (comma = line.find(',', start)) != std::string::npos; start = comma + 1)
+    out.push_back(line.substr(start, comma - start));
+  out.push_back(line.substr(start));
+  return out;
+}
+
+/// The text of a file, or "" when it does not exist yet.
+std::string read_if_present(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return in.good() ? std::string(std::istreambuf_iterator<char>(in), {}) : std::string();
+}
+
+/// The lines of a text, without their '\r' (a file edited on Windows) and without the empty last one.
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  for (size_t start = 0; start < text.size();) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    out.push_back(std::move(line));
+    start = end + 1;
+  }
+  return out;
+}
+
+/// A complete cell of a resumed CSV, as the cost model sees it.
+struct PastCell {
+  int64_t n = 0, q = 0, d = 0, searches = 0;
+  double ms = 0;
+};
+
+/// The long-format CSV of every timing of the sweep (--csv), for bench/suite/report.py: one line per candidate, then
+/// Auto's line, which closes the cell.
 class TimingsCsv {
  public:
   static constexpr const char* kHeader =
-      "device,metric,data,n,q,d,k,path,distance,select,ms,runs,auto_distance,auto_select";
+      "device,metric,data,n,q,d,k,path,distance,select,ms,runs,auto_distance,auto_select,capped";
+  static constexpr size_t kFields = 15;
 
-  void add(const std::string& cell, const char* path, const Timed& t, const SearchPlan& plan) {
-    lines_.push_back(cell + "," + path + "," + to_string(t.distance) + "," + to_string(t.select) + "," +
-                     std::to_string(t.ms) + "," + std::to_string(t.runs) + "," + to_string(plan.distance) + "," +
-                     to_string(plan.select));
+  /// --resume: keeps the lines of every complete cell of `path` (a missing file has none). A cell without its auto
+  /// line was cut short: its lines are dropped, so it is measured again. Returns the complete cells measured on
+  /// `device` with what they cost, for the cost model (`searches_per_pair`: the warm-up is not in the file, this
+  /// run's is assumed). Throws Format naming the file and line of anything that is not this format.
+  std::vector<PastCell> resume(const std::string& path, const std::string& device, int per_pair) {
+    const std::vector<std::string> lines = lines_of(read_if_present(path));
+    if (lines.empty()) return {};
+    GKNN_EXPECT(lines[0] == kHeader, ErrorCode::Format, path, " line 1: expected the header '", kHeader,
+                "' of gknn bench --sweep --csv (a file of another format or version: move it away, or drop --resume)");
+    std::vector<std::pair<std::string, std::vector<std::string>>> rows;  // key, fields
+    for (size_t i = 1; i < lines.size(); ++i) {
+      if (lines[i].empty()) continue;
+      std::vector<std::string> f = checked_fields(lines[i], path + " line " + std::to_string(i + 1));
+      if (f[7] == "auto") complete_.insert(key_of(f));
+      rows.emplace_back(key_of(f), std::move(f));
+    }
+    std::vector<PastCell> past;
+    std::string last_key;
+    for (const auto& [key, f] : rows) {
+      if (!complete_.count(key)) {
+        ++dropped_;
+        continue;
+      }
+      lines_.push_back(join(f));
+      if (f[0] != device) continue;
+      if (key != last_key) past.push_back({std::stoll(f[3]), std::stoll(f[4]), std::stoll(f[5]), 0, 0});
+      last_key = key;
+      const int searches = f[14] == "1" ? 1 : per_pair;
+      past.back().searches += searches;
+      past.back().ms += std::stod(f[10]) * searches;
+    }
+    resumed_ = complete_.size();
+    return past;
   }
-  const std::vector<std::string>& lines() const { return lines_; }
+
+  bool complete(const std::string& key) const { return complete_.count(key) != 0; }
+
+  void add_cell(const std::string& key, const std::vector<Timed>& candidates, const Timed& automatic,
+                const SearchPlan& plan) {
+    for (const Timed& t : candidates) add(key, "candidate", t, plan);
+    add(key, "auto", automatic, plan);
+    complete_.insert(key);
+  }
+
+  std::string text() const {
+    std::string out = std::string(kHeader) + "\n";
+    for (const std::string& line : lines_) out += line + "\n";
+    return out;
+  }
+  size_t rows() const { return lines_.size(); }
+  size_t cells() const { return complete_.size(); }
+  size_t resumed_cells() const { return resumed_; }
+  size_t dropped_rows() const { return dropped_; }
 
  private:
+  static std::string key_of(const std::vector<std::string>& f) {
+    return f[0] + "," + f[1] + "," + f[2] + "," + f[3] + "," + f[4] + "," + f[5] + "," + f[6];
+  }
+  static std::string join(const std::vector<std::string>& f) {
+    std::string out = f[0];
+    for (size_t i = 1; i < f.size(); ++i) out += "," + f[i];
+    return out;
+  }
+
+  /// The fields of a data line, checked enough that report.py and the cost model can trust them.
+  static std::vector<std::string> checked_fields(const std::string& line, const std::string& where) {
+    std::vector<std::string> f = split_fields(line);
+    GKNN_EXPECT(f.size() == kFields, ErrorCode::Format, where, ": expected ", kFields, " comma-separated fields (",
+                kHeader, "), got ", f.size());
+    for (size_t i : {3, 4, 5, 6, 11}) {
+      int64_t value = 0;
+      const auto [end, ec] = std::from_chars(f[i].data(), f[i].data() + f[i].size(), value);
+      GKNN_EXPECT(ec == std::errc() && end == f[i].data() + f[i].size() && value > 0, ErrorCode::Format, where,
+                  ": field ", i + 1, " '", f[i], "' is not a positive integer");
+    }
+    double ms = 0;
+    const auto [end, ec] = std::from_chars(f[10].data(), f[10].data() + f[10].size(), ms);
+    GKNN_EXPECT(ec == std::errc() && end == f[10].data() + f[10].size() && ms >= 0, ErrorCode::Format, where,
+                ": ms '", f[10], "' is not a time");
+    GKNN_EXPECT(f[7] == "candidate" || f[7] == "auto", ErrorCode::Format, where, ": path '", f[7],
+                "' is not candidate or auto");
+    GKNN_EXPECT(f[14] == "0" || f[14] == "1", ErrorCode::Format, where, ": capped '", f[14], "' is not 0 or 1");
+    return f;
+  }
+
+  void add(const std::string& key, const char* path, const Timed& t, const SearchPlan& plan) {
+    lines_.push_back(key + "," + path + "," + to_string(t.distance) + "," + to_string(t.select) + "," +
+                     std::to_string(t.ms) + "," + std::to_string(t.runs) + "," + to_string(plan.distance) + "," +
+                     to_string(plan.select) + "," + (t.capped ? "1" : "0"));
+  }
+
   std::vector<std::string> lines_;
+  std::set<std::string> complete_;
+  size_t resumed_ = 0, dropped_ = 0;
 };
 
 /// Writes `text` to `path` through a temporary file renamed onto it, so an interrupted sweep never leaves a
@@ -147,23 +357,293 @@ void write_whole(const std::string& path, const std::string& text) {
   GKNN_EXPECT(!error, ErrorCode::Io, "cannot rename '", temporary, "' onto '", path, "': ", error.message());
 }
 
-/// Appends plan table rows to the table at `path` (header first when it is new).
-void append_rows(const std::string& path, const std::vector<std::string>& rows) {
-  std::string text;
-  if (std::ifstream in(path); in.good()) text.assign(std::istreambuf_iterator<char>(in), {});
-  if (text.empty())
-    text = "# gknn bench --sweep (gknn " + build_info().version + ")\n" + std::string(plan_table_header()) + "\n";
-  for (const std::string& row : rows) text += row + "\n";
-  write_whole(path, text);
-}
+/// The plan table file (--out): its comments and earlier rows kept, a new cell's row added at the end, a re-measured
+/// cell's row (same device, metric class, data kind, n, q, d, k) replacing the old one where it stands.
+class PlanTableFile {
+ public:
+  /// Reads and checks the file (Format error naming its line) before the long work; a new file gets a header.
+  explicit PlanTableFile(std::string path) : path_(std::move(path)) {
+    const std::string text = read_if_present(path_);
+    check_plan_table(text, path_);
+    lines_ = lines_of(text);
+    if (std::none_of(lines_.begin(), lines_.end(), [](const std::string& l) { return l == plan_table_header(); })) {
+      lines_.push_back("# gknn bench --sweep (gknn " + build_info().version + ")");
+      lines_.push_back(std::string(plan_table_header()));
+    }
+  }
+
+  void put(const std::string& row) {
+    const std::string key = cell_of(row);
+    const auto same = std::find_if(lines_.begin(), lines_.end(), [&](const std::string& l) {
+      return !l.empty() && l[0] != '#' && l != plan_table_header() && cell_of(l) == key;
+    });
+    if (same != lines_.end()) *same = row;
+    else lines_.push_back(row);
+    ++written_;
+  }
+
+  void write() const {
+    std::string text;
+    for (const std::string& line : lines_) text += line + "\n";
+    write_whole(path_, text);
+  }
+  size_t written() const { return written_; }
+
+ private:
+  /// The first seven fields: device, metric class, data, n, q, d, k.
+  static std::string cell_of(const std::string& row) {
+    size_t end = 0;
+    for (int field = 0; field < 7; ++field) {
+      end = row.find(',', field == 0 ? 0 : end + 1);
+      if (end == std::string::npos) break;
+    }
+    return row.substr(0, end);
+  }
+
+  std::string path_;
+  std::vector<std::string> lines_;
+  size_t written_ = 0;
+};
+
+/// The base of one (metric, data kind, n, d) group in an index, and the queries of the q being measured.
+class SweepGroup {
+ public:
+  SweepGroup(const SweepCell& first, const SearchParams& params, Backend backend)
+      : integer_(first.data == "integer"),
+        base_(sweep_data(first.n, first.d, integer_, data_seed(integer_, first.n, first.d, 0))),
+        index_(first.d, params.metric, backend) {
+    index_.set_p(params.p);
+    index_.add(base_.view());
+  }
+
+  const HostMatrix<float>& base() const { return base_; }
+  const Index& index() const { return index_; }
+  const HostMatrix<float>& queries(int64_t q) {
+    if (q != queries_.rows)
+      queries_ = sweep_data(q, base_.cols, integer_, data_seed(integer_, q, base_.cols, base_.rows));
+    return queries_;
+  }
+
+ private:
+  bool integer_;
+  HostMatrix<float> base_;
+  Index index_;
+  HostMatrix<float> queries_;
+};
+
+/// One sweep: the grid walked group by group, each cell measured, recorded and written out, or left for a later
+/// run when the budget says so.
+class Sweep {
+ public:
+  Sweep(const SweepOptions& options, const SearchParams& params, int warmup, int repeat)
+      : options_(options), params_(params), warmup_(warmup), repeat_(repeat),
+        backend_(choose_backend(params).backend), device_(device_name(params, backend_)) {}
+
+  int run() {
+    load_earlier_results();
+    warm_up_backend();
+    std::printf("sweep        %s (%s), median of %d after %d warm-up, cap %gx", device_.c_str(),
+                to_string(backend_).c_str(), repeat_, warmup_, options_.cap);
+    if (std::isfinite(options_.budget_s)) std::printf(", budget %g s", options_.budget_s);
+    std::printf("\n%-10s %-7s %8s %6s %4s %5s  %-16s %-16s %10s %10s %6s %8s %8s\n", "metric", "data", "n", "q", "d",
+                "k", "distance", "select", "best ms", "auto ms", "ratio", "cell s", "est s");
+    for (const std::string& metric : options_.metrics)
+      for (const std::string& data : options_.data)
+        for (int64_t n : options_.n)
+          for (int64_t d : options_.d) sweep_group(metric, data, n, d);
+    print_summary();
+    return 0;
+  }
+
+ private:
+  void load_earlier_results() {
+    if (!options_.out.empty()) ensure_writable(options_.out, "--out");  // a typo fails before the long work
+    if (!options_.csv.empty()) ensure_writable(options_.csv, "--csv");
+    if (options_.resume)
+      with_option("--csv", [&] {
+        for (const PastCell& c : timings_.resume(options_.csv, device_, searches_per_pair(warmup_, repeat_)))
+          cell_costs_.observe(c.searches, CostModel::cell_work(c.searches, c.n, c.q, c.d), c.ms);
+      });
+    if (!options_.out.empty()) with_option("--out", [&] { table_.emplace(options_.out); });
+    if (timings_.dropped_rows() > 0)
+      std::printf("resume       %zu rows of cells cut short dropped from %s (measured again)\n", timings_.dropped_rows(),
+                  options_.csv.c_str());
+  }
+
+  /// One small search before any cell or group is timed: the backend's one-time costs (CUDA context, library
+  /// handles, thread pools) would otherwise be charged to the first cell and inflate the forecasts after it.
+  void warm_up_backend() const {
+    const HostMatrix<float> data = sweep_data(256, 8, false, 0);
+    Index index(8, Metric::SquaredL2, backend_);
+    index.add(data.view());
+    SearchParams p = params_;
+    p.backend = backend_;
+    p.metric = Metric::SquaredL2;
+    p.distance = DistanceAlgorithm::Auto;
+    p.select = SelectAlgorithm::Auto;
+    p.k = 1;
+    index.search(data.view(), p);
+  }
+
+  /// The cells of one base (metric, data kind, n, d): those not complete yet are measured when the budget allows;
+  /// the base is drawn and indexed only for the first of them.
+  void sweep_group(const std::string& metric, const std::string& data, int64_t n, int64_t d) {
+    SearchParams p = params_;
+    p.backend = backend_;
+    p.metric = parse_metric(metric);
+    p.p = p.metric == Metric::Lp ? 3.0 : 2.0;
+    std::optional<SweepGroup> group;
+    for (int64_t q : options_.q)
+      for (int64_t k : options_.k) {
+        const SweepCell cell{metric, data, n, q, d, k};
+        if (k > n || timings_.complete(cell.key(device_))) continue;
+        const int64_t searches = planned_searches(p.metric, cell);
+        const double cell_work = CostModel::cell_work(searches, n, q, d);
+        const double forecast_ms = cell_costs_.forecast_ms(searches, cell_work) +
+                                   (group ? 0 : group_costs_.forecast_ms(1, CostModel::group_work(n, d)));
+        if (elapsed_.seconds() * 1000 + forecast_ms > options_.budget_s * 1000) {
+          leave(cell, forecast_ms);
+          continue;
+        }
+        if (!group) {
+          const Stopwatch setup;
+          group.emplace(cell, p, backend_);
+          group_costs_.observe(1, CostModel::group_work(n, d), setup.seconds() * 1000);
+        }
+        p.k = k;
+        const Stopwatch clock;
+        measure(cell, *group, p, forecast_ms);
+        cell_costs_.observe(searches, cell_work, clock.seconds() * 1000);
+      }
+  }
+
+  /// A cell the budget leaves to a later run; the first and the cheapest of them are named at the end.
+  void leave(const SweepCell& cell, double forecast_ms) {
+    const std::string named = cell.label() + " (forecast " + seconds(forecast_ms) + " s)";
+    if (left_++ == 0) first_left_ = named;
+    if (forecast_ms < cheapest_left_ms_) {
+      cheapest_left_ms_ = forecast_ms;
+      cheapest_left_ = named;
+    }
+  }
+
+  /// The most searches a cell costs: every candidate pair and Auto, none capped.
+  int64_t planned_searches(Metric metric, const SweepCell& cell) const {
+    const size_t pairs = candidate_distances(backend_, metric, cell.data == "integer").size() +
+                         candidate_selects(backend_, cell.k).size();
+    return static_cast<int64_t>(pairs + 1) * searches_per_pair(warmup_, repeat_);
+  }
+
+  void measure(const SweepCell& cell, SweepGroup& group, const SearchParams& p, double forecast_ms) {
+    const Stopwatch clock;
+    const HostMatrix<float>& queries = group.queries(cell.q);
+    const CellBench bench(group.index(), queries, p, warmup_, repeat_, options_.cap);
+    std::vector<Timed> candidates;
+    const std::optional<Timed> best = bench.best(backend_, cell.data == "integer", candidates);
+    const std::optional<Timed> automatic = bench.time(DistanceAlgorithm::Auto, SelectAlgorithm::Auto, kNoLimit);
+    if (!best || !automatic) {
+      ++unsupported_;
+      return;
+    }
+    const SearchPlan plan = explain_search(group.base().view(), queries.view(), p);
+    timings_.add_cell(cell.key(device_), candidates, *automatic, plan);
+    const bool integer = cell.data == "integer";
+    if (table_)
+      table_->put(plan_table_row(device_, p.metric, integer, cell.n, cell.q, cell.d, cell.k, best->distance,
+                                 best->select, best->ms));
+    save();
+    ++measured_;
+    const double ratio = automatic->ms / best->ms;
+    std::printf("%-10s %-7s %8lld %6lld %4lld %5lld  %-16s %-16s %10.3f %10.3f %6.2f %8s %8s\n", cell.metric.c_str(),
+                cell.data.c_str(), (long long)cell.n, (long long)cell.q, (long long)cell.d, (long long)cell.k,
+                to_string(best->distance).c_str(), to_string(best->select).c_str(), best->ms, automatic->ms, ratio,
+                seconds(clock.seconds() * 1000).c_str(), seconds(forecast_ms).c_str());
+    std::fflush(stdout);
+    if (ratio > worst_) {
+      worst_ = ratio;
+      worst_cell_ = cell.label();
+    }
+  }
+
+  /// Both files after every cell, each whole through a rename: a run killed at its time limit loses one cell at most.
+  void save() const {
+    if (table_) with_option("--out", [&] { table_->write(); });
+    if (!options_.csv.empty()) with_option("--csv", [&] { write_whole(options_.csv, timings_.text()); });
+  }
+
+  static std::string seconds(double ms) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f", ms / 1000);
+    return text;
+  }
+
+  void print_summary() const {
+    if (worst_ > 0) std::printf("worst        Auto / best = %.2f at %s\n", worst_, worst_cell_.c_str());
+    if (table_) std::printf("table        %zu rows added or replaced in %s\n", table_->written(), options_.out.c_str());
+    if (!options_.csv.empty())
+      std::printf("timings      %zu rows of %zu cells in %s\n", timings_.rows(), timings_.cells(),
+                  options_.csv.c_str());
+    std::printf("cells        %zu measured now, %zu from earlier runs, %zu left", measured_, timings_.resumed_cells(),
+                left_);
+    if (unsupported_ > 0) std::printf(", %zu that no pair serves", unsupported_);
+    std::printf(" (%.1f s)\n", elapsed_.seconds());
+    if (left_ == 0) return;
+    std::printf("budget       %g s reached; first cell left: %s\n", options_.budget_s, first_left_.c_str());
+    if (measured_ == 0 && cheapest_left_ms_ > options_.budget_s * 1000)  // another run of this command would stall
+      std::printf("budget       no cell left fits in %g s, the cheapest is %s: give --sweep-budget more\n",
+                  options_.budget_s, cheapest_left_.c_str());
+    std::printf("continue     %s\n", continue_command().c_str());
+  }
+
+  /// This very command, resumed: the same grid and files, measuring only what is left.
+  std::string continue_command() const {
+    std::vector<std::string> words = command_line();
+    if (words.empty()) return "the same gknn bench --sweep command with --resume";
+    if (std::find(words.begin(), words.end(), "--resume") == words.end()) words.push_back("--resume");
+    return shell_line(words);
+  }
+
+  Stopwatch elapsed_;  // first: the budget counts the device's initialisation too
+  const SweepOptions& options_;
+  const SearchParams& params_;
+  int warmup_, repeat_;
+  Backend backend_;
+  std::string device_;
+  TimingsCsv timings_;
+  std::optional<PlanTableFile> table_;
+  CostModel cell_costs_, group_costs_;
+  size_t measured_ = 0, left_ = 0, unsupported_ = 0;
+  std::string first_left_, cheapest_left_;
+  double cheapest_left_ms_ = kNoLimit;
+  double worst_ = 0;
+  std::string worst_cell_;
+};
 
 }  // namespace
 
 void SweepOptions::add_to(CLI::App& app) {
   app.add_flag("--sweep", enabled,
                "measure every distance/selection pair on a grid and print the fastest per cell (no --base/--query)");
-  app.add_option("--out", out, "with --sweep: append the plan table rows to this file (src/plan/plan_table.csv)");
-  app.add_option("--csv", csv, "with --sweep: write every timing (each candidate pair and Auto, per cell) here");
+  app.add_option("--out", out,
+                 "with --sweep: add the plan table rows to this file (src/plan/plan_table.csv); a re-measured cell "
+                 "replaces its row");
+  CLI::Option* csv_option =
+      app.add_option("--csv", csv, "with --sweep: write every timing (each candidate pair and Auto, per cell) here");
+  app.add_flag("--resume", resume,
+               "with --sweep: keep the complete cells of the --csv file (and their --out rows) and measure only the "
+               "others")
+      ->needs(csv_option);
+  app.add_option("--sweep-budget", budget_s,
+                 "with --sweep: seconds; no cell starts whose forecast would end past them (then the command that "
+                 "goes on is printed; the last one given counts)")
+      ->check(non_negative())
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)  // a printed continue command takes another budget
+      ->needs(csv_option);
+  app.add_option("--sweep-cap", cap,
+                 "with --sweep: a candidate whose first call takes more than this factor times the cell's best so far "
+                 "is timed once and flagged capped (Auto never is; 0: every candidate after the first)")
+      ->check(non_negative())
+      ->capture_default_str();
   app.add_option("--sweep-n", n, "base rows of the grid")->delimiter(',')->capture_default_str();
   app.add_option("--sweep-q", q, "query counts of the grid")->delimiter(',')->capture_default_str();
   app.add_option("--sweep-d", d, "dimensions of the grid")->delimiter(',')->capture_default_str();
@@ -179,76 +659,7 @@ void SweepOptions::add_to(CLI::App& app) {
 }
 
 int run_sweep(const SweepOptions& sweep, const SearchParams& params, int warmup, int repeat) {
-  if (!sweep.out.empty()) ensure_writable(sweep.out, "--out");  // a typo fails before the long work
-  if (!sweep.csv.empty()) ensure_writable(sweep.csv, "--csv");
-  const Backend backend = choose_backend(params).backend;
-  const std::string device = device_name(params, backend);
-  std::vector<std::string> rows;
-  TimingsCsv timings;
-  std::printf("sweep        %s (%s), median of %d after %d warm-up\n", device.c_str(), to_string(backend).c_str(),
-              repeat, warmup);
-  std::printf("%-10s %-7s %8s %6s %4s %5s  %-16s %-16s %10s %10s %6s\n", "metric", "data", "n", "q", "d", "k",
-              "distance", "select", "best ms", "auto ms", "ratio");
-  double worst = 0;
-  std::string worst_cell;
-  uint64_t seed = 1;
-  for (const std::string& metric_name : sweep.metrics)
-    for (const std::string& kind : sweep.data)
-      for (int64_t n : sweep.n)
-        for (int64_t d : sweep.d) {
-          const bool integer = kind == "integer";
-          const HostMatrix<float> base = sweep_data(n, d, integer, seed++);
-          SearchParams p = params;
-          p.backend = backend;
-          p.metric = parse_metric(metric_name);
-          p.p = p.metric == Metric::Lp ? 3.0 : 2.0;
-          Index index(d, p.metric, backend);
-          index.set_p(p.p);
-          index.add(base.view());
-          for (int64_t q : sweep.q) {
-            const HostMatrix<float> queries = sweep_data(q, d, integer, seed++);
-            for (int64_t k : sweep.k) {
-              if (k > n) continue;
-              p.k = k;
-              const CellBench bench(index, queries, p, warmup, repeat);
-              std::vector<Timed> all;
-              const std::optional<Timed> best = bench.best(backend, integer, all);
-              const std::optional<Timed> automatic =
-                  bench.time(DistanceAlgorithm::Auto, SelectAlgorithm::Auto, std::numeric_limits<double>::infinity());
-              if (!best || !automatic) continue;
-              const SearchPlan plan = explain_search(base.view(), queries.view(), p);
-              const std::string cell = device + "," + metric_name + "," + kind + "," + std::to_string(n) + "," +
-                                       std::to_string(q) + "," + std::to_string(d) + "," + std::to_string(k);
-              for (const Timed& t : all) timings.add(cell, "candidate", t, plan);
-              timings.add(cell, "auto", *automatic, plan);
-              const double ratio = automatic->ms / best->ms;
-              std::printf("%-10s %-7s %8lld %6lld %4lld %5lld  %-16s %-16s %10.3f %10.3f %6.2f\n", metric_name.c_str(),
-                          kind.c_str(), (long long)n, (long long)q, (long long)d, (long long)k,
-                          to_string(best->distance).c_str(), to_string(best->select).c_str(), best->ms, automatic->ms,
-                          ratio);
-              std::fflush(stdout);
-              if (ratio > worst) {
-                worst = ratio;
-                worst_cell = metric_name + " " + kind + " n=" + std::to_string(n) + " q=" + std::to_string(q) +
-                             " d=" + std::to_string(d) + " k=" + std::to_string(k);
-              }
-              rows.push_back(
-                  plan_table_row(device, p.metric, integer, n, q, d, k, best->distance, best->select, best->ms));
-            }
-          }
-        }
-  if (worst > 0) std::printf("worst        Auto / best = %.2f at %s\n", worst, worst_cell.c_str());
-  if (!sweep.out.empty()) {
-    with_option("--out", [&] { append_rows(sweep.out, rows); });
-    std::printf("table        %zu rows appended to %s\n", rows.size(), sweep.out.c_str());
-  }
-  if (!sweep.csv.empty()) {
-    std::string text = std::string(TimingsCsv::kHeader) + "\n";
-    for (const std::string& line : timings.lines()) text += line + "\n";
-    with_option("--csv", [&] { write_whole(sweep.csv, text); });
-    std::printf("timings      %zu rows written to %s\n", timings.lines().size(), sweep.csv.c_str());
-  }
-  return 0;
+  return Sweep(sweep, params, warmup, repeat).run();
 }
 
 }  // namespace gknn::cli

@@ -3,6 +3,7 @@
 // (gknn::plan_table_row, docs/planner.md), with Auto's own time beside it.
 #pragma once
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,9 @@ struct SweepOptions {
   bool enabled = false;
   std::string out;  ///< plan table rows go here (header written when the file is new); empty: stdout only
   std::string csv;  ///< every timing of the sweep, long format (bench/suite/report.py reads it); empty: none
+  bool resume = false;  ///< keep the complete cells of `csv` (and of `out`) and measure only the others
+  double budget_s = std::numeric_limits<double>::infinity();  ///< no cell starts that would end past it
+  double cap = 4;  ///< a candidate whose first call exceeds cap x the cell's best so far is not repeated
   std::vector<int64_t> n{16384, 262144, 1048576};
   std::vector<int64_t> q{1, 64, 1024, 10000};
   std::vector<int64_t> d{8, 32, 128};
@@ -23,14 +27,17 @@ struct SweepOptions {
   std::vector<std::string> metrics{"squared_l2", "l1"};
   std::vector<std::string> data{"integer", "float"};
 
-  /// Registers --sweep, --out and the --sweep-* grid options.
+  /// Registers --sweep, --out, --csv, --resume, --sweep-budget, --sweep-cap and the --sweep-* grid options.
   void add_to(CLI::App& app);
 };
 
 /// Runs the sweep on the backend params choose (params.device for CUDA) with `warmup` untimed and `repeat` timed
-/// searches per candidate (median; a candidate already 4x slower than the best on its first run is not repeated);
-/// prints one line per cell (best pair, its time, Auto's time and the ratio) and the worst Auto/best ratio; writes
-/// the plan table rows (--out) and every timing (--csv); returns 0.
+/// searches per candidate (median; a candidate whose first call already takes `cap` times the cell's best so far is
+/// not repeated and is flagged `capped`); prints one line per cell (best pair, its time, Auto's time and the ratio)
+/// and the worst Auto/best ratio; after every cell rewrites the plan table (--out: a re-measured cell replaces its
+/// row) and the timings (--csv). With `resume`, the complete cells of the CSV are kept and skipped; with a budget,
+/// no cell starts whose forecast would end past it, and the end says how many cells are left and the command that
+/// goes on. Returns 0.
 int run_sweep(const SweepOptions& sweep, const SearchParams& params, int warmup, int repeat);
 
 }  // namespace gknn::cli

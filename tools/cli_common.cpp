@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <string_view>
 
 #include "gknn/error.hpp"
 
@@ -99,6 +100,37 @@ double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   const size_t mid = values.size() / 2;
   return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
+}
+
+namespace {
+std::vector<std::string>& recorded_command_line() {
+  static std::vector<std::string> words;
+  return words;
+}
+}  // namespace
+
+void remember_command_line(int argc, const char* const* argv) { recorded_command_line().assign(argv, argv + argc); }
+
+const std::vector<std::string>& command_line() { return recorded_command_line(); }
+
+std::string shell_line(const std::vector<std::string>& words) {
+  const auto plain = [](const std::string& w) {
+    return !w.empty() && std::all_of(w.begin(), w.end(), [](unsigned char c) {
+      return std::isalnum(c) || std::string_view("_-./,=:+@%").find(char(c)) != std::string_view::npos;
+    });
+  };
+  std::string line;
+  for (const std::string& word : words) {
+    if (!line.empty()) line += ' ';
+    if (plain(word)) {
+      line += word;
+      continue;
+    }
+    line += '\'';
+    for (char c : word) line += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    line += '\'';
+  }
+  return line;
 }
 
 void check_neighbour_outputs(const std::string& indices_out, const std::string& distances_out) {

@@ -63,4 +63,11 @@ class Stopwatch {
 
 double median(std::vector<double> values);
 
+/// The words the tool was started with (main records them; empty where the options are parsed without main, as in
+/// the fuzz harness), so that a command stopped on purpose can print the exact command that goes on.
+void remember_command_line(int argc, const char* const* argv);
+const std::vector<std::string>& command_line();
+/// `words` as one line a POSIX shell reads back as the same words (single quotes where a word needs them).
+std::string shell_line(const std::vector<std::string>& words);
+
 }  // namespace gknn::cli

@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli_common.hpp"
 #include "commands/commands.hpp"
 #include "gknn/error.hpp"
 #include "interrupt.hpp"
@@ -25,6 +26,7 @@ int report(const char* message, int code) {
 
 int main(int argc, char** argv) {
   gknn::cli::install_interrupt_handlers();  // SIGINT/SIGTERM: no partial output file, exit 128 + signal
+  gknn::cli::remember_command_line(argc, argv);
   CLI::App app("gknn: exact k-nearest-neighbour search on GPUs (CUDA) and CPUs", "gknn");
   app.require_subcommand(1);
   const std::vector<gknn::cli::Command> commands = {

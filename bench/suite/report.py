@@ -6,12 +6,19 @@ Writes OUT_DIR/suite.md (one row per cell: Auto's pair and time, the best pair a
 and the speedup of Auto over torch; the worst Auto / best ratio and the speedup quartiles first) and, when
 matplotlib is installed, OUT_DIR/suite_<metric>_<data>.png: for each dimension (rows) and k (columns) a heat map
 over (n, q) of the speedup of gknn's Auto over torch.
+
+The suite is measured in slices (run.sh --budget), so the grid may be partial: the grid (--grid-n, ... as given to
+the sweep; by default every value seen in the CSV) decides which cells there should be, the Markdown counts and
+names the missing ones, the heat maps show them grey, and the ratios and quartiles cover the measured cells only.
+One device per report (--device, by default the one with the most rows): a cell measured on another card is not
+compared with these.
 """
 import argparse
 import csv
+import itertools
 import statistics
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 CELL = ("metric", "data", "n", "q", "d", "k")
@@ -26,14 +33,22 @@ def cell_of(row):
     return tuple(row[c] if c in ("metric", "data") else int(row[c]) for c in CELL)
 
 
+def main_device(gknn_rows):
+    """The device with the most rows: the card the suite was measured on."""
+    return Counter(r["device"] for r in gknn_rows).most_common(1)[0][0]
+
+
 def summarise(gknn_rows, torch_rows):
-    """cell -> dict(auto_ms, auto_pair, best_ms, best_pair, torch_ms)."""
-    out = defaultdict(dict)
+    """cell -> dict(auto_ms, auto_pair, best_ms, best_pair, capped, torch_ms) for the complete cells (those with
+    their auto row) of the rows given (one device's)."""
+    out = defaultdict(lambda: {"capped": 0})
     for r in gknn_rows:
         c, ms = cell_of(r), float(r["ms"])
         if r["path"] == "auto":
             out[c].update(auto_ms=ms, auto_pair=f'{r["auto_distance"]}+{r["auto_select"]}')
-        elif "best_ms" not in out[c] or ms < out[c]["best_ms"]:
+            continue
+        out[c]["capped"] += r.get("capped") == "1"
+        if "best_ms" not in out[c] or ms < out[c]["best_ms"]:
             out[c].update(best_ms=ms, best_pair=f'{r["distance"]}+{r["select"]}')
     for r in torch_rows:
         if r["torch_ms"]:
@@ -41,18 +56,50 @@ def summarise(gknn_rows, torch_rows):
     return {c: v for c, v in out.items() if "auto_ms" in v and "best_ms" in v}
 
 
-def markdown(cells, device):
+def grid_cells(grid):
+    """Every cell of the grid (a dict of CELL name -> values), but those with k > n, which the sweep skips."""
+    return {c for c in itertools.product(*(grid[name] for name in CELL)) if c[5] <= c[2]}
+
+
+def seen_grid(gknn_rows):
+    """The grid the rows come from, as far as they show it: every value seen for each of CELL."""
+    cells = [cell_of(r) for r in gknn_rows]
+    return {name: sorted({c[i] for c in cells}) for i, name in enumerate(CELL)}
+
+
+def missing_summary(missing):
+    """Lines that name the missing cells: each one when they are few, else counted per (metric, data, n, d)."""
+    if len(missing) <= 8:
+        return ["Missing: " + "; ".join(", ".join(f"{k}={v}" for k, v in zip(CELL, c)) for c in sorted(missing))
+                + "."]
+    groups = Counter(c[:3] + c[4:5] for c in missing)
+    return ["Missing per (metric, data, n, d): " + "; ".join(f"{m} {dt} n={n} d={d}: {count}"
+                                                              for (m, dt, n, d), count in sorted(groups.items()))
+            + "."]
+
+
+def markdown(cells, device, expected, other_devices=()):
+    """The report. `expected`: the cells of the grid; those not in `cells` are counted and named as missing."""
     ratios = [v["auto_ms"] / v["best_ms"] for v in cells.values()]
     speedups = [v["torch_ms"] / v["auto_ms"] for v in cells.values() if "torch_ms" in v]
     worst = max(cells.items(), key=lambda kv: kv[1]["auto_ms"] / kv[1]["best_ms"])
+    missing = expected - set(cells)
     lines = [f"# Benchmark suite ({device})", ""]
-    lines.append(f"Cells: {len(cells)}. Worst Auto / best: {max(ratios):.2f} at "
+    lines.append(f"Cells: {len(cells)} of {len(expected | set(cells))} measured, {len(missing)} missing "
+                 "(bench/suite/run.sh --budget measures the grid in slices; grey in the heat maps).")
+    if missing:
+        lines += missing_summary(missing)
+    if other_devices:
+        lines.append("Not in this report (other devices): " + ", ".join(other_devices) + ".")
+    lines.append(f"Worst Auto / best over the measured cells: {max(ratios):.2f} at "
                  + ", ".join(f"{k}={v}" for k, v in zip(CELL, worst[0])) + ".")
+    capped = sum(v["capped"] for v in cells.values())
+    lines.append(f"Capped candidates (timed once: their first call was past the cap times the cell's best): {capped}.")
     if speedups:
         q = statistics.quantiles(speedups, n=4) if len(speedups) > 1 else speedups * 3
         lines.append(f"Speedup of Auto over torch: min {min(speedups):.2f}, quartiles {q[0]:.2f} / {q[1]:.2f} / "
                      f"{q[2]:.2f}, max {max(speedups):.2f}; slower than torch in "
-                     f"{sum(s < 1 for s in speedups)} of {len(speedups)} cells.")
+                     f"{sum(s < 1 for s in speedups)} of the {len(speedups)} cells with a torch time.")
     lines += ["", "| metric | data | n | q | d | k | Auto | Auto ms | best | best ms | Auto / best | torch ms | "
               "speedup |", "|---|---|---:|---:|---:|---:|---|---:|---|---:|---:|---:|---:|"]
     for c in sorted(cells):
@@ -65,37 +112,44 @@ def markdown(cells, device):
     return "\n".join(lines) + "\n"
 
 
-def heat_maps(cells, out_dir):
+def panel(cells, metric, data, d, k, ns, qs):
+    """One heat-map panel over (n, q): the speedup of Auto over torch, "no torch" where gknn measured the cell but
+    torch has no time, None where the cell is not measured yet."""
+    def value(n, q):
+        v = cells.get((metric, data, n, q, d, k))
+        if v is None:
+            return None
+        return v["torch_ms"] / v["auto_ms"] if "torch_ms" in v else "no torch"
+    return [[value(n, q) for q in qs] for n in ns]
+
+
+def heat_maps(cells, grid, out_dir):
+    """One PNG per (metric, data) of the grid: a panel per (d, k) over the grid's (n, q), unmeasured cells grey."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
         import numpy as np
     except ImportError:
-        print("report: matplotlib missing, no heat maps")
+        print("report: SKIPPED heat maps: matplotlib is not installed for this python3")
         return []
     written = []
-    for metric, data in sorted({(c[0], c[1]) for c in cells}):
-        mine = {c: v for c, v in cells.items() if c[0] == metric and c[1] == data and "torch_ms" in v}
-        if not mine:
-            continue
-        ns, qs = sorted({c[2] for c in mine}), sorted({c[3] for c in mine})
-        ds, ks = sorted({c[4] for c in mine}), sorted({c[5] for c in mine})
+    ns, qs, ds, ks = grid["n"], grid["q"], grid["d"], grid["k"]
+    for metric, data in itertools.product(grid["metric"], grid["data"]):
         fig, axes = plt.subplots(len(ds), len(ks), figsize=(2.6 * len(ks), 2.2 * len(ds)), squeeze=False)
+        colours = plt.get_cmap("RdYlGn").copy()
+        colours.set_bad("lightgrey")  # NaN: not measured yet, or no torch time
         for i, d in enumerate(ds):
             for j, k in enumerate(ks):
-                grid = np.full((len(ns), len(qs)), np.nan)
-                for a, n in enumerate(ns):
-                    for b, q in enumerate(qs):
-                        v = mine.get((metric, data, n, q, d, k))
-                        if v:
-                            grid[a, b] = v["torch_ms"] / v["auto_ms"]
+                values = panel(cells, metric, data, d, k, ns, qs)
+                speedup = np.array([[v if isinstance(v, float) else np.nan for v in row] for row in values])
                 ax = axes[i][j]
-                ax.imshow(np.log2(grid), cmap="RdYlGn", vmin=-3, vmax=3, origin="lower", aspect="auto")
-                for a in range(len(ns)):
-                    for b in range(len(qs)):
-                        if not np.isnan(grid[a, b]):
-                            ax.text(b, a, f"{grid[a, b]:.1f}", ha="center", va="center", fontsize=7)
+                ax.imshow(np.log2(speedup), cmap=colours, vmin=-3, vmax=3, origin="lower", aspect="auto")
+                for a, row in enumerate(values):
+                    for b, v in enumerate(row):
+                        if v is not None:
+                            ax.text(b, a, f"{v:.1f}" if isinstance(v, float) else v, ha="center", va="center",
+                                    fontsize=7 if isinstance(v, float) else 5)
                 ax.set_xticks(range(len(qs)), [str(q) for q in qs], fontsize=6)
                 ax.set_yticks(range(len(ns)), [str(n) for n in ns], fontsize=6)
                 ax.set_title(f"d={d} k={k}", fontsize=8)
@@ -103,7 +157,8 @@ def heat_maps(cells, out_dir):
                     ax.set_ylabel("n", fontsize=7)
                 if i == len(ds) - 1:
                     ax.set_xlabel("q", fontsize=7)
-        fig.suptitle(f"gknn Auto speedup over torch: {metric}, {data} data (green: gknn faster)", fontsize=10)
+        fig.suptitle(f"gknn Auto speedup over torch: {metric}, {data} data (green: gknn faster; grey: not "
+                     "measured yet)", fontsize=10)
         fig.tight_layout()
         path = out_dir / f"suite_{metric}_{data}.png"
         fig.savefig(path, dpi=110)
@@ -112,24 +167,51 @@ def heat_maps(cells, out_dir):
     return written
 
 
-def main():
+def numbers(text):
+    return [int(v) for v in text.split(",")]
+
+
+def names(text):
+    return text.split(",")
+
+
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("gknn_csv", help="gknn bench --sweep --csv output")
     ap.add_argument("torch_csv", nargs="?", help="torch_suite.py output (optional)")
     ap.add_argument("--out-dir", default="bench/results")
-    args = ap.parse_args()
-    gknn_rows = read(args.gknn_csv)
+    ap.add_argument("--device", help="the device to report (default: the one with the most rows)")
+    for name, kind in (("n", numbers), ("q", numbers), ("d", numbers), ("k", numbers), ("metric", names),
+                       ("data", names)):
+        ap.add_argument(f"--grid-{name}", type=kind, help=f"the grid's {name} values, comma-separated "
+                        "(default: those seen in the CSV)")
+    args = ap.parse_args(argv)
+    if not Path(args.gknn_csv).exists():
+        print(f"report: {args.gknn_csv} does not exist (no cell measured yet)", file=sys.stderr)
+        return 1
+    all_rows = read(args.gknn_csv)
+    if not all_rows:
+        print(f"report: no timing in {args.gknn_csv}", file=sys.stderr)
+        return 1
+    device = args.device or main_device(all_rows)
+    gknn_rows = [r for r in all_rows if r["device"] == device]
+    others = sorted({r["device"] for r in all_rows} - {device})
     torch_rows = read(args.torch_csv) if args.torch_csv and Path(args.torch_csv).exists() else []
+    torch_rows = [r for r in torch_rows if r["device"] == device]
     cells = summarise(gknn_rows, torch_rows)
     if not cells:
-        print(f"report: no complete cell in {args.gknn_csv}", file=sys.stderr)
+        print(f"report: no complete cell of {device} in {args.gknn_csv}", file=sys.stderr)
         return 1
+    grid = seen_grid(gknn_rows)
+    for name in CELL:
+        given = getattr(args, f"grid_{name}")
+        if given:
+            grid[name] = given
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    device = gknn_rows[0]["device"]
-    (out_dir / "suite.md").write_text(markdown(cells, device))
+    (out_dir / "suite.md").write_text(markdown(cells, device, grid_cells(grid), others))
     print(f"wrote {out_dir / 'suite.md'}")
-    for path in heat_maps(cells, out_dir):
+    for path in heat_maps(cells, grid, out_dir):
         print(f"wrote {path}")
     return 0
 

@@ -1,14 +1,36 @@
 #!/usr/bin/env bash
-# bench/suite/run.sh [--quick] [BUILD=build-device] [OUT=bench/results]: the benchmark suite of issue 13 in one run
-# on the GPU: gknn (Auto and every distance/selection pair per cell, `gknn bench --sweep`), torch on the same cells
-# (torch_suite.py), then the table and heat maps (report.py). The fastest pair of every cell also goes to
+# bench/suite/run.sh [--quick] [--budget SECONDS|none] [BUILD=build-device] [OUT=bench/results]: the benchmark suite
+# of issue 13 on the GPU: gknn (Auto and every distance/selection pair per cell, `gknn bench --sweep`), torch on the
+# same cells (torch_suite.py), then the table and heat maps (report.py). The fastest pair of every cell also goes to
 # OUT/plan_table_measured.csv, ready to be checked into src/plan/plan_table.csv (docs/planner.md).
-# The full grid (n 16k..4M, q 1..10k, d 2..960, k 1..1000, squared L2 on integer and float data) takes hours;
-# --quick measures a subset in minutes. SUITE_N/SUITE_Q/SUITE_D/SUITE_K/SUITE_METRICS/SUITE_DATA override the grid.
+#
+# The full grid (n 16k..4M, q 1..10k, d 2..960, k 1..1000, squared L2 on integer and float data: 1536 cells) takes
+# hours, and a device command may run 10 minutes. So each call measures a slice and the files accumulate: the sweep
+# and torch resume from OUT/suite_gknn.csv and OUT/suite_torch.csv (only the cells they lack are measured), and
+# --budget (default 480 s: one 10-minute device command with margin for the start, the build check and the report)
+# bounds the call: 3/4 of it for gknn's sweep (no cell starts whose forecast would end past it), what is left but
+# 20 s for torch, then the report over whatever cells exist (missing ones counted in suite.md, grey in the heat
+# maps). Run the same command again until it says no cell is left. Cells are keyed by the device's name: keep one
+# card kind for a whole grid (on the lent machines, ask for nvidia-h100-x1); report.py reports one device.
+# --budget none runs the whole grid in one go. --quick measures a subset of the same grid (its cells count for the
+# full grid too). SUITE_N/SUITE_Q/SUITE_D/SUITE_K/SUITE_METRICS/SUITE_DATA override the grid; SUITE_CAP the factor
+# past which a slow candidate is timed once (gknn --sweep-cap, default 4); SUITE_BACKEND=cpu tries the script without a
+# GPU (torch_suite.py then needs torch with CUDA, or says SKIPPED).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-quick=0
-[[ ${1:-} == --quick ]] && quick=1 && shift
+usage="usage: bench/suite/run.sh [--quick] [--budget SECONDS|none] [BUILD] [OUT]"
+quick=0 budget=480
+while (($#)); do
+  case $1 in
+    --quick) quick=1; shift ;;
+    --budget) [[ $# -ge 2 ]] || { echo "$usage" >&2; exit 2; }; budget=$2; shift 2 ;;
+    --budget=*) budget=${1#--budget=}; shift ;;
+    -h|--help) echo "$usage"; exit 0 ;;
+    -*) echo "run.sh: unknown option $1; $usage" >&2; exit 2 ;;
+    *) break ;;
+  esac
+done
+[[ $budget == none || $budget =~ ^[0-9]+$ ]] || { echo "run.sh: --budget takes whole seconds or none" >&2; exit 2; }
 build=${1:-build-device}
 out=${2:-bench/results}
 if ((quick)); then
@@ -17,9 +39,32 @@ else
   n=${SUITE_N:-16384,262144,1048576,4194304} q=${SUITE_Q:-1,64,1024,10000} d=${SUITE_D:-2,3,8,32,128,960}
   k=${SUITE_K:-1,10,100,1000}
 fi
+metrics=${SUITE_METRICS:-squared_l2} data=${SUITE_DATA:-integer,float}
+sweep_budget=() torch_budget=()
+if [[ $budget != none ]]; then
+  sweep_budget=(--sweep-budget $((budget * 3 / 4)))
+fi
 mkdir -p "$out"
-"$build/tools/gknn" bench --sweep --backend cuda --sweep-n "$n" --sweep-q "$q" --sweep-d "$d" --sweep-k "$k" \
-  --sweep-metrics "${SUITE_METRICS:-squared_l2}" --sweep-data "${SUITE_DATA:-integer,float}" --repeat 3 --warmup 1 \
-  --csv "$out/suite_gknn.csv" --out "$out/plan_table_measured.csv"
-python3 bench/suite/torch_suite.py "$out/suite_gknn.csv" --out "$out/suite_torch.csv"
-python3 bench/suite/report.py "$out/suite_gknn.csv" "$out/suite_torch.csv" --out-dir "$out"
+# --resume: a missing CSV is a fresh start, so the first call and every later one are the same command.
+"$build/tools/gknn" bench --sweep --backend "${SUITE_BACKEND:-cuda}" --sweep-n "$n" --sweep-q "$q" --sweep-d "$d" --sweep-k "$k" \
+  --sweep-metrics "$metrics" --sweep-data "$data" --repeat 3 --warmup 1 --sweep-cap "${SUITE_CAP:-4}" \
+  --csv "$out/suite_gknn.csv" --out "$out/plan_table_measured.csv" --resume "${sweep_budget[@]}" |
+  tee "$out/suite_gknn.log"
+if [[ $budget != none ]]; then
+  torch_budget=(--budget $((budget - SECONDS - 20 > 0 ? budget - SECONDS - 20 : 0)))
+fi
+python3 bench/suite/torch_suite.py "$out/suite_gknn.csv" --out "$out/suite_torch.csv" --resume "${torch_budget[@]}" |
+  tee "$out/suite_torch.log"
+if [[ -s $out/suite_gknn.csv ]]; then  # absent until the first cell is measured
+  python3 bench/suite/report.py "$out/suite_gknn.csv" "$out/suite_torch.csv" --out-dir "$out" --grid-n "$n" \
+    --grid-q "$q" --grid-d "$d" --grid-k "$k" --grid-metric "$metrics" --grid-data "$data"
+fi
+if grep -q '^continue ' "$out/suite_gknn.log" || grep -q ' [1-9][0-9]* left ' "$out/suite_torch.log"; then
+  again=(bench/suite/run.sh)
+  ((quick)) && again+=(--quick)
+  echo "suite: cells left (gknn: $(grep '^cells ' "$out/suite_gknn.log" | sed 's/^cells *//'); torch:" \
+    "$(grep -o '[0-9]* left' "$out/suite_torch.log" || echo skipped)); the next call:" \
+    "${again[*]} --budget $budget $build $out"
+else
+  echo "suite: every cell of the grid is measured on this device ($out/suite.md)"
+fi

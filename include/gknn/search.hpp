@@ -107,5 +107,8 @@ struct PlanTableSummary {
 PlanTableSummary plan_table_summary(std::string_view device_name);
 std::string plan_table_row(std::string_view device, Metric metric, bool integer_data, int64_t n, int64_t q, int64_t d,
                            int64_t k, DistanceAlgorithm distance, SelectAlgorithm select, double ms);
+/// Checks a plan table's text as Auto would read it; throws gknn::Error(Format) naming `source` and the line of the
+/// first malformed row (`gknn bench --sweep --out` checks the file it adds to before the long work).
+void check_plan_table(std::string_view text, const std::string& source);
 
 }  // namespace gknn

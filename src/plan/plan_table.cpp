@@ -185,6 +185,8 @@ PlanTableSummary plan_table_summary(std::string_view device_name) {
   return out;
 }
 
+void check_plan_table(std::string_view text, const std::string& source) { detail::plan::parse_table(text, source); }
+
 std::string plan_table_row(std::string_view device, Metric metric, bool integer_data, int64_t n, int64_t q, int64_t d,
                            int64_t k, DistanceAlgorithm distance, SelectAlgorithm select, double ms) {
   detail::plan::Row row;
