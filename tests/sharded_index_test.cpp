@@ -15,6 +15,7 @@
 #include "gknn/search.hpp"
 #include "gknn/sharded_index.hpp"
 #include "join_common.hpp"
+#include "shard/segments.hpp"
 #include "shard_common.hpp"
 #include "testing/data.hpp"
 #include "testing/expect_error.hpp"
@@ -253,6 +254,30 @@ TEST(ShardedIndex, SeveralAddsKeepGlobalIndices) {
   index.reset();
   EXPECT_EQ(index.size(), 0);
   expect_error([&] { index.search(queries.view(), params); }, ErrorCode::InvalidArgument, {"empty"});
+}
+
+/// A part's rows as global indices and back: one batch (a shift, the fast path) and several batches (a lookup),
+/// rows outside the part -1, every local row's global index mapped back to it.
+TEST(GlobalRows, LocalAndGlobalIndicesRoundTrip) {
+  gknn::detail::GlobalRows one;
+  one.append(1000, 50);
+  EXPECT_EQ(-1, one.local(999));
+  EXPECT_EQ(0, one.local(1000));
+  EXPECT_EQ(49, one.local(1049));
+  EXPECT_EQ(-1, one.local(1050));
+  std::vector<int64_t> ids{0, 7, 49};
+  one.to_global(ids);
+  EXPECT_EQ((std::vector<int64_t>{1000, 1007, 1049}), ids);
+
+  gknn::detail::GlobalRows several;  // batches of 3 (global 10..12), 2 (global 20..21) and 4 (global 40..43)
+  several.append(10, 3);
+  several.append(20, 2);
+  several.append(40, 4);
+  for (int64_t local = 0; local < several.local_rows(); ++local) EXPECT_EQ(local, several.local(several.global(local)));
+  for (int64_t global : {9, 13, 19, 22, 39, 44}) EXPECT_EQ(-1, several.local(global)) << global;
+  std::vector<int64_t> spread{0, 2, 3, 4, 5, 8};
+  several.to_global(spread);
+  EXPECT_EQ((std::vector<int64_t>{10, 12, 20, 21, 40, 43}), spread);
 }
 
 TEST(ShardedIndex, OneRowAndNoQueries) {

@@ -37,6 +37,10 @@ class GlobalRows {
   }
   /// The local row of global row `global`, or -1 when this part does not hold it (batches ascend globally).
   int64_t local(int64_t global) const {
+    if (segments_.size() == 1) {  // the one-batch case, per candidate of a guarded search: a shift and a range
+      const int64_t l = global - segments_[0].global_begin;
+      return l >= 0 && l < local_rows_ ? l : -1;
+    }
     auto after = std::upper_bound(segments_.begin(), segments_.end(), global,
                                   [](int64_t g, const Segment& s) { return g < s.global_begin; });
     if (after == segments_.begin()) return -1;
