@@ -17,6 +17,7 @@
 
 #include "core/async_team.hpp"
 #include "core/chunk_pack.hpp"
+#include "core/env_switch.hpp"
 #include "core/host_parallel.hpp"
 #include "cuda/common/buffer.cuh"
 #include "cuda/common/device_scope.cuh"
@@ -51,6 +52,15 @@ int packer_cap() {
     return static_cast<int>(n);
   }();
   return cap;
+}
+
+/// GKNN_UPLOAD_PREPARE_FIRST (read once; env_switch.hpp): every upload makes its destination before its first copy
+/// instead of beside the first copies, to measure what the overlap costs. On the H200 host an 8-bit add's first
+/// 0.5 MiB copy took 0.84 ms beside the 512 MB cudaMalloc of its float rows, and its packers stalled until the
+/// destination was taken (bench/results/upload_timeline_2026-11-27_h200.md).
+bool prepare_first() {
+  static const bool on = env_switch_on("GKNN_UPLOAD_PREPARE_FIRST");
+  return on;
 }
 
 /// Smaller uploads are packed by their caller and make their destination before their copies (waking a thread
@@ -606,7 +616,7 @@ void HostUpload::run(void* dst, cudaStream_t copy, cudaStream_t consumer,
     return static_cast<int64_t>(std::upper_bound(u.starts.begin(), u.starts.end(), row) - u.starts.begin()) - 1;
   };
   if (prepare) {
-    if (worth_threads(static_cast<size_t>(rows.rows) * rows.row_bytes))
+    if (worth_threads(static_cast<size_t>(rows.rows) * rows.row_bytes) && !prepare_first())
       helper.emplace([&] { prepared = timed_prepare(); });
     times.prepare_beside = helper && helper->started();
     if (!times.prepare_beside) {
