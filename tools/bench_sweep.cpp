@@ -212,6 +212,12 @@ std::vector<std::string> split_fields(const std::string& line) {
   return out;
 }
 
+/// A cell's key from a line's fields: the first seven (device, metric, data, n, q, d, k), which the timings CSV and
+/// the plan table share (SweepCell::key writes the same).
+std::string cell_key_of(const std::vector<std::string>& f) {
+  return f[0] + "," + f[1] + "," + f[2] + "," + f[3] + "," + f[4] + "," + f[5] + "," + f[6];
+}
+
 /// The text of a file, or "" when it does not exist yet.
 std::string read_if_present(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -259,8 +265,8 @@ class TimingsCsv {
     for (size_t i = 1; i < lines.size(); ++i) {
       if (lines[i].empty()) continue;
       std::vector<std::string> f = checked_fields(lines[i], path + " line " + std::to_string(i + 1));
-      if (f[7] == "auto") complete_.insert(key_of(f));
-      rows.emplace_back(key_of(f), std::move(f));
+      if (f[7] == "auto") complete_.insert(cell_key_of(f));
+      rows.emplace_back(cell_key_of(f), std::move(f));
     }
     std::vector<PastCell> past;
     std::string last_key;
@@ -301,9 +307,6 @@ class TimingsCsv {
   size_t dropped_rows() const { return dropped_; }
 
  private:
-  static std::string key_of(const std::vector<std::string>& f) {
-    return f[0] + "," + f[1] + "," + f[2] + "," + f[3] + "," + f[4] + "," + f[5] + "," + f[6];
-  }
   static std::string join(const std::vector<std::string>& f) {
     std::string out = f[0];
     for (size_t i = 1; i < f.size(); ++i) out += "," + f[i];
@@ -390,14 +393,10 @@ class PlanTableFile {
   size_t written() const { return written_; }
 
  private:
-  /// The first seven fields: device, metric class, data, n, q, d, k.
+  /// A plan table row's cell (a row of fewer than seven fields, which the checked file has none of, is its own).
   static std::string cell_of(const std::string& row) {
-    size_t end = 0;
-    for (int field = 0; field < 7; ++field) {
-      end = row.find(',', field == 0 ? 0 : end + 1);
-      if (end == std::string::npos) break;
-    }
-    return row.substr(0, end);
+    const std::vector<std::string> f = split_fields(row);
+    return f.size() >= 7 ? cell_key_of(f) : row;
   }
 
   std::string path_;

@@ -262,32 +262,48 @@ Index make_index(const Args& a, int64_t first, int64_t count) {
   return index;
 }
 
-/// Median wall time of a search of `index` (stats off), then one more call whose phases go into `stages`.
-double timed_search(const Args& a, const Index& index, FloatView q, int64_t k, const std::string& what,
-                    std::vector<StageRow>& stages, Result* last = nullptr) {
-  SearchParams p = params_of(a, k, 0);
-  const double ms = median_ms(a.reps, [&] { return index.search(q, p); }, last);
+/// Median wall time of `call(nullptr)` (stats off; the last result in *last), then one more call(&stats) whose
+/// phases go into `stages` as `what`; a call that fills no total_ms (a search in key form) gets its wall time,
+/// taken before its result is freed, as Index::search's own total_ms is.
+template <class Call>
+double stage_row(const Args& a, const std::string& what, int64_t rows, int64_t queries, int64_t k, Call&& call,
+                 std::vector<StageRow>& stages, Result* last = nullptr) {
+  const double ms = median_ms(a.reps, [&] { return call(nullptr); }, last);
   SearchStats stats;
-  p.stats = &stats;
-  index.search(q, p);
-  stages.push_back({what, index.size(), q.rows, k, ms, stats});
+  const double start = now_ms();
+  const Result r = call(&stats);
+  if (stats.total_ms == 0) stats.total_ms = now_ms() - start;
+  stages.push_back({what, rows, queries, k, ms, stats});
   return ms;
 }
 
-/// One shard's part of a sharded search, as each device of a ShardedIndex runs it: the search in key form with
-/// global indices (ShardedAccess::search_keys of a one-shard index; the host merge and finalisation are host_side).
+/// params_of(a, k, 0) with its stats pointer set.
+SearchParams with_stats(const Args& a, int64_t k, SearchStats* stats) {
+  SearchParams p = params_of(a, k, 0);
+  p.stats = stats;
+  return p;
+}
+
+/// Median wall time of a search of `index` (stats off), then one more call whose phases go into `stages`.
+double timed_search(const Args& a, const Index& index, FloatView q, int64_t k, const std::string& what,
+                    std::vector<StageRow>& stages, Result* last = nullptr) {
+  return stage_row(
+      a, what, index.size(), q.rows, k, [&](SearchStats* st) { return index.search(q, with_stats(a, k, st)); },
+      stages, last);
+}
+
+/// A ShardedIndex's search in key form with global indices (ShardedAccess::search_keys): as each device of a
+/// sharded search runs its part (the host merge and finalisation come after).
+Result shard_keys(const ShardedIndex& index, FloatView q, const SearchParams& params) {
+  return detail::ShardedAccess::search_keys(index, q, detail::ShardedAccess::checked_params(index, params));
+}
+
+/// One shard's part of a sharded search (shard_keys of a one-shard index; host_side times the rest).
 double timed_shard(const Args& a, const ShardedIndex& shard, FloatView q, int64_t k, const std::string& what,
                    std::vector<StageRow>& stages, Result* last) {
-  const SearchParams checked = detail::ShardedAccess::checked_params(shard, params_of(a, k, 0));
-  const double ms = median_ms(a.reps, [&] { return detail::ShardedAccess::search_keys(shard, q, checked); }, last);
-  SearchStats stats;
-  SearchParams with_stats = checked;
-  with_stats.stats = &stats;
-  const double start = now_ms();
-  const Result keys = detail::ShardedAccess::search_keys(shard, q, with_stats);
-  stats.total_ms = now_ms() - start;  // before `keys` is freed, as Index::search's own total_ms
-  stages.push_back({what, shard.size(), q.rows, k, ms, stats});
-  return ms;
+  return stage_row(
+      a, what, shard.size(), q.rows, k, [&](SearchStats* st) { return shard_keys(shard, q, with_stats(a, k, st)); },
+      stages, last);
 }
 
 /// The stage costs on one device and the model for every P (issue 17). Every search has the device to itself,
@@ -346,18 +362,6 @@ void model(const Args& a, const std::vector<float>& queries, std::vector<Row>& o
   std::stable_sort(host.begin(), host.end(), [](const HostSide& x, const HostSide& y) { return x.k < y.k; });
 }
 
-/// Median wall time of `call` (stats off), then one more call whose phases go into `stages` as `what`.
-template <class Call>
-void stage_row(const Args& a, const std::string& what, int64_t rows, int64_t queries, int64_t k, Call&& call,
-               std::vector<StageRow>& stages) {
-  const double ms = median_ms(a.reps, [&] { return call(nullptr); });
-  SearchStats stats;
-  const double start = now_ms();
-  { const Result r = call(&stats); }
-  if (stats.total_ms == 0) stats.total_ms = now_ms() - start;
-  stages.push_back({what, rows, queries, k, ms, stats});
-}
-
 /// The real run on --devices in one process: sharded or replicated ShardedIndex against device list[0]; then the
 /// same calls in parts, both indexes resident (issue 18: where the parts' time goes): an Index of the whole base
 /// (the model's T1), the one-device ShardedIndex in key form and whole, the multi-device one in key form and whole
@@ -386,24 +390,17 @@ void devices_run(const Args& a, const std::vector<float>& queries, std::vector<R
   }
   const Index whole = make_index(a, 0, a.rows);  // device 0 (CUDA_VISIBLE_DEVICES' first)
   for (int64_t k : a.ks) {
-    const auto with = [&](SearchStats* st) {
-      SearchParams p = params_of(a, k, 0);
-      p.stats = st;
-      return p;
-    };
     const auto keys_of = [&](const ShardedIndex& index) {
-      return [&](SearchStats* st) {
-        return Result(detail::ShardedAccess::search_keys(index, q, detail::ShardedAccess::checked_params(index, with(st))));
-      };
+      return [&a, &q, &index, k](SearchStats* st) { return shard_keys(index, q, with_stats(a, k, st)); };
     };
     stage_row(a, "whole base (Index), beside both", a.rows, a.queries, k,
-              [&](SearchStats* st) { return whole.search(q, with(st)); }, stages);
+              [&](SearchStats* st) { return whole.search(q, with_stats(a, k, st)); }, stages);
     stage_row(a, "one device (ShardedIndex), keys", a.rows, a.queries, k, keys_of(one), stages);
     stage_row(a, "one device (ShardedIndex)", a.rows, a.queries, k,
-              [&](SearchStats* st) { return one.search(q, with(st)); }, stages);
+              [&](SearchStats* st) { return one.search(q, with_stats(a, k, st)); }, stages);
     stage_row(a, "devices " + a.devices + ", keys (slowest shard)", a.rows, a.queries, k, keys_of(many), stages);
     stage_row(a, "devices " + a.devices + " (slowest shard)", a.rows, a.queries, k,
-              [&](SearchStats* st) { return many.search(q, with(st)); }, stages);
+              [&](SearchStats* st) { return many.search(q, with_stats(a, k, st)); }, stages);
   }
 }
 
