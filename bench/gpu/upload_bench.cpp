@@ -78,6 +78,14 @@ void check(cudaError_t e, const char* what) {
 
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
+/// Each step of the bench on stderr with the seconds since the start, so a run that stalls names the step it stalled
+/// in (stdout keeps the tables).
+void step(const std::string& what) {
+  static const Clock::time_point start = Clock::now();
+  std::fprintf(stderr, "[upload_bench %8.3f s] %s\n", ms_since(start) / 1e3, what.c_str());
+  std::fflush(stderr);
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -249,11 +257,13 @@ struct AddTimes {
 /// rate at that moment: the report's "what the host allowed").
 AddTimes time_adds(const Base& b, int reps, const std::function<double()>& beside = {}) {
   AddTimes t;
+  step("  " + b.name + ": first add");
   t.first = add_ms(b);
   t.first_upload = gknn::detail::cuda::last_upload_times();
   std::vector<double> add, host;
   for (int r = 0; r < reps; ++r) {
     if (beside) host.push_back(beside());
+    step("  " + b.name + ": add " + std::to_string(r + 1) + " of " + std::to_string(reps));
     add.push_back(add_ms(b));
   }
   t.last = add.back();
@@ -732,9 +742,12 @@ int main(int argc, char** argv) {
     PinnedHost pinned(size);
     DeviceMem dev(size);
     std::memset(pinned.p, 0, size);
+    step(b.name + ": pinned H2D");
     const double pinned_ms = timed_h2d(o.reps, dev.p, pinned.p, size, stream);
+    step(b.name + ": pageable H2D");
     const double pageable_ms =
         timed(o.reps, [&] { check(cudaMemcpy(dev.p, b.data, size, cudaMemcpyHostToDevice), "copy"); });
+    step(b.name + ": pack whole (parallel_memcpy on " + std::to_string(gknn::detail::host_team()) + " threads)");
     const double pack_ms = timed(o.reps, [&] { gknn::detail::parallel_memcpy(pinned.p, b.data, size); });
     // The upload's chunking (set_upload_override off: its defaults), one slot packed chunk after chunk.
     const size_t row_bytes = static_cast<size_t>(b.cols) * (b.bytes ? 1 : sizeof(float));
@@ -742,7 +755,9 @@ int main(int argc, char** argv) {
     const size_t chunk = cut.chunk_bytes;
     PinnedHost slots(chunk * static_cast<size_t>(cut.slots));
     auto pack_beside = [&] { return chunked_pack_ms(b, static_cast<unsigned char*>(slots.p), cut); };
+    step(b.name + ": pack per chunk");
     const double chunk_pack_ms = timed(o.reps, [&] { (void)pack_beside(); });
+    step(b.name + ": cudaHostAlloc, slot pinning, cudaMalloc");
     const double hostalloc_ms = timed(o.reps, [&] {
       void* p = nullptr;
       check(cudaHostAlloc(&p, chunk, cudaHostAllocDefault), "cudaHostAlloc");
@@ -755,6 +770,7 @@ int main(int argc, char** argv) {
       check(cudaMalloc(&p, stored), "cudaMalloc");
       check(cudaFree(p), "cudaFree");
     });
+    step(b.name + ": adds");
     const AddTimes adds = time_adds(b, o.reps, pack_beside);
     const double first = adds.first, add = adds.add;
     breakdowns.push_back("- " + b.name + ": first add " + add_breakdown(first, adds.first_upload));
@@ -765,7 +781,9 @@ int main(int argc, char** argv) {
     gknn::detail::parallel_memcpy(pinned.p, b.data, size);
     Base in_pinned = b;
     in_pinned.data = pinned.p;
+    step(b.name + ": adds from page-locked rows");
     const double add_pinned = median_add_ms(in_pinned, o.reps);
+    step(b.name + ": the add before the kept slots (emulated)");
     const double before = median_legacy_add_ms(b, stream, o.reps);
     // The same rows as floats and as bytes make the same index.
     std::string same = "";

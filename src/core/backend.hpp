@@ -45,9 +45,15 @@ struct DeviceCertificate {
   double input_error = 0;    ///< KeyErrorBound of the distance path
   int64_t terms = 0;
   double max_base_norm = -1;  ///< largest Euclidean base norm; < 0: the backend computes it from the rows
+  /// Also bring back the float64 keys of the k entries (`exact`): lists of several searches (the shards of a
+  /// ShardedIndex, MPI ranks) merge in one device's order only on them. A search whose q x k float64 keys would
+  /// exceed kMaxExactBytes leaves `ran` false.
+  bool want_exact = false;
+  static constexpr size_t kMaxExactBytes = size_t(1) << 30;
   // Filled by the backend:
   bool ran = false;
   std::vector<unsigned char> certified;  ///< per query
+  std::vector<double> exact;             ///< want_exact: queries x k float64 keys (+inf padding), as written
 };
 
 /// Where and how a backend writes the user's result (values in the user's metric, k > n padding, user ids).

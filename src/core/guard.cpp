@@ -187,13 +187,14 @@ class GuardRun {
   KeyResult take() { return std::move(result()); }
 
  private:
-  /// The pass with its certificate taken in the backend's search (GuardSource::search_into); false when the
-  /// backend cannot take it there, or the caller wants the float64 keys (exact_out: only the host re-rank has them).
+  /// The pass with its certificate taken in the backend's search (GuardSource::search_into), which also brings
+  /// back the float64 keys when the caller wants them (exact_out); false when the backend cannot take it there.
   bool certified_where_base_is(FloatView rows, const std::vector<int64_t>& query_of, const SearchParams& pass,
                                std::vector<int64_t>& left) {
-    if (!source_.search_into || exact_out_ || pass.k > DeviceCertificate::kMaxCandidates) return false;
+    if (!source_.search_into || pass.k > DeviceCertificate::kMaxCandidates) return false;
     const int64_t k = kp_.k;
     DeviceCertificate certificate = certificate_for(bound_, k, source_.max_row_norm);
+    certificate.want_exact = exact_out_ != nullptr;
     KeyResult part;
     OutputSpec out = key_output(part, rows.rows, k);
     out.certificate = &certificate;
@@ -201,8 +202,15 @@ class GuardRun {
     source_.search_into(rows, pass, out);
     search_ms_ = elapsed_ms(search_start);
     if (!certificate.ran) return false;
+    GKNN_EXPECT(!exact_out_ || certificate.exact.size() == static_cast<size_t>(rows.rows * k), ErrorCode::Internal,
+                "exactness guard: the device certificate brought ", certificate.exact.size(), " float64 keys for ",
+                rows.rows, " x ", k);
     device_rows_ += rows.rows;
     left = uncertified(certificate, &query_of);
+    if (exact_out_)  // the certified rows' keys (the others are searched again and written then)
+      for (int64_t i = 0; i < rows.rows; ++i)
+        if (certificate.certified[size_t(i)])
+          std::copy_n(certificate.exact.begin() + i * k, k, exact_out_->begin() + query_of[size_t(i)] * k);
     // The first pass (query_of: every query in order) gives the result its storage; a later one copies its rows.
     if (rows.rows == result_.rows && result_.distances.empty()) {
       result_ = std::move(part);

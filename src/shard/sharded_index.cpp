@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 #include "core/finalize.hpp"
 #include "core/guard.hpp"
@@ -47,7 +48,18 @@ void add_slowest(SearchStats& into, const SearchStats& s) {
   into.device_ms = std::max(into.device_ms, s.device_ms);
   into.query_tiles = std::max(into.query_tiles, s.query_tiles);
   into.base_tiles = std::max(into.base_tiles, s.base_tiles);
+  into.guard_candidates = std::max(into.guard_candidates, s.guard_candidates);
+  into.rerank_ms = std::max(into.rerank_ms, s.rerank_ms);
+  into.guard_retried += s.guard_retried;  // queries searched again, over the shards
+  into.guard_device_rows += s.guard_device_rows;
 }
+
+/// The exactness guard of a search over the shards (guard.hpp): the distance path to force in the candidate
+/// passes and the bound the certificates use.
+struct ShardGuard {
+  DistanceAlgorithm resolved;
+  detail::KeyErrorBound bound;
+};
 
 }  // namespace
 
@@ -109,10 +121,38 @@ struct ShardedIndex::Impl {
     return slowest;
   }
 
+  /// Shard s's keys of `queries` (key form, kp.k of them, the shard's own row indices): its store's search, or
+  /// under the guard its guarded search (guard.hpp) with the certificate taken where the shard's rows are (the
+  /// cuda store's search, which also brings back the float64 keys) and only the uncertified queries re-ranked on
+  /// the host: each shard certifies its own top k, side by side with the others, as an Index does.
+  detail::KeyResult shard_keys(int s, FloatView queries, const detail::ValueStats& query_stats, const SearchParams& kp,
+                               const ShardGuard* guard, std::vector<double>* exact) const {
+    const detail::ResidentStore& store = *shards[size_t(s)].store;
+    if (!guard) return detail::search_keys(store, queries, kp, query_stats);
+    detail::GuardSource source;
+    source.backend = shards[size_t(s)].where.backend;
+    source.rows = store.size();
+    source.max_row_norm = store.max_row_norm();
+    source.candidates = [&](FloatView rows, const SearchParams& pass) {
+      return detail::search_keys(store, rows, pass, query_stats);
+    };
+    source.exact_keys = [&](FloatView rows, const detail::KeyResult& candidates) {
+      return store.exact_keys(rows, candidates, kp.metric, kp.p, kp.threads);
+    };
+    if (source.backend == Backend::Cuda)
+      source.search_into = [&](FloatView rows, const SearchParams& pass, const detail::OutputSpec& out) {
+        store.search_into(rows, pass, query_stats, out);
+      };
+    return detail::guarded_keys(source, queries, kp, guard->resolved, guard->bound, exact);
+  }
+
+  /// Sharded: every shard's top k of every query, merged (on the float64 keys under the guard: two shards' rows
+  /// whose float64 keys differ may round to one float key, and only the float64 keys order them as one device does).
   detail::KeyResult sharded_keys(FloatView queries, const detail::ValueStats& query_stats, const SearchParams& checked,
-                                 SearchStats& stats) const {
+                                 SearchStats& stats, const ShardGuard* guard, std::vector<double>* exact) const {
     const int64_t q = queries.rows;
     std::vector<detail::KeyResult> parts(shards.size());
+    std::vector<std::vector<double>> exact_parts(shards.size());
     stats = run_shards([&](int s, SearchStats& st) {
       const Shard& shard = shards[size_t(s)];
       if (shard.size() == 0) {
@@ -121,20 +161,31 @@ struct ShardedIndex::Impl {
       }
       SearchParams kp = shard_params(checked, s, shard.size());
       kp.stats = &st;
-      detail::KeyResult keys = detail::search_keys(*shard.store, queries, kp, query_stats);
+      detail::KeyResult keys = shard_keys(s, queries, query_stats, kp, guard, &exact_parts[size_t(s)]);
       shard.rows.to_global(keys.indices);
       parts[size_t(s)] = std::move(keys);
     });
-    std::vector<detail::KeyListsView> views;
-    for (const detail::KeyResult& part : parts) views.push_back(detail::lists_of(part));
     const auto merge_start = std::chrono::steady_clock::now();
     const int64_t k = std::min(checked.k, rows);
     detail::KeyResult merged;
-    if (!parts.empty() && parts[0].k == k && parts[0].rows == q) {  // into the first shard's lists: no allocation
-      detail::merge_key_lists_into(views, q, k, checked.threads, parts[0].distances.data(), parts[0].indices.data());
-      merged = std::move(parts[0]);
+    if (guard) {
+      std::vector<detail::KeyListsOf<double>> views;
+      for (size_t s = 0; s < parts.size(); ++s)
+        views.push_back({exact_parts[s].data(), parts[s].indices.data(), parts[s].rows, parts[s].k});
+      std::vector<double> wide(size_t(q * k));
+      merged = detail::KeyResult{q, k, {}, std::vector<int64_t>(size_t(q * k))};
+      detail::merge_key_lists_into(views, q, k, checked.threads, wide.data(), merged.indices.data());
+      merged.distances.assign(wide.begin(), wide.end());  // rounded as one device's guard rounds them
+      if (exact) *exact = std::move(wide);
     } else {
-      merged = detail::merge_key_lists(views, q, k, checked.threads);
+      std::vector<detail::KeyListsView> views;
+      for (const detail::KeyResult& part : parts) views.push_back(detail::lists_of(part));
+      if (!parts.empty() && parts[0].k == k && parts[0].rows == q) {  // into the first shard's lists: no allocation
+        detail::merge_key_lists_into(views, q, k, checked.threads, parts[0].distances.data(), parts[0].indices.data());
+        merged = std::move(parts[0]);
+      } else {
+        merged = detail::merge_key_lists(views, q, k, checked.threads);
+      }
     }
     stats.merge_ms += elapsed_ms(merge_start);
     return merged;
@@ -167,64 +218,24 @@ struct ShardedIndex::Impl {
     return decision;
   }
 
-  /// The float64 keys of candidate rows (global indices), the shards side by side as their searches run: sharded,
-  /// each shard the keys of the rows it stores; replicated, each copy those of its near-equal part of the queries.
-  std::vector<double> exact_keys(FloatView queries, const detail::KeyResult& candidates, Metric key_metric, double p,
-                                 int threads) const {
-    std::vector<double> exact(candidates.indices.size());
-    run_shards([&](int s, SearchStats&) {
-      if (shards[size_t(s)].size() == 0) return;
-      if (mode == ShardMode::Replicated) replica_exact_keys(s, queries, candidates, key_metric, p, threads, exact);
-      else shard_exact_keys(s, queries, candidates, key_metric, p, threads, exact);
-    });
-    return exact;
-  }
-
-  /// Replicated: copy s writes the keys of its near-equal part of the queries' rows of `exact`.
-  void replica_exact_keys(int s, FloatView queries, const detail::KeyResult& candidates, Metric key_metric, double p,
-                          int threads, std::vector<double>& exact) const {
-    const int64_t kc = candidates.k;
-    const auto [first, last] = detail::near_equal_part(queries.rows, s, int64_t(shards.size()));
-    if (last == first) return;
-    const detail::KeyResult mine{last - first, kc, {}, {candidates.indices.begin() + first * kc,
-                                                         candidates.indices.begin() + last * kc}};
-    const FloatView rows{queries.row(first), last - first, queries.cols, queries.row_stride()};
-    const std::vector<double> part = shards[size_t(s)].store->exact_keys(rows, mine, key_metric, p, threads);
-    std::copy(part.begin(), part.end(), exact.begin() + first * kc);
-  }
-
-  /// Sharded: shard s writes the keys of the candidates it stores (each entry belongs to one shard: no two threads
-  /// write one entry).
-  void shard_exact_keys(int s, FloatView queries, const detail::KeyResult& candidates, Metric key_metric, double p,
-                        int threads, std::vector<double>& exact) const {
-    const Shard& shard = shards[size_t(s)];
-    detail::KeyResult mine{candidates.rows, candidates.k, {}, std::vector<int64_t>(candidates.indices.size())};
-    bool any = false;
-    for (size_t e = 0; e < mine.indices.size(); ++e) {
-      const int64_t global = candidates.indices[e];
-      mine.indices[e] = global < 0 ? -1 : shard.rows.local(global);
-      any |= mine.indices[e] >= 0;
-    }
-    if (!any) return;
-    const std::vector<double> part = shard.store->exact_keys(queries, mine, key_metric, p, threads);
-    for (size_t e = 0; e < part.size(); ++e)
-      if (mine.indices[e] >= 0) exact[e] = part[e];
-  }
-
   /// Replicated: shard s answers its near-equal part of the queries against its full copy of the base.
   detail::KeyResult replicated_keys(FloatView queries, const detail::ValueStats& query_stats,
-                                    const SearchParams& checked, SearchStats& stats) const {
+                                    const SearchParams& checked, SearchStats& stats, const ShardGuard* guard,
+                                    std::vector<double>* exact) const {
     const int64_t q = queries.rows, k = std::min(checked.k, rows), parts = int64_t(shards.size());
     detail::KeyResult out{q, k, std::vector<float>(size_t(q * k)), std::vector<int64_t>(size_t(q * k))};
+    if (guard && exact) exact->assign(size_t(q * k), 0.0);
     stats = run_shards([&](int s, SearchStats& st) {
       const auto [first, last] = detail::near_equal_part(q, s, parts);
       if (last == first) return;
       SearchParams kp = shard_params(checked, s, rows);
       kp.stats = &st;
       const FloatView range{queries.row(first), last - first, queries.cols, queries.row_stride()};
-      const detail::KeyResult keys = detail::search_keys(*shards[size_t(s)].store, range, kp, query_stats);
+      std::vector<double> part_exact;
+      const detail::KeyResult keys = shard_keys(s, range, query_stats, kp, guard, &part_exact);
       std::copy(keys.distances.begin(), keys.distances.end(), out.distances.begin() + first * k);
       std::copy(keys.indices.begin(), keys.indices.end(), out.indices.begin() + first * k);
+      if (guard && exact) std::copy(part_exact.begin(), part_exact.end(), exact->begin() + first * k);
     });
     return out;
   }
@@ -365,41 +376,15 @@ KeyResult ShardedAccess::search_keys(const ShardedIndex& index, FloatView querie
     query_stats = ValueStats{false, false, 1.f};
   }
   const FloatView q = normalized.empty() ? queries : FloatView{normalized.data(), queries.rows, queries.cols, 0};
-  const auto shard_keys = [&](FloatView rows, const SearchParams& params, SearchStats& stats) {
-    return impl.mode == ShardMode::Sharded ? impl.sharded_keys(rows, query_stats, params, stats)
-                                           : impl.replicated_keys(rows, query_stats, params, stats);
-  };
   const SearchParams kp = key_params(checked, impl.rows);
   DistanceAlgorithm resolved = DistanceAlgorithm::Auto;
-  const GuardDecision guard = impl.guard_decision(kp, q.rows, query_stats, &resolved);
+  const GuardDecision decision = impl.guard_decision(kp, q.rows, query_stats, &resolved);
+  std::optional<ShardGuard> guard;
+  if (decision.bound) guard = ShardGuard{resolved, *decision.bound};
+  const ShardGuard* g = guard ? &*guard : nullptr;
   SearchStats stats;
-  KeyResult keys;
-  if (!guard.bound) {
-    keys = shard_keys(q, checked, stats);
-  } else {
-    GuardSource source;
-    source.backend = impl.shards[0].where.backend;
-    source.rows = impl.rows;
-    source.max_row_norm = 0;
-    for (const Shard& shard : impl.shards)
-      if (shard.size() > 0) source.max_row_norm = std::max(source.max_row_norm, shard.store->max_row_norm());
-    bool first_pass = true;
-    source.candidates = [&](FloatView rows, const SearchParams& pass) {
-      SearchParams params = checked;  // the shards clip k and rewrite the metric themselves
-      params.k = pass.k, params.distance = pass.distance, params.select = pass.select, params.guard = Guard::Off;
-      if (!first_pass) params.progress = nullptr;
-      SearchStats pass_stats;
-      KeyResult candidates = shard_keys(rows, params, first_pass ? stats : pass_stats);
-      first_pass = false;
-      return candidates;
-    };
-    source.exact_keys = [&](FloatView rows, const KeyResult& candidates) {
-      return impl.exact_keys(rows, candidates, kp.metric, kp.p, kp.threads);
-    };
-    SearchParams guarded = kp;
-    guarded.stats = &stats;
-    keys = guarded_keys(source, q, guarded, resolved, *guard.bound, exact);
-  }
+  KeyResult keys = impl.mode == ShardMode::Sharded ? impl.sharded_keys(q, query_stats, checked, stats, g, exact)
+                                                   : impl.replicated_keys(q, query_stats, checked, stats, g, exact);
   if (checked.stats) *checked.stats = stats;
   return keys;
 }

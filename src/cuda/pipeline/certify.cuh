@@ -34,6 +34,7 @@ struct CertifyArgs {
   const unsigned long long* max_norm_bits = nullptr;  ///< launch_max_square_norm's result
   float* out_keys = nullptr;  ///< rows x k: float64 keys rounded to float (+inf padding)
   int64_t* out_labels = nullptr;
+  double* out_exact = nullptr;  ///< rows x k: the float64 keys themselves (+inf padding), or null
   unsigned char* certified = nullptr;  ///< per row: 1 when the certificate holds
 };
 

@@ -203,7 +203,7 @@ bool Pipeline::prepare_for(const PlanKey& key) {
 
 size_t Pipeline::held_bytes() const {
   size_t bytes = distances.capacity_bytes() + query_norms.capacity_bytes() + base_norms.capacity_bytes() +
-                 view_norms.capacity_bytes() + certified.capacity_bytes();
+                 view_norms.capacity_bytes() + certified.capacity_bytes() + exact_keys.capacity_bytes();
   for (int i = 0; i < 5; ++i) bytes += list_keys[i].capacity_bytes() + list_labels[i].capacity_bytes();
   for (const OutputSlot& s : out_slots) bytes += s.values.capacity_bytes() + s.indices.capacity_bytes();
   return bytes;
@@ -237,6 +237,7 @@ void Pipeline::release_buffers() {
     s.indices = DeviceBuffer<int64_t>();
   }
   certified = DeviceBuffer<unsigned char>();
+  exact_keys = DeviceBuffer<double>();
   has_last_key = false;
 }
 
@@ -419,9 +420,11 @@ namespace {
 class TileCertifier {
  public:
   /// Whether this search can take it: the whole base on the device, K' within the kernel's limit, a guarded metric.
-  static bool possible(const DeviceCertificate& c, const BaseSource& base, const SearchParams& kp) {
+  static bool possible(const DeviceCertificate& c, const BaseSource& base, const SearchParams& kp, int64_t nq) {
+    const bool exact_fits =
+        !c.want_exact || static_cast<size_t>(nq) * static_cast<size_t>(c.k) * sizeof(double) <= c.kMaxExactBytes;
     return !base.streamed() && kp.k <= DeviceCertificate::kMaxCandidates && c.k >= 1 && c.k <= kp.k &&
-           (kp.metric == Metric::SquaredL2 || kp.metric == Metric::InnerProduct);
+           exact_fits && (kp.metric == Metric::SquaredL2 || kp.metric == Metric::InnerProduct);
   }
 
   /// After the tile buffers are sized (a device view's norms and rows are ready from then on).
@@ -431,6 +434,7 @@ class TileCertifier {
     whole_ = base.tile(0, base.rows(), s);
     rows_ = base.rows();
     p.certified.resize(static_cast<size_t>(nq));
+    if (c.want_exact) p.exact_keys.resize(static_cast<size_t>(nq * c.k));
     if (c.max_base_norm < 0) {
       p.max_norm_bits.resize(1);
       GKNN_CUDA_TRY(cudaMemsetAsync(p.max_norm_bits.data(), 0, sizeof(unsigned long long), s));
@@ -463,6 +467,7 @@ class TileCertifier {
     a.max_norm_bits = p_.max_norm_bits.data();
     a.out_keys = out.keys;
     a.out_labels = out.labels;
+    a.out_exact = c_.want_exact ? p_.exact_keys.data() + q0 * c_.k : nullptr;
     a.certified = p_.certified.data() + q0;
     certify_rows(a, s);
     return out;
@@ -472,6 +477,11 @@ class TileCertifier {
   void finish(int64_t nq) {
     c_.certified.resize(static_cast<size_t>(nq));
     GKNN_CUDA_TRY(cudaMemcpy(c_.certified.data(), p_.certified.data(), static_cast<size_t>(nq), cudaMemcpyDeviceToHost));
+    if (c_.want_exact) {
+      c_.exact.resize(static_cast<size_t>(nq * c_.k));
+      GKNN_CUDA_TRY(cudaMemcpy(c_.exact.data(), p_.exact_keys.data(), c_.exact.size() * sizeof(double),
+                               cudaMemcpyDeviceToHost));
+    }
     c_.ran = true;
   }
 
@@ -491,7 +501,7 @@ void run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchPa
   const int64_t nq = queries.rows, nb = base.rows(), dim = queries.cols, k = requested.k;
   if (nq == 0) return;
   DeviceCertificate* const certificate = out.certificate;
-  if (certificate && !TileCertifier::possible(*certificate, base, requested)) return;  // ran stays false
+  if (certificate && !TileCertifier::possible(*certificate, base, requested, nq)) return;  // ran stays false
   const int64_t out_key_k = certificate ? certificate->k : k;  // entries per row the finaliser gets
   // A base kept on the device may keep its fused operands too, in half of the budget (or what it holds already).
   DataFacts facts = data;
