@@ -53,7 +53,10 @@ struct DeviceCertificate {
   // Filled by the backend:
   bool ran = false;
   std::vector<unsigned char> certified;  ///< per query
-  std::vector<double> exact;             ///< want_exact: queries x k float64 keys (+inf padding), as written
+  /// want_exact: queries x k float64 keys (+inf padding) and their rows (-1 padding), in float64 order: the
+  /// user's form written through the OutputSpec orders rows whose keys round to one float by index instead.
+  std::vector<double> exact;
+  std::vector<int64_t> exact_rows;
 };
 
 /// Where and how a backend writes the user's result (values in the user's metric, k > n padding, user ids).

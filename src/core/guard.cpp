@@ -202,15 +202,20 @@ class GuardRun {
     source_.search_into(rows, pass, out);
     search_ms_ = elapsed_ms(search_start);
     if (!certificate.ran) return false;
-    GKNN_EXPECT(!exact_out_ || certificate.exact.size() == static_cast<size_t>(rows.rows * k), ErrorCode::Internal,
-                "exactness guard: the device certificate brought ", certificate.exact.size(), " float64 keys for ",
-                rows.rows, " x ", k);
+    const size_t entries = static_cast<size_t>(rows.rows * k);
+    GKNN_EXPECT(!exact_out_ || (certificate.exact.size() == entries && certificate.exact_rows.size() == entries),
+                ErrorCode::Internal, "exactness guard: the device certificate brought ", certificate.exact.size(),
+                " float64 keys for ", rows.rows, " x ", k);
     device_rows_ += rows.rows;
     left = uncertified(certificate, &query_of);
-    if (exact_out_)  // the certified rows' keys (the others are searched again and written then)
+    // With the float64 keys, the rows in their order (part's are by index where keys round to one float; the
+    // float keys at each place are the same either way). The uncertified rows are searched again, written then.
+    if (exact_out_)
       for (int64_t i = 0; i < rows.rows; ++i)
-        if (certificate.certified[size_t(i)])
+        if (certificate.certified[size_t(i)]) {
           std::copy_n(certificate.exact.begin() + i * k, k, exact_out_->begin() + query_of[size_t(i)] * k);
+          std::copy_n(certificate.exact_rows.begin() + i * k, k, part.indices.begin() + i * k);
+        }
     // The first pass (query_of: every query in order) gives the result its storage; a later one copies its rows.
     if (rows.rows == result_.rows && result_.distances.empty()) {
       result_ = std::move(part);

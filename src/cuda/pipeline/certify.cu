@@ -76,7 +76,10 @@ __global__ void __launch_bounds__(kThreads) certify_kernel(CertifyArgs a, uint32
     const bool held = j < keep;
     a.out_keys[row * a.k + j] = held ? __double2float_rn(key64_from_ordered(keys[j])) : HUGE_VALF;
     a.out_labels[row * a.k + j] = held ? labels[j] : -1;
-    if (a.out_exact) a.out_exact[row * a.k + j] = held ? key64_from_ordered(keys[j]) : HUGE_VAL;
+    if (a.out_exact) {
+      a.out_exact[row * a.k + j] = held ? key64_from_ordered(keys[j]) : HUGE_VAL;
+      a.out_exact_rows[row * a.k + j] = held ? labels[j] : -1;
+    }
   }
   if (threadIdx.x != 0) return;
   const double max_base_norm =

@@ -35,6 +35,7 @@ struct CertifyArgs {
   float* out_keys = nullptr;  ///< rows x k: float64 keys rounded to float (+inf padding)
   int64_t* out_labels = nullptr;
   double* out_exact = nullptr;  ///< rows x k: the float64 keys themselves (+inf padding), or null
+  int64_t* out_exact_rows = nullptr;  ///< with out_exact: their rows (-1 padding), in the same (float64) order
   unsigned char* certified = nullptr;  ///< per row: 1 when the certificate holds
 };
 

@@ -203,7 +203,8 @@ bool Pipeline::prepare_for(const PlanKey& key) {
 
 size_t Pipeline::held_bytes() const {
   size_t bytes = distances.capacity_bytes() + query_norms.capacity_bytes() + base_norms.capacity_bytes() +
-                 view_norms.capacity_bytes() + certified.capacity_bytes() + exact_keys.capacity_bytes();
+                 view_norms.capacity_bytes() + certified.capacity_bytes() + exact_keys.capacity_bytes() +
+                 exact_rows.capacity_bytes();
   for (int i = 0; i < 5; ++i) bytes += list_keys[i].capacity_bytes() + list_labels[i].capacity_bytes();
   for (const OutputSlot& s : out_slots) bytes += s.values.capacity_bytes() + s.indices.capacity_bytes();
   return bytes;
@@ -238,6 +239,7 @@ void Pipeline::release_buffers() {
   }
   certified = DeviceBuffer<unsigned char>();
   exact_keys = DeviceBuffer<double>();
+  exact_rows = DeviceBuffer<int64_t>();
   has_last_key = false;
 }
 
@@ -434,7 +436,10 @@ class TileCertifier {
     whole_ = base.tile(0, base.rows(), s);
     rows_ = base.rows();
     p.certified.resize(static_cast<size_t>(nq));
-    if (c.want_exact) p.exact_keys.resize(static_cast<size_t>(nq * c.k));
+    if (c.want_exact) {
+      p.exact_keys.resize(static_cast<size_t>(nq * c.k));
+      p.exact_rows.resize(static_cast<size_t>(nq * c.k));
+    }
     if (c.max_base_norm < 0) {
       p.max_norm_bits.resize(1);
       GKNN_CUDA_TRY(cudaMemsetAsync(p.max_norm_bits.data(), 0, sizeof(unsigned long long), s));
@@ -468,6 +473,7 @@ class TileCertifier {
     a.out_keys = out.keys;
     a.out_labels = out.labels;
     a.out_exact = c_.want_exact ? p_.exact_keys.data() + q0 * c_.k : nullptr;
+    a.out_exact_rows = c_.want_exact ? p_.exact_rows.data() + q0 * c_.k : nullptr;
     a.certified = p_.certified.data() + q0;
     certify_rows(a, s);
     return out;
@@ -479,7 +485,10 @@ class TileCertifier {
     GKNN_CUDA_TRY(cudaMemcpy(c_.certified.data(), p_.certified.data(), static_cast<size_t>(nq), cudaMemcpyDeviceToHost));
     if (c_.want_exact) {
       c_.exact.resize(static_cast<size_t>(nq * c_.k));
+      c_.exact_rows.resize(c_.exact.size());
       GKNN_CUDA_TRY(cudaMemcpy(c_.exact.data(), p_.exact_keys.data(), c_.exact.size() * sizeof(double),
+                               cudaMemcpyDeviceToHost));
+      GKNN_CUDA_TRY(cudaMemcpy(c_.exact_rows.data(), p_.exact_rows.data(), c_.exact_rows.size() * sizeof(int64_t),
                                cudaMemcpyDeviceToHost));
     }
     c_.ran = true;
