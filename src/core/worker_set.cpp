@@ -26,7 +26,10 @@ void WorkerSet::start(int woken, void (*job)(void*, int), void* context) {
   context_ = context;
   woken_ = static_cast<size_t>(woken);
   remaining_.store(woken, std::memory_order_relaxed);
-  for (int i = 0; i < woken; ++i) workers_[static_cast<size_t>(i)]->epoch.fetch_add(1, std::memory_order_release);
+  // Last index first: a worker that sees its epoch (a spinning one sees it at once) then finds its children's, whose
+  // indices are larger, bumped already. In index order, worker 0 could wake a sleeping child before its epoch moved:
+  // the child sleeps again, nothing wakes it after the bump, and the job waits for it forever.
+  for (int i = woken - 1; i >= 0; --i) workers_[static_cast<size_t>(i)]->epoch.fetch_add(1, std::memory_order_release);
   workers_[0]->epoch.notify_one();  // the others are woken down the tree (a spinning one sees its epoch itself)
 }
 
