@@ -209,20 +209,21 @@ void write_stages(std::ostream& md, const std::vector<StageRow>& stages) {
   md << "\n## Stage costs of one search (device 0; the phases of one call after the timed ones)\n\n"
      << "wall: the median of the timed calls. check, setup: host work before the device span; device: first upload "
         "to last download (events); after: wall - check - setup - device (the host after the device span). tiles: "
-        "query x base tiles.\n\n"
+        "query x base tiles. guard (float data): K' of the first pass (0: not guarded), queries searched again "
+        "(summed over the shards), rerank: the guard's wall time after its first pass.\n\n"
      << "| search | rows | queries | k | wall ms | check | setup | upload | distance | select | tile merge | "
-        "finalize | download | device | after | tiles |\n"
-     << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n";
-  char line[512];
+        "finalize | download | device | after | tiles | guard K' | retried | rerank ms |\n"
+     << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|\n";
+  char line[640];
   for (const StageRow& r : stages) {
     const SearchStats& s = r.s;
     std::snprintf(line, sizeof line,
                   "| %s | %lld | %lld | %lld | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | "
-                  "%.2f | %lld x %lld |\n",
+                  "%.2f | %lld x %lld | %lld | %lld | %.2f |\n",
                   r.search.c_str(), (long long)r.rows, (long long)r.queries, (long long)r.k, r.wall_ms, s.check_ms,
                   s.setup_ms, s.upload_ms, s.distance_ms, s.select_ms, s.merge_ms, s.finalize_ms, s.download_ms,
                   s.device_ms, s.total_ms - s.check_ms - s.setup_ms - s.device_ms, (long long)s.query_tiles,
-                  (long long)s.base_tiles);
+                  (long long)s.base_tiles, (long long)s.guard_candidates, (long long)s.guard_retried, s.rerank_ms);
     md << line;
     std::fputs(line, stdout);
   }
