@@ -50,11 +50,19 @@ struct DeviceCertificate {
   /// exceed kMaxExactBytes leaves `ran` false.
   bool want_exact = false;
   static constexpr size_t kMaxExactBytes = size_t(1) << 30;
+  /// want_exact: host arrays (queries x k each) to receive the float64 keys and their rows, asked for once the
+  /// search is done (the caller's result may be made during it); unset, or returning nulls: `exact`, `exact_rows`.
+  struct ExactInto {
+    double* keys = nullptr;
+    int64_t* rows = nullptr;
+  };
+  std::function<ExactInto()> exact_into;
   // Filled by the backend:
   bool ran = false;
   std::vector<unsigned char> certified;  ///< per query
   /// want_exact: queries x k float64 keys (+inf padding) and their rows (-1 padding), in float64 order: the
-  /// user's form written through the OutputSpec orders rows whose keys round to one float by index instead.
+  /// user's form written through the OutputSpec orders rows whose keys round to one float by index instead. Left
+  /// empty where exact_into gave the arrays.
   std::vector<double> exact;
   std::vector<int64_t> exact_rows;
 };

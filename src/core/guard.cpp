@@ -198,26 +198,31 @@ class GuardRun {
     KeyResult part;
     OutputSpec out = key_output(part, rows.rows, k);
     out.certificate = &certificate;
+    // The first pass (every query, in order) has the float64 keys and their rows come down where they belong: into
+    // exact_out and over part's rows (part's are by index where keys round to one float; the float keys at each
+    // place are the same either way). The uncertified queries are searched again and written over then.
+    const bool whole = rows.rows == result_.rows && result_.distances.empty();
+    if (exact_out_ && whole)
+      certificate.exact_into = [&] { return DeviceCertificate::ExactInto{exact_out_->data(), part.indices.data()}; };
     const auto search_start = std::chrono::steady_clock::now();
     source_.search_into(rows, pass, out);
     search_ms_ = elapsed_ms(search_start);
     if (!certificate.ran) return false;
     const size_t entries = static_cast<size_t>(rows.rows * k);
-    GKNN_EXPECT(!exact_out_ || (certificate.exact.size() == entries && certificate.exact_rows.size() == entries),
+    const bool brought = certificate.exact.size() == entries && certificate.exact_rows.size() == entries;
+    GKNN_EXPECT(!exact_out_ || brought || (whole && certificate.exact.empty() && part.indices.size() == entries),
                 ErrorCode::Internal, "exactness guard: the device certificate brought ", certificate.exact.size(),
                 " float64 keys for ", rows.rows, " x ", k);
     device_rows_ += rows.rows;
     left = uncertified(certificate, &query_of);
-    // With the float64 keys, the rows in their order (part's are by index where keys round to one float; the
-    // float keys at each place are the same either way). The uncertified rows are searched again, written then.
-    if (exact_out_)
+    if (exact_out_ && brought)  // a later pass: the certified queries' keys and rows, where they belong
       for (int64_t i = 0; i < rows.rows; ++i)
         if (certificate.certified[size_t(i)]) {
           std::copy_n(certificate.exact.begin() + i * k, k, exact_out_->begin() + query_of[size_t(i)] * k);
           std::copy_n(certificate.exact_rows.begin() + i * k, k, part.indices.begin() + i * k);
         }
     // The first pass (query_of: every query in order) gives the result its storage; a later one copies its rows.
-    if (rows.rows == result_.rows && result_.distances.empty()) {
+    if (whole) {
       result_ = std::move(part);
       return true;
     }

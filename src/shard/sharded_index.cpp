@@ -172,10 +172,19 @@ struct ShardedIndex::Impl {
       std::vector<detail::KeyListsOf<double>> views;
       for (size_t s = 0; s < parts.size(); ++s)
         views.push_back({exact_parts[s].data(), parts[s].indices.data(), parts[s].rows, parts[s].k});
-      std::vector<double> wide(size_t(q * k));
-      merged = detail::KeyResult{q, k, {}, std::vector<int64_t>(size_t(q * k))};
-      detail::merge_key_lists_into(views, q, k, checked.threads, wide.data(), merged.indices.data());
-      merged.distances.assign(wide.begin(), wide.end());  // rounded as one device's guard rounds them
+      // Into the first shard's lists where they have the room (no q x k allocations after the devices), as below.
+      std::vector<double> wide;
+      if (!parts.empty() && parts[0].k == k && parts[0].rows == q) {
+        detail::merge_key_lists_into(views, q, k, checked.threads, exact_parts[0].data(), parts[0].indices.data());
+        wide = std::move(exact_parts[0]);
+        merged = std::move(parts[0]);
+      } else {
+        wide.resize(size_t(q * k));
+        merged = detail::KeyResult{q, k, std::vector<float>(size_t(q * k)), std::vector<int64_t>(size_t(q * k))};
+        detail::merge_key_lists_into(views, q, k, checked.threads, wide.data(), merged.indices.data());
+      }
+      // The float keys rounded from the float64 ones, as one device's guard rounds them.
+      std::copy(wide.begin(), wide.end(), merged.distances.begin());
       if (exact) *exact = std::move(wide);
     } else {
       std::vector<detail::KeyListsView> views;

@@ -484,12 +484,15 @@ class TileCertifier {
     c_.certified.resize(static_cast<size_t>(nq));
     GKNN_CUDA_TRY(cudaMemcpy(c_.certified.data(), p_.certified.data(), static_cast<size_t>(nq), cudaMemcpyDeviceToHost));
     if (c_.want_exact) {
-      c_.exact.resize(static_cast<size_t>(nq * c_.k));
-      c_.exact_rows.resize(c_.exact.size());
-      GKNN_CUDA_TRY(cudaMemcpy(c_.exact.data(), p_.exact_keys.data(), c_.exact.size() * sizeof(double),
-                               cudaMemcpyDeviceToHost));
-      GKNN_CUDA_TRY(cudaMemcpy(c_.exact_rows.data(), p_.exact_rows.data(), c_.exact_rows.size() * sizeof(int64_t),
-                               cudaMemcpyDeviceToHost));
+      const size_t entries = static_cast<size_t>(nq * c_.k);
+      DeviceCertificate::ExactInto into = c_.exact_into ? c_.exact_into() : DeviceCertificate::ExactInto{};
+      if (!into.keys || !into.rows) {
+        c_.exact.resize(entries);
+        c_.exact_rows.resize(entries);
+        into = {c_.exact.data(), c_.exact_rows.data()};
+      }
+      GKNN_CUDA_TRY(cudaMemcpy(into.keys, p_.exact_keys.data(), entries * sizeof(double), cudaMemcpyDeviceToHost));
+      GKNN_CUDA_TRY(cudaMemcpy(into.rows, p_.exact_rows.data(), entries * sizeof(int64_t), cudaMemcpyDeviceToHost));
     }
     c_.ran = true;
   }
