@@ -311,6 +311,25 @@ KeyResult guarded_keys(const GuardSource& source, FloatView queries, const Searc
   return run.take();
 }
 
+GuardSource store_guard_source(const ResidentStore& store, Backend backend, const ValueStats& query_stats,
+                               Metric key_metric, double p, int threads) {
+  GuardSource source;
+  source.backend = backend;
+  source.rows = store.size();
+  source.max_row_norm = store.max_row_norm();
+  source.candidates = [&store, &query_stats](FloatView q, const SearchParams& pass) {
+    return search_keys(store, q, pass, query_stats);
+  };
+  source.exact_keys = [&store, key_metric, p, threads](FloatView q, const KeyResult& c) {
+    return store.exact_keys(q, c, key_metric, p, threads);
+  };
+  if (backend == Backend::Cuda)  // the certificate taken on the device, where the rows are resident
+    source.search_into = [&store, &query_stats](FloatView q, const SearchParams& pass, const OutputSpec& out) {
+      store.search_into(q, pass, query_stats, out);
+    };
+  return source;
+}
+
 void write_guarded(const GuardSource& source, FloatView queries, const SearchParams& kp, DistanceAlgorithm resolved,
                    const KeyErrorBound& bound, const OutputSpec& out) {
   const int64_t q = queries.rows, n = source.rows, k = kp.k, first = first_candidate_count(k, n, bound);

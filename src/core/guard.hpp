@@ -59,6 +59,12 @@ struct GuardSource {
   std::function<void(FloatView queries, const SearchParams& kp, const OutputSpec& out)> search_into;
 };
 
+/// The GuardSource of a store's rows (an Index's, a shard's): candidates from the store's own search, exact keys
+/// from the rows where it keeps them, and on the cuda backend the certificate inside its search. The source refers
+/// to `store` and `query_stats`, which must outlive it.
+GuardSource store_guard_source(const ResidentStore& store, Backend backend, const ValueStats& query_stats,
+                               Metric key_metric, double p, int threads);
+
 /// The guarded search of `queries` (device queries are copied to the host once): the exact top k of every query
 /// (key form, k = kp.k), certified.
 /// kp.stats (when set) gets the first candidate pass's phases and the guard's figures. `exact_out`, when given, gets

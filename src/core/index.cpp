@@ -255,20 +255,8 @@ void guarded_store_search(const Index::Impl& impl, FloatView queries, const Sear
   const detail::GuardDecision guard = detail::guard_for(impl.backend, kp, queries.rows, store.size(), impl.dim,
                                                         store.facts().merged(query_stats), &resolved);
   if (!guard.bound) return store.search_into(queries, kp, query_stats, spec);
-  detail::GuardSource source;
-  source.backend = impl.backend;
-  source.rows = store.size();
-  source.max_row_norm = store.max_row_norm();
-  source.candidates = [&](FloatView q, const SearchParams& pass) {
-    return detail::search_keys(store, q, pass, query_stats);
-  };
-  source.exact_keys = [&](FloatView q, const detail::KeyResult& c) {
-    return store.exact_keys(q, c, kp.metric, kp.p, kp.threads);
-  };
-  if (impl.backend == Backend::Cuda)  // the certificate taken on the device, where the rows are resident
-    source.search_into = [&](FloatView q, const SearchParams& pass, const detail::OutputSpec& out) {
-      store.search_into(q, pass, query_stats, out);
-    };
+  const detail::GuardSource source =
+      detail::store_guard_source(store, impl.backend, query_stats, kp.metric, kp.p, kp.threads);
   detail::write_guarded(source, queries, kp, resolved, *guard.bound, spec);
 }
 

@@ -129,20 +129,8 @@ struct ShardedIndex::Impl {
                                const ShardGuard* guard, std::vector<double>* exact) const {
     const detail::ResidentStore& store = *shards[size_t(s)].store;
     if (!guard) return detail::search_keys(store, queries, kp, query_stats);
-    detail::GuardSource source;
-    source.backend = shards[size_t(s)].where.backend;
-    source.rows = store.size();
-    source.max_row_norm = store.max_row_norm();
-    source.candidates = [&](FloatView rows, const SearchParams& pass) {
-      return detail::search_keys(store, rows, pass, query_stats);
-    };
-    source.exact_keys = [&](FloatView rows, const detail::KeyResult& candidates) {
-      return store.exact_keys(rows, candidates, kp.metric, kp.p, kp.threads);
-    };
-    if (source.backend == Backend::Cuda)
-      source.search_into = [&](FloatView rows, const SearchParams& pass, const detail::OutputSpec& out) {
-        store.search_into(rows, pass, query_stats, out);
-      };
+    const detail::GuardSource source = detail::store_guard_source(store, shards[size_t(s)].where.backend, query_stats,
+                                                                  kp.metric, kp.p, kp.threads);
     return detail::guarded_keys(source, queries, kp, guard->resolved, guard->bound, exact);
   }
 
