@@ -35,20 +35,6 @@ class GlobalRows {
                                   [](int64_t i, const Segment& s) { return i < s.local_begin; });
     return (after - 1)->global_begin + (local - (after - 1)->local_begin);
   }
-  /// The local row of global row `global`, or -1 when this part does not hold it (batches ascend globally).
-  int64_t local(int64_t global) const {
-    if (segments_.size() == 1) {  // the one-batch case, per candidate of a guarded search: a shift and a range
-      const int64_t l = global - segments_[0].global_begin;
-      return l >= 0 && l < local_rows_ ? l : -1;
-    }
-    auto after = std::upper_bound(segments_.begin(), segments_.end(), global,
-                                  [](int64_t g, const Segment& s) { return g < s.global_begin; });
-    if (after == segments_.begin()) return -1;
-    const Segment& s = *(after - 1);
-    const int64_t end = after == segments_.end() ? local_rows_ : after->local_begin;  // the segment's local end
-    const int64_t local = s.local_begin + (global - s.global_begin);
-    return local < end ? local : -1;
-  }
   /// Rewrites local indices to global ones (every entry must be a valid local row).
   void to_global(std::span<int64_t> indices) const {
     if (segments_.size() == 1) {  // the common one-batch case: a shift (none for the first shard)
