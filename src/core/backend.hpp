@@ -46,10 +46,10 @@ struct DeviceCertificate {
   int64_t terms = 0;
   double max_base_norm = -1;  ///< largest Euclidean base norm; < 0: the backend computes it from the rows
   /// Also bring back the float64 keys of the k entries (`exact`): lists of several searches (the shards of a
-  /// ShardedIndex, MPI ranks) merge in one device's order only on them. A search whose q x k float64 keys would
-  /// exceed kMaxExactBytes leaves `ran` false.
+  /// ShardedIndex, MPI ranks) merge in one device's order only on them. They stay on the device to the search's
+  /// end (16 bytes a query and entry): a search where they would take over a quarter of its memory leaves `ran`
+  /// false.
   bool want_exact = false;
-  static constexpr size_t kMaxExactBytes = size_t(1) << 30;
   /// want_exact: host arrays (queries x k each) to receive the float64 keys and their rows, asked for once the
   /// search is done (the caller's result may be made during it); unset, or returning nulls: `exact`, `exact_rows`.
   struct ExactInto {

@@ -422,11 +422,14 @@ namespace {
 class TileCertifier {
  public:
   /// Whether this search can take it: the whole base on the device, K' within the kernel's limit, a guarded metric.
-  static bool possible(const DeviceCertificate& c, const BaseSource& base, const SearchParams& kp, int64_t nq) {
-    const bool exact_fits =
-        !c.want_exact || static_cast<size_t>(nq) * static_cast<size_t>(c.k) * sizeof(double) <= c.kMaxExactBytes;
+  static bool possible(const DeviceCertificate& c, const BaseSource& base, const SearchParams& kp) {
     return !base.streamed() && kp.k <= DeviceCertificate::kMaxCandidates && c.k >= 1 && c.k <= kp.k &&
-           exact_fits && (kp.metric == Metric::SquaredL2 || kp.metric == Metric::InnerProduct);
+           (kp.metric == Metric::SquaredL2 || kp.metric == Metric::InnerProduct);
+  }
+
+  /// Device bytes of the float64 keys and rows the certificate keeps for the whole search (want_exact).
+  static size_t exact_bytes(const DeviceCertificate& c, int64_t nq) {
+    return c.want_exact ? static_cast<size_t>(nq * c.k) * (sizeof(double) + sizeof(int64_t)) : 0;
   }
 
   /// After the tile buffers are sized (a device view's norms and rows are ready from then on).
@@ -513,7 +516,12 @@ void run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchPa
   const int64_t nq = queries.rows, nb = base.rows(), dim = queries.cols, k = requested.k;
   if (nq == 0) return;
   DeviceCertificate* const certificate = out.certificate;
-  if (certificate && !TileCertifier::possible(*certificate, base, requested, nq)) return;  // ran stays false
+  if (certificate && !TileCertifier::possible(*certificate, base, requested)) return;  // ran stays false
+  if (certificate) {  // its float64 keys stay on the device to the end: out of the plan's budget, or not taken
+    const size_t exact = TileCertifier::exact_bytes(*certificate, nq);
+    if (exact > budget / 4) return;  // ran stays false: the guard re-ranks on the host
+    budget -= exact;
+  }
   const int64_t out_key_k = certificate ? certificate->k : k;  // entries per row the finaliser gets
   // A base kept on the device may keep its fused operands too, in half of the budget (or what it holds already).
   DataFacts facts = data;
