@@ -189,24 +189,30 @@ TEST(ShardedIndex, EveryAlgorithmOnFloatData) {
 }
 
 // Float data: the guard re-ranks; sharded, each shard certifies its own top k and the lists merge on their float64
-// keys, replicated each copy certifies its part of the queries (parts without queries included).
+// keys, replicated each copy certifies its part of the queries (parts without queries included). A budget of one
+// byte leaves no room for the float64 keys on the device: the shards re-rank on the host instead.
 TEST(ShardedIndex, GuardedFloatDataEqualsOneIndex) {
   const HostMatrix<float> base = random_matrix(120, 9, 31), queries = random_matrix(7, 9, 32);
   for (ShardMode mode : {ShardMode::Sharded, ShardMode::Replicated})
-    for (int parts : {2, 3, 9}) {
-      if (!kept_under_sanitizer(parts)) continue;
-      SCOPED_TRACE(std::string(mode == ShardMode::Sharded ? "sharded" : "replicated") + " parts " +
-                   std::to_string(parts));
-      SearchParams params = params_for(Metric::SquaredL2, 15);
-      params.guard = Guard::Always;
-      SearchStats stats;
-      params.stats = &stats;
-      const ShardedIndex index = sharded(base.view(), Metric::SquaredL2, 2.0, parts, nullptr, mode);
-      const Result got = index.search(queries.view(), params);
-      EXPECT_GT(stats.guard_candidates, 0);  // the guard ran (per shard: more than its k, or every row of it)
-      params.stats = nullptr;
-      expect_identical(got, single_search(base.view(), queries.view(), params));
-    }
+    for (int parts : {2, 3, 9})
+      for (size_t budget : {size_t(0), size_t(1)}) {
+        if (!kept_under_sanitizer(parts)) continue;
+        SCOPED_TRACE(std::string(mode == ShardMode::Sharded ? "sharded" : "replicated") + " parts " +
+                     std::to_string(parts) + " budget " + std::to_string(budget));
+        SearchParams params = params_for(Metric::SquaredL2, 15);
+        params.guard = Guard::Always;
+        params.memory_budget = budget;
+        SearchStats stats;
+        params.stats = &stats;
+        const ShardedIndex index = sharded(base.view(), Metric::SquaredL2, 2.0, parts, nullptr, mode);
+        const Result got = index.search(queries.view(), params);
+        EXPECT_GT(stats.guard_candidates, 0);  // the guard ran (per shard: more than its k, or every row of it)
+#ifdef GKNN_SHARD_TEST_CUDA
+        EXPECT_EQ(budget == 0, stats.guard_device_rows > 0);  // certified on the devices, or all on the host
+#endif
+        params.stats = nullptr;
+        expect_identical(got, single_search(base.view(), queries.view(), params));
+      }
 }
 
 // Two rows on different shards whose float64 keys differ but round to one float key (1 + 2^-22 + 2^-46 and
