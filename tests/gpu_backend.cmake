@@ -24,7 +24,10 @@ endif()
 if(GKNN_HAS_CUDA)
   gknn_test(gpu_device_views LABEL gpu SOURCES gpu_device_views_test.cpp)
 endif()
-# The fused distance + selection kernel against the float64 oracle (issue 13).
+# The fused distance + selection kernel against the float64 oracle (issue 13); again with the splits of a query
+# sharing their k-th keys (GKNN_FUSED_SHARED_THRESHOLD, off by default until measured).
 if(GKNN_HAS_CUDA)
   gknn_test(gpu_fused LABEL gpu SOURCES gpu_fused_test.cpp)
+  gknn_test_part(gpu_fused shared_threshold "*")
+  set_tests_properties(gpu_fused_shared_threshold PROPERTIES ENVIRONMENT GKNN_FUSED_SHARED_THRESHOLD=1)
 endif()

@@ -230,9 +230,10 @@ struct Shared {
 
 /// For every row with new entries: sorts the appends, merges them with the sorted list and keeps the k best; sets
 /// the thresholds. Called by the whole block. Sorting only the appends keeps a merge cheap once the thresholds
-/// have settled (a few appends a tile).
+/// have settled (a few appends a tile). `publish` (the block's rows of KernelArgs::shared_tau, or null): a row
+/// whose list holds k entries offers its k-th key to the query's other splits.
 template <class S>
-__device__ void keep_best(const Shared& sh, int k, int rows_valid) {
+__device__ void keep_best(const Shared& sh, int k, int rows_valid, unsigned* publish) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   for (int r = warp; r < rows_valid; r += S::kThreads / 32) {
     const int c = sh.count[r], kp = sh.kept[r];
@@ -255,6 +256,7 @@ __device__ void keep_best(const Shared& sh, int k, int rows_valid) {
       sh.count[r] = keep;
       sh.kept[r] = keep;
       sh.tau[r] = keep == k ? key_from_ordered(composite_ordered(v[k - 1], kColumnBits)) : INFINITY;
+      if (publish && keep == k) atomicMax(publish + r, ~composite_ordered(v[k - 1], kColumnBits));
     }
   }
   __syncthreads();
@@ -294,6 +296,11 @@ struct KernelArgs {
   int64_t cand_cap;
   // Lists mode: cut the first tile's keys to k at once (fused_early_cut(); off only to measure it).
   bool early_cut;
+  // Lists mode with several splits (fused_shared_threshold(); null: off): per query, the least k-th key any of its
+  // splits has kept so far, as the bitwise NOT of its ordered bits (0: none yet; zeroed before the launch). A split
+  // drops every key above it: the query's k best are at or below every split's k-th, so the splits' lists still
+  // hold them all, and a split that starts after another one of its query appends a few keys, not k ln(n / k).
+  unsigned* shared_tau;
   // The lean walk (lists mode only; fused_lean(), read by the launcher: the kernel is a template of it). Its 8-bit
   // kernels read the norms as integers: int_norms (|x|^2 per base row, converted once per search from `norms`;
   // null for inner product), never `norms`.
@@ -723,6 +730,10 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
                                         : K::inclusive(key_from_ordered(ordered));
         } else {
           tau[mt][h] = K::threshold(sh.tau[row]);
+          if (a.shared_tau && m0 + row < a.nq) {  // another split's k-th, inclusive: ties may rank first by index
+            const unsigned other = __ldcg(a.shared_tau + m0 + row);
+            if (other != 0u) tau[mt][h] = min(tau[mt][h], K::inclusive(key_from_ordered(~other)));
+          }
         }
       }
   };
@@ -850,7 +861,7 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
       if constexpr (kFilter) {
         flush_to_candidates<S>(sh, a, m0, rows_valid);  // the thresholds stay
       } else {
-        keep_best<S>(sh, a.k, rows_valid);
+        keep_best<S>(sh, a.k, rows_valid, a.shared_tau ? a.shared_tau + m0 : nullptr);
         read_thresholds();
       }
 #pragma unroll
@@ -862,7 +873,7 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
       // The first tile appended every key (no threshold yet): cut its 128 keys a row to k now, so that the next
       // tile appends only the keys below the k-th of them instead of all of its own too (two full buffers, then a
       // sort of 256 entries a row: Garcia's shape, k = 16, spent about half of its kernel in such sorts).
-      keep_best<S>(sh, a.k, rows_valid);
+      keep_best<S>(sh, a.k, rows_valid, a.shared_tau ? a.shared_tau + m0 : nullptr);
       read_thresholds();
     }
     if (tid < kBM) sh.at_tile[tid] = sh.count[tid];  // ordered before the next appends by the loop's barrier
@@ -873,7 +884,7 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
     flush_to_candidates<S>(sh, a, m0, rows_valid);
     return;
   }
-  keep_best<S>(sh, a.k, rows_valid);
+  keep_best<S>(sh, a.k, rows_valid, a.shared_tau ? a.shared_tau + m0 : nullptr);
 
   // Every split's list to memory; the tile's last block to finish merges them (merge_few_splits, or for a few
   // queries merge_splits, which only the narrow block runs: fused_search).
@@ -951,6 +962,13 @@ size_t aligned(size_t bytes) { return (bytes + 255) / 256 * 256; }
 bool fused_early_cut() {
   static const bool off = detail::env_switch_on("GKNN_FUSED_NO_EARLY_CUT");
   return !off;
+}
+
+/// The splits of a query share their k-th keys (KernelArgs::shared_tau) where GKNN_FUSED_SHARED_THRESHOLD is set
+/// (not "0"): off by default until measured against the walk without it (results are identical either way).
+bool fused_shared_threshold() {
+  static const bool on = detail::env_switch_on("GKNN_FUSED_SHARED_THRESHOLD");
+  return on;
 }
 
 /// The lean walk (fused_kernel's kLean) for the lists mode; GKNN_FUSED_EPILOGUE=0 runs the walk before it, to
@@ -1267,13 +1285,19 @@ FusedResult fused_search(const DistanceInput& in, const DataFacts& facts, int64_
   // The lean walk's integer norms (squared L2 on 8-bit operands), after the splits' keys.
   const bool lean = fused_lean();
   const size_t int_norm_bytes = lean && l2 && elem != Elem::F16 ? aligned(static_cast<size_t>(in.nb) * sizeof(int)) : 0;
-  auto* scratch =
-      static_cast<unsigned char*>(ctx.workspace.get(q_bytes + b_bytes + label_bytes + key_bytes + int_norm_bytes));
+  // The splits' shared thresholds (KernelArgs::shared_tau) last: a word per query.
+  const size_t tau_bytes = splits > 1 && fused_shared_threshold() ? aligned(static_cast<size_t>(in.nq) * sizeof(unsigned)) : 0;
+  const size_t tau_at = q_bytes + b_bytes + label_bytes + key_bytes + int_norm_bytes;
+  auto* scratch = static_cast<unsigned char*>(ctx.workspace.get(tau_at + tau_bytes));
   int* int_norms = int_norm_bytes ? reinterpret_cast<int*>(scratch + q_bytes + b_bytes + label_bytes + key_bytes) : nullptr;
 
   KernelArgs args{};
   args.early_cut = fused_early_cut();
   args.lean = lean;
+  if (tau_bytes) {
+    args.shared_tau = reinterpret_cast<unsigned*>(scratch + tau_at);
+    GKNN_CUDA_TRY(cudaMemsetAsync(args.shared_tau, 0, static_cast<size_t>(in.nq) * sizeof(unsigned), ctx.stream));
+  }
   args.norms = l2 ? in.base_norms : nullptr;
   args.nq = static_cast<int>(in.nq);
   args.nb = in.nb;
@@ -1329,10 +1353,10 @@ size_t fused_workspace(int64_t nq, int64_t nb, int64_t dim) {
   const size_t entries = std::min(static_cast<size_t>(bm) * (kWavesPerSplitPlan * per_sm * kMaxSms + qtiles) * kMaxFusedK,
                                   static_cast<size_t>(nq) * static_cast<size_t>(nb));
   // (A merge in the kernel keeps a counter per query tile where the keys would be: fewer than the entries.) The
-  // lean walk's integer norms come last.
+  // lean walk's integer norms, then the splits' shared thresholds (a word per query) come last.
   const size_t fused = aligned(static_cast<size_t>(nq) * kMaxRowBytes) + aligned(static_cast<size_t>(nb) * kMaxRowBytes) +
                        aligned(entries * sizeof(int64_t)) + aligned(entries * sizeof(float)) +
-                       aligned(static_cast<size_t>(nb) * sizeof(int));
+                       aligned(static_cast<size_t>(nb) * sizeof(int)) + aligned(static_cast<size_t>(nq) * sizeof(unsigned));
   // k > kMaxFusedK: the filter rounds' scratch (the largest sample is the smallest k's).
   const size_t large = LargeKScratch(nullptr, nq, nb, sample_rows_for(nb, kMaxFusedK + 1), kMaxRowBytes, false).bytes;
   return std::max({fused, large, gemm_keys_workspace(nq, nb, dim, GemmPrecision::Fp16)});
