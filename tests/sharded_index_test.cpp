@@ -215,6 +215,17 @@ TEST(ShardedIndex, GuardedFloatDataEqualsOneIndex) {
       }
 }
 
+// Enough queries that a shard's float64 keys (6000 x 100 x 8 bytes) come down from the device in more than one
+// 4 MiB chunk of the pinned ring, and so do their rows.
+TEST(ShardedIndex, GuardedLargeResultEqualsOneIndex) {
+  if (sanitize_mode()) GTEST_SKIP() << "sizes past the download's chunks: too slow under the sanitizers";
+  const HostMatrix<float> base = random_matrix(3000, 16, 41), queries = random_matrix(6000, 16, 42);
+  SearchParams params = params_for(Metric::SquaredL2, 100);
+  params.guard = Guard::Always;
+  const Result got = sharded(base.view(), Metric::SquaredL2, 2.0, 2, nullptr).search(queries.view(), params);
+  expect_identical(got, single_search(base.view(), queries.view(), params));
+}
+
 // Two rows on different shards whose float64 keys differ but round to one float key (1 + 2^-22 + 2^-46 and
 // 1 + 2^-22 from the zero query): at k = 1 one index keeps the smaller float64 key although its index is the
 // larger, where a merge of the shards' lists on their float keys would keep the smaller index; at k >= 2 both are

@@ -68,6 +68,7 @@ struct Pipeline {
   DeviceBuffer<unsigned long long> max_norm_bits;  ///< the base's largest squared norm (launch_max_square_norm)
   DeviceBuffer<double> exact_keys;  ///< DeviceCertificate::want_exact: queries x k float64 keys of the search
   DeviceBuffer<int64_t> exact_rows;  ///< ... and their rows
+  PinnedBuffer<unsigned char> download_ring;  ///< two pinned slots their download goes through (download_staged)
   DeviceBuffer<int64_t> ids;        ///< user ids of an Index (add_with_ids), uploaded when they change
   const int64_t* ids_source = nullptr;
   int64_t ids_count = 0;
