@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <condition_variable>
 #include <deque>
 #include <random>
@@ -44,12 +45,31 @@ class TeamSize {
 
 TEST(HostParallel, PartsAreBoundedByTheTeam) {
   TeamSize team(8);
-  EXPECT_EQ(host_team(), 8);
+  // A CPU quota below 8 bounds the team too, unless OMP_NUM_THREADS names it.
+  const int quota = std::getenv("OMP_NUM_THREADS") ? 0 : gknn::detail::cpu_quota_cpus();
+  const int want = quota > 0 ? std::min(8, quota) : 8;
+  EXPECT_EQ(host_team(), want);
   EXPECT_EQ(host_parts(0, 100), 1);
   EXPECT_EQ(host_parts(99, 100), 1);
-  EXPECT_EQ(host_parts(350, 100), 3);
-  EXPECT_EQ(host_parts(int64_t(1) << 40, 100), 8);
+  EXPECT_EQ(host_parts(350, 100), std::min(3, want));
+  EXPECT_EQ(host_parts(int64_t(1) << 40, 100), want);
   EXPECT_EQ(host_parts(5, 0), 5);
+}
+
+// cgroup v2's cpu.max: "max PERIOD" is no quota; "QUOTA PERIOD" allows QUOTA / PERIOD CPUs, rounded up; v1's
+// "-1 PERIOD" (cfs_quota_us, cfs_period_us) is none too. host_team() stays within the quota it reads (or none).
+TEST(HostParallel, CpuQuotaOfCgroupText) {
+  using gknn::detail::quota_cpus_of_cpu_max;
+  EXPECT_EQ(0, quota_cpus_of_cpu_max("max 100000"));
+  EXPECT_EQ(16, quota_cpus_of_cpu_max("1600000 100000"));
+  EXPECT_EQ(2, quota_cpus_of_cpu_max("150000 100000"));
+  EXPECT_EQ(1, quota_cpus_of_cpu_max("50000 100000"));
+  EXPECT_EQ(0, quota_cpus_of_cpu_max("-1 100000"));
+  EXPECT_EQ(0, quota_cpus_of_cpu_max(""));
+  EXPECT_EQ(0, quota_cpus_of_cpu_max("garbage"));
+  const int quota = gknn::detail::cpu_quota_cpus();
+  EXPECT_GE(quota, 0);
+  if (quota > 0 && std::getenv("OMP_NUM_THREADS") == nullptr) EXPECT_LE(gknn::detail::host_team(), quota);
 }
 
 TEST(HostParallel, EveryPartRunsOnce) {

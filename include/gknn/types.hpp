@@ -153,7 +153,7 @@ struct SearchParams {
   /// next call allocates nothing.
   size_t memory_budget = 0;
   Guard guard = Guard::Auto;  ///< re-ranking of inexact keys (see Guard)
-  int threads = 0;           ///< cpu threads; 0 = all hardware threads
+  int threads = 0;           ///< cpu threads; 0 = all hardware threads (within the process's CPU quota)
   int device = 0;            ///< cuda device ordinal
   ProgressCallback progress;
   SearchStats* stats = nullptr;  ///< when set, filled with the phase times of the search (see SearchStats)

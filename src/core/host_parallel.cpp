@@ -3,8 +3,12 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <fstream>
+#include <string>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -15,7 +19,45 @@
 
 namespace gknn::detail {
 
-int host_team() { return std::max(1, omp_get_max_threads()); }
+int quota_cpus_of_cpu_max(std::string_view text) {
+  long long quota = 0, period = 0;
+  const std::string s(text);
+  if (std::sscanf(s.c_str(), "%lld %lld", &quota, &period) != 2 || quota <= 0 || period <= 0) return 0;  // "max ..."
+  return static_cast<int>(std::min<long long>((quota + period - 1) / period, 1 << 20));
+}
+
+namespace {
+
+std::string read_text(const char* path) {
+  std::ifstream in(path);
+  std::string text;
+  std::getline(in, text);
+  return text;
+}
+
+int read_quota_cpus() {
+  if (std::string v2 = read_text("/sys/fs/cgroup/cpu.max"); !v2.empty()) return quota_cpus_of_cpu_max(v2);
+  for (const char* dir : {"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"}) {
+    const std::string quota = read_text((std::string(dir) + "/cpu.cfs_quota_us").c_str());
+    const std::string period = read_text((std::string(dir) + "/cpu.cfs_period_us").c_str());
+    if (!quota.empty() && !period.empty()) return quota_cpus_of_cpu_max(quota + " " + period);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int cpu_quota_cpus() {
+  static const int cpus = read_quota_cpus();
+  return cpus;
+}
+
+int host_team() {
+  static const bool threads_set = std::getenv("OMP_NUM_THREADS") != nullptr;
+  const int team = std::max(1, omp_get_max_threads());
+  const int quota = threads_set ? 0 : cpu_quota_cpus();
+  return quota > 0 ? std::min(team, quota) : team;
+}
 
 int host_parts(int64_t work, int64_t min_per_part) {
   const int64_t parts = work / std::max<int64_t>(1, min_per_part);

@@ -15,13 +15,22 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <string_view>
 #include <vector>
 
 namespace gknn::detail {
 
-/// Threads a host_parallel job may use, the caller's included: OpenMP's default team size of the calling thread
-/// (omp_get_max_threads(): OMP_NUM_THREADS and omp_set_num_threads apply).
+/// Threads a host_parallel job may use, the caller's included, and the CPU backend's default: OpenMP's default team
+/// size of the calling thread (omp_get_max_threads(): OMP_NUM_THREADS and omp_set_num_threads apply), at most the
+/// CPUs of the process's CPU quota (cgroups) where OMP_NUM_THREADS is not set: a container may see 32 cores and be
+/// allowed the time of 16, and threads past the quota spin or wait for throttled time instead of working.
 int host_team();
+
+/// The CPUs the process's cgroup CPU quota allows (quota / period, rounded up), or 0 where there is none: cgroup v2
+/// (/sys/fs/cgroup/cpu.max), else v1 (cpu.cfs_quota_us and cpu.cfs_period_us). Read once.
+int cpu_quota_cpus();
+/// The same from the text of a cgroup v2 cpu.max file ("max 100000", "1600000 100000"); 0 for none or bad text.
+int quota_cpus_of_cpu_max(std::string_view text);
 
 /// How many parts `work` units make when a part should hold at least `min_per_part` units: in [1, host_team()].
 int host_parts(int64_t work, int64_t min_per_part);

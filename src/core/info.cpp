@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/backend.hpp"
+#include "core/host_parallel.hpp"
 
 // Compile definitions set by src/CMakeLists.txt; the fallbacks keep a stray build (no CMake) compiling.
 #ifndef GKNN_VERSION
@@ -81,8 +82,9 @@ BuildInfo build_info() {
 
 std::string cpu_description() {
   std::ostringstream out;
-  out << cpu_model() << " (" << std::thread::hardware_concurrency() << " hardware threads; SIMD: " << simd_features()
-      << ")";
+  out << cpu_model() << " (" << std::thread::hardware_concurrency() << " hardware threads";
+  if (const int quota = detail::cpu_quota_cpus(); quota > 0) out << ", a CPU quota of " << quota;
+  out << "; gknn uses " << detail::host_team() << "; SIMD: " << simd_features() << ")";
   return out.str();
 }
 

@@ -2,9 +2,11 @@
 
 #include <omp.h>
 
+#include "core/host_parallel.hpp"
+
 namespace gknn::detail::cpu {
 
-int resolve_threads(int requested) { return requested > 0 ? requested : omp_get_max_threads(); }
+int resolve_threads(int requested) { return requested > 0 ? requested : host_team(); }
 
 void Progress::unit_done() {
   const int64_t done = done_.fetch_add(1, std::memory_order_relaxed) + 1;

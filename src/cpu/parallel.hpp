@@ -10,7 +10,7 @@
 
 namespace gknn::detail::cpu {
 
-/// SearchParams::threads semantics: 0 = every hardware thread OpenMP may use.
+/// SearchParams::threads semantics: 0 = host_team() (every hardware thread OpenMP may use, within the CPU quota).
 int resolve_threads(int requested);
 
 /// Runs body(item) for item in [0, count) on `threads` OpenMP threads (dynamic schedule: items may differ in

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/host_parallel.hpp"
 #include "gknn/error.hpp"
 #include "join/epsilon.hpp"
 #include "join/grid.hpp"
@@ -50,7 +51,8 @@ std::vector<int64_t> order_by_population(const Problem& problem, const GridGeome
 }
 
 int resolve_threads(int requested, bool leave_one_for_gpu) {
-  const int hardware = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  int hardware = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  if (const int quota = cpu_quota_cpus(); quota > 0) hardware = std::min(hardware, quota);  // a container's quota
   if (requested > 0) return requested;
   return leave_one_for_gpu ? std::max(1, hardware - 1) : hardware;
 }
