@@ -212,6 +212,8 @@ if [[ $do_build == 1 ]]; then
 fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >"$out/gpu.txt" 2>&1 &&
   note "device       $(head -n1 "$out/gpu.txt")"
+# The host as gknn sees it (cores, a container's CPU quota, the threads it uses): host-side timings depend on it.
+[[ -x $build/tools/gknn ]] && note "host         $("$build/tools/gknn" info 2>/dev/null | sed -n 's/^cpu  *//p')"
 
 # ---- 2. tests ---------------------------------------------------------------------------------------------
 run_ctest() {  # label, parallelism
