@@ -5,6 +5,9 @@ gknn_test(gpu_host_logic LABEL cpu SOURCES gpu_host_logic_test.cpp)
 # (src/cuda/hooks.hpp), so they exist only in CUDA builds; without a device they exit 77 (CTest: skipped).
 if(GKNN_HAS_CUDA)
   gknn_test(gpu_backend LABEL gpu SOURCES gpu_backend_test.cpp)
+  # Query uploads part by part as the host team packs them (GKNN_QUERY_UPLOAD_PER_PART, off by default).
+  gknn_test_part(gpu_backend query_upload_per_part "GpuStaging.*")
+  set_tests_properties(gpu_backend_query_upload_per_part PROPERTIES ENVIRONMENT GKNN_QUERY_UPLOAD_PER_PART=1)
 endif()
 # Results into caller storage, device-side finalisation, device inputs, fp16_mma exactness (issues 21, 12).
 if(GKNN_HAS_CUDA)

@@ -115,6 +115,24 @@ TEST(GpuTiling, EverySelectorMergesTilesExactly) {
     }
 }
 
+// Query tiles of a few MiB go up in several parts of the host team (with GKNN_QUERY_UPLOAD_PER_PART each part's
+// copy is issued by the thread that packed it: ctest's gpu_backend_query_upload_per_part); rows apart in memory
+// (a stride) are gathered whole. Integer data: the oracle's indices exactly.
+TEST(GpuStaging, LargeQueryTilesUploadExactly) {
+  const HostMatrix<float> base = integer_matrix(2000, 64, -8, 8, 51), queries = integer_matrix(8192, 64, -8, 8, 52);
+  const SearchParams p = cuda_params(8);
+  Result got;
+  ASSERT_NO_THROW(got = search(base.view(), queries.view(), p));
+  EXPECT_EQ("", check_search(got, base.view(), queries.view(), p, exact()));
+  std::vector<float> wide(static_cast<size_t>(queries.rows) * 80, 7.f);  // the same rows, 80 floats apart
+  for (int64_t i = 0; i < queries.rows; ++i) std::copy_n(queries.row(i), queries.cols, wide.data() + i * 80);
+  const FloatView strided{wide.data(), queries.rows, queries.cols, 80};
+  Result apart;
+  ASSERT_NO_THROW(apart = search(base.view(), strided, p));
+  EXPECT_EQ(got.indices, apart.indices);
+  EXPECT_EQ(got.distances, apart.distances);
+}
+
 TEST(GpuTiling, TinyBudgetStillAnswers) {
   // A budget below one tile's needs yields the smallest tiling (1 query x 1 base row), not an error.
   const HostMatrix<float> base = random_matrix(40, 6, 5), queries = random_matrix(3, 6, 6);

@@ -9,10 +9,13 @@
 #pragma once
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
+#include <vector>
 
 #include "cuda/common/buffer.cuh"
 #include "core/chunk_pack.hpp"
+#include "core/env_switch.hpp"
 #include "core/host_parallel.hpp"
 #include "cuda/pipeline/stage_timer.cuh"
 #include "gknn/types.hpp"
@@ -66,6 +69,14 @@ class Stager {
 
   /// Uploads rows [begin, begin + count) into the slot's own device buffer (row stride = cols).
   const T* upload(int64_t begin, int64_t count, cudaStream_t consumer) {
+    if (host_stride_ == cols_ && copy_per_part()) {  // contiguous rows: each part's copy issued once it is packed
+      Slot& slot = take_slot(count);
+      slot.device.resize(static_cast<size_t>(max_rows_ * cols_));
+      if (pack_and_send(slot, slot.device.data(), begin, count, consumer)) return slot.device.data();
+      copy_rows_into(slot, begin, count);
+      send(slot, slot.device.data(), count, consumer);
+      return slot.device.data();
+    }
     auto& slot = pack(begin, count);
     slot.device.resize(static_cast<size_t>(max_rows_ * cols_));
     send(slot, slot.device.data(), count, consumer);
@@ -81,7 +92,16 @@ class Stager {
  private:
   using Slot = typename StagingSlots<T>::Slot;
 
-  Slot& pack(int64_t begin, int64_t count) {
+  /// GKNN_QUERY_UPLOAD_PER_PART set (not "0"): contiguous tiles go up part by part as the host team packs them
+  /// (pack_and_send), to measure against one copy after the whole pack (Garcia's shape: ~100 us of pack, then
+  /// ~105 us of copy before its kernel). Off by default until measured.
+  static bool copy_per_part() {
+    static const bool on = env_switch_on("GKNN_QUERY_UPLOAD_PER_PART");
+    return on;
+  }
+
+  /// The next slot, free to be written (its last reader done), with room for a tile.
+  Slot& take_slot(int64_t count) {
     GKNN_EXPECT(count <= max_rows_, ErrorCode::Internal, "staging: tile of ", count, " rows exceeds ", max_rows_);
     s_.last = s_.next;
     s_.next = 1 - s_.next;
@@ -90,15 +110,55 @@ class Stager {
     slot.used = true;
     const size_t need = static_cast<size_t>(max_rows_ * cols_);
     if (slot.pinned.size() < need) slot.pinned = PinnedBuffer<T>(need);
+    return slot;
+  }
+
+  /// Rows [begin, begin + count) into the slot's pinned bytes.
+  void copy_rows_into(Slot& slot, int64_t begin, int64_t count) {
     if (host_stride_ == cols_) {  // contiguous rows: one copy, split over threads (one thread reaches a fraction
                                   // of the host bandwidth, and bulk uploads are bound by this copy)
       parallel_memcpy(slot.pinned.data(), host_ + begin * cols_, static_cast<size_t>(count * cols_) * sizeof(T));
-      return slot;
+      return;
     }
     const HostRows rows{host_, begin + count, static_cast<size_t>(cols_) * sizeof(T),
                         static_cast<size_t>(host_stride_) * sizeof(T)};
     copy_rows(reinterpret_cast<unsigned char*>(slot.pinned.data()), rows, begin, count);
+  }
+
+  Slot& pack(int64_t begin, int64_t count) {
+    Slot& slot = take_slot(count);
+    copy_rows_into(slot, begin, count);
     return slot;
+  }
+
+  /// Contiguous rows [begin, begin + count) packed by the host team, each part's copy to `dst` issued on the copy
+  /// stream by the thread that packed it, as soon as it is packed; false (nothing done) when the tile is one part.
+  bool pack_and_send(Slot& slot, T* dst, int64_t begin, int64_t count, cudaStream_t consumer) {
+    constexpr int64_t kMinPart = int64_t(1) << 19;
+    const size_t bytes = static_cast<size_t>(count * cols_) * sizeof(T);
+    const int parts = host_parts(static_cast<int64_t>(bytes), kMinPart);
+    if (parts < 2) return false;
+    const size_t chunk = ((bytes + parts - 1) / parts + 4095) & ~size_t(4095);  // page-aligned parts cover it all
+    int device = 0;
+    GKNN_CUDA_TRY(cudaGetDevice(&device));
+    std::vector<cudaError_t> errors(static_cast<size_t>(parts), cudaSuccess);
+    auto* to = reinterpret_cast<unsigned char*>(dst);
+    auto* pinned = reinterpret_cast<unsigned char*>(slot.pinned.data());
+    const auto* from = reinterpret_cast<const unsigned char*>(host_ + begin * cols_);
+    stage_begin(timer_, Stage::Upload, copy_);
+    host_parallel(parts, [&](int part) {  // the pool's threads: the device set here, errors kept, nothing thrown
+      const size_t b = std::min(bytes, static_cast<size_t>(part) * chunk), e = std::min(bytes, b + chunk);
+      if (e <= b) return;
+      std::memcpy(pinned + b, from + b, e - b);
+      cudaError_t err = cudaSetDevice(device);
+      if (err == cudaSuccess) err = cudaMemcpyAsync(to + b, pinned + b, e - b, cudaMemcpyHostToDevice, copy_);
+      errors[static_cast<size_t>(part)] = err;
+    });
+    stage_end(timer_, Stage::Upload, copy_);
+    for (cudaError_t err : errors) GKNN_CUDA_TRY(err);
+    slot.ready.record(copy_);
+    GKNN_CUDA_TRY(cudaStreamWaitEvent(consumer, slot.ready.get(), 0));
+    return true;
   }
 
   void send(Slot& slot, T* dst, int64_t count, cudaStream_t consumer) {
