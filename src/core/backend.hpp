@@ -45,13 +45,12 @@ struct DeviceCertificate {
   double input_error = 0;    ///< KeyErrorBound of the distance path
   int64_t terms = 0;
   double max_base_norm = -1;  ///< largest Euclidean base norm; < 0: the backend computes it from the rows
-  /// Also bring back the float64 keys of the k entries (`exact`): lists of several searches (the shards of a
-  /// ShardedIndex, MPI ranks) merge in one device's order only on them. They stay on the device to the search's
-  /// end (16 bytes a query and entry): a search where they would take over a quarter of its memory leaves `ran`
-  /// false.
-  bool want_exact = false;
-  /// want_exact: host arrays (queries x k each) to receive the float64 keys and their rows, asked for once the
-  /// search is done (the caller's result may be made during it); unset, or returning nulls: `exact`, `exact_rows`.
+  /// Set: the k entries' float64 keys (+inf padding) and their rows (-1 padding) also come back, in float64 order,
+  /// into the host arrays (queries x k each) it gives, asked for once the search is done (the caller's result may
+  /// be made during it). Lists of several searches (the shards of a ShardedIndex, MPI ranks) merge in one device's
+  /// order only on these keys, and the user's form written through the OutputSpec orders rows whose keys round to
+  /// one float by index instead. They stay on the device to the search's end (16 bytes a query and entry): a search
+  /// where they would take over a quarter of its memory leaves `ran` false.
   struct ExactInto {
     double* keys = nullptr;
     int64_t* rows = nullptr;
@@ -60,11 +59,6 @@ struct DeviceCertificate {
   // Filled by the backend:
   bool ran = false;
   std::vector<unsigned char> certified;  ///< per query
-  /// want_exact: queries x k float64 keys (+inf padding) and their rows (-1 padding), in float64 order: the
-  /// user's form written through the OutputSpec orders rows whose keys round to one float by index instead. Left
-  /// empty where exact_into gave the arrays.
-  std::vector<double> exact;
-  std::vector<int64_t> exact_rows;
 };
 
 /// Where and how a backend writes the user's result (values in the user's metric, k > n padding, user ids).

@@ -194,33 +194,30 @@ class GuardRun {
     if (!source_.search_into || pass.k > DeviceCertificate::kMaxCandidates) return false;
     const int64_t k = kp_.k;
     DeviceCertificate certificate = certificate_for(bound_, k, source_.max_row_norm);
-    certificate.want_exact = exact_out_ != nullptr;
     KeyResult part;
     OutputSpec out = key_output(part, rows.rows, k);
     out.certificate = &certificate;
-    // The first pass (every query, in order) has the float64 keys and their rows come down where they belong: into
-    // exact_out and over part's rows (part's are by index where keys round to one float; the float keys at each
-    // place are the same either way). The uncertified queries are searched again and written over then.
+    // With exact_out, the float64 keys and their rows come down too, over part's rows (part's are by index where
+    // keys round to one float; the float keys at each place are the same either way): the first pass (every
+    // query, in order) puts the keys straight into exact_out; a later one into `later`, copied per certified query.
+    // The uncertified queries are searched again and written over then.
     const bool whole = rows.rows == result_.rows && result_.distances.empty();
-    if (exact_out_ && whole)
-      certificate.exact_into = [&] { return DeviceCertificate::ExactInto{exact_out_->data(), part.indices.data()}; };
+    std::vector<double> later;
+    if (exact_out_)
+      certificate.exact_into = [&] {
+        if (!whole) later.resize(part.indices.size());
+        return DeviceCertificate::ExactInto{whole ? exact_out_->data() : later.data(), part.indices.data()};
+      };
     const auto search_start = std::chrono::steady_clock::now();
     source_.search_into(rows, pass, out);
     search_ms_ = elapsed_ms(search_start);
     if (!certificate.ran) return false;
-    const size_t entries = static_cast<size_t>(rows.rows * k);
-    const bool brought = certificate.exact.size() == entries && certificate.exact_rows.size() == entries;
-    GKNN_EXPECT(!exact_out_ || brought || (whole && certificate.exact.empty() && part.indices.size() == entries),
-                ErrorCode::Internal, "exactness guard: the device certificate brought ", certificate.exact.size(),
-                " float64 keys for ", rows.rows, " x ", k);
     device_rows_ += rows.rows;
     left = uncertified(certificate, &query_of);
-    if (exact_out_ && brought)  // a later pass: the certified queries' keys and rows, where they belong
+    if (exact_out_ && !whole)
       for (int64_t i = 0; i < rows.rows; ++i)
-        if (certificate.certified[size_t(i)]) {
-          std::copy_n(certificate.exact.begin() + i * k, k, exact_out_->begin() + query_of[size_t(i)] * k);
-          std::copy_n(certificate.exact_rows.begin() + i * k, k, part.indices.begin() + i * k);
-        }
+        if (certificate.certified[size_t(i)])
+          std::copy_n(later.begin() + i * k, k, exact_out_->begin() + query_of[size_t(i)] * k);
     // The first pass (query_of: every query in order) gives the result its storage; a later one copies its rows.
     if (whole) {
       result_ = std::move(part);

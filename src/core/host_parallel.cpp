@@ -52,6 +52,12 @@ int cpu_quota_cpus() {
   return cpus;
 }
 
+int usable_cpus() {
+  const int hardware = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int quota = cpu_quota_cpus();
+  return quota > 0 ? std::min(hardware, quota) : hardware;
+}
+
 int host_team() {
   static const bool threads_set = std::getenv("OMP_NUM_THREADS") != nullptr;
   const int team = std::max(1, omp_get_max_threads());
@@ -196,17 +202,21 @@ OverlapJob::~OverlapJob() {
   }
 }
 
-void parallel_memcpy(void* dst, const void* src, size_t bytes) {
+void parallel_memcpy(void* dst, const void* src, size_t bytes,
+                     const std::function<void(size_t begin, size_t end)>& after_part) {
   constexpr int64_t kMinPart = int64_t(1) << 19;
   const int parts = host_parts(static_cast<int64_t>(bytes), kMinPart);
   if (parts == 1) {
     if (bytes > 0) std::memcpy(dst, src, bytes);
+    if (bytes > 0 && after_part) after_part(0, bytes);
     return;
   }
   const size_t chunk = (bytes + parts - 1) / parts;
   host_parallel(parts, [&](int part) {
     const size_t begin = std::min(bytes, static_cast<size_t>(part) * chunk), end = std::min(bytes, begin + chunk);
+    if (end <= begin) return;
     std::memcpy(static_cast<char*>(dst) + begin, static_cast<const char*>(src) + begin, end - begin);
+    if (after_part) after_part(begin, end);
   });
 }
 

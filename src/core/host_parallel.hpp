@@ -29,6 +29,9 @@ int host_team();
 /// The CPUs the process's cgroup CPU quota allows (quota / period, rounded up), or 0 where there is none: cgroup v2
 /// (/sys/fs/cgroup/cpu.max), else v1 (cpu.cfs_quota_us and cpu.cfs_period_us). Read once.
 int cpu_quota_cpus();
+/// The machine's hardware threads, at most the CPU quota's CPUs: what the MPI ranks of a host and the join's CPU
+/// workers share.
+int usable_cpus();
 /// The same from the text of a cgroup v2 cpu.max file ("max 100000", "1600000 100000"); 0 for none or bad text.
 int quota_cpus_of_cpu_max(std::string_view text);
 
@@ -70,7 +73,10 @@ void host_for(int64_t count, int64_t cost_per_item, int64_t min_per_part, int ma
 
 /// memcpy of `bytes` bytes in parts of at least 512 KiB on the pool (one thread reaches a fraction of the
 /// host's copy bandwidth, and a destination touched for the first time also pays its page faults there).
-void parallel_memcpy(void* dst, const void* src, size_t bytes);
+/// `after_part` (optional, must not throw): called with each part's byte range [begin, end) by the thread that
+/// copied it, right after (a staged upload issues that part's device copy there).
+void parallel_memcpy(void* dst, const void* src, size_t bytes,
+                     const std::function<void(size_t begin, size_t end)>& after_part = {});
 
 /// A task run on a helper thread of its own while the caller goes on (the scan of a search's queries while the
 /// device searches them). One helper for the process, one task at a time: when another call's task holds it, the

@@ -51,9 +51,8 @@ std::vector<int64_t> order_by_population(const Problem& problem, const GridGeome
 }
 
 int resolve_threads(int requested, bool leave_one_for_gpu) {
-  int hardware = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  if (const int quota = cpu_quota_cpus(); quota > 0) hardware = std::min(hardware, quota);  // a container's quota
   if (requested > 0) return requested;
+  const int hardware = usable_cpus();  // within a container's CPU quota
   return leave_one_for_gpu ? std::max(1, hardware - 1) : hardware;
 }
 

@@ -43,9 +43,7 @@ std::string HostShare::notice() const {
 HostShare host_share(MPI_Comm comm) {
   HostShare s;
   s.local_ranks = ranks_on_this_host(comm);
-  s.cores = int(std::max(1u, std::thread::hardware_concurrency()));
-  // A container's CPU quota (host_parallel.hpp) is the host's cores as far as its ranks can use them.
-  if (const int quota = detail::cpu_quota_cpus(); quota > 0) s.cores = std::min(s.cores, quota);
+  s.cores = detail::usable_cpus();  // a container's CPU quota is the host's cores as far as its ranks can use them
   s.bound_cores = cores_of_this_process();
   s.threads = std::max(1, std::min(s.bound_cores, s.cores / s.local_ranks));
   return s;

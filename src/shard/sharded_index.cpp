@@ -54,6 +54,26 @@ void add_slowest(SearchStats& into, const SearchStats& s) {
   into.guard_device_rows += s.guard_device_rows;
 }
 
+/// The shards' lists merged into q x k (merge.hpp): part s has keys *keys[s] (float keys, or the guard's float64
+/// ones) and parts[s]'s rows, parts[s].k a row. Into the first shard's own lists where they have the room (no q x k
+/// allocations after the devices); its keys and rows then move out of it. Returns the keys; the rows go to `rows`.
+template <class Keys>
+Keys merge_shard_lists(const std::vector<Keys*>& keys, std::vector<detail::KeyResult>& parts, int64_t q, int64_t k,
+                       int threads, HostArray<int64_t>& rows) {
+  std::vector<detail::KeyListsOf<typename Keys::value_type>> views;
+  for (size_t s = 0; s < parts.size(); ++s)
+    views.push_back({keys[s]->data(), parts[s].indices.data(), parts[s].rows, parts[s].k});
+  if (!parts.empty() && parts[0].k == k && parts[0].rows == q) {
+    detail::merge_key_lists_into(views, q, k, threads, keys[0]->data(), parts[0].indices.data());
+    rows = std::move(parts[0].indices);
+    return std::move(*keys[0]);
+  }
+  Keys out(size_t(q * k));
+  rows.resize(size_t(q * k));
+  detail::merge_key_lists_into(views, q, k, threads, out.data(), rows.data());
+  return out;
+}
+
 /// The exactness guard of a search over the shards (guard.hpp): the distance path to force in the candidate
 /// passes and the bound the certificates use.
 struct ShardGuard {
@@ -155,34 +175,19 @@ struct ShardedIndex::Impl {
     });
     const auto merge_start = std::chrono::steady_clock::now();
     const int64_t k = std::min(checked.k, rows);
-    detail::KeyResult merged;
+    detail::KeyResult merged{q, k, {}, {}};
     if (guard) {
-      std::vector<detail::KeyListsOf<double>> views;
-      for (size_t s = 0; s < parts.size(); ++s)
-        views.push_back({exact_parts[s].data(), parts[s].indices.data(), parts[s].rows, parts[s].k});
-      // Into the first shard's lists where they have the room (no q x k allocations after the devices), as below.
-      std::vector<double> wide;
-      if (!parts.empty() && parts[0].k == k && parts[0].rows == q) {
-        detail::merge_key_lists_into(views, q, k, checked.threads, exact_parts[0].data(), parts[0].indices.data());
-        wide = std::move(exact_parts[0]);
-        merged = std::move(parts[0]);
-      } else {
-        wide.resize(size_t(q * k));
-        merged = detail::KeyResult{q, k, std::vector<float>(size_t(q * k)), std::vector<int64_t>(size_t(q * k))};
-        detail::merge_key_lists_into(views, q, k, checked.threads, wide.data(), merged.indices.data());
-      }
-      // The float keys rounded from the float64 ones, as one device's guard rounds them.
-      std::copy(wide.begin(), wide.end(), merged.distances.begin());
+      std::vector<std::vector<double>*> keys;
+      for (std::vector<double>& e : exact_parts) keys.push_back(&e);
+      std::vector<double> wide = merge_shard_lists(keys, parts, q, k, checked.threads, merged.indices);
+      merged.distances = std::move(parts[0].distances);  // its room, where it has it
+      merged.distances.resize(size_t(q * k));
+      std::copy(wide.begin(), wide.end(), merged.distances.begin());  // rounded as one device's guard rounds them
       if (exact) *exact = std::move(wide);
     } else {
-      std::vector<detail::KeyListsView> views;
-      for (const detail::KeyResult& part : parts) views.push_back(detail::lists_of(part));
-      if (!parts.empty() && parts[0].k == k && parts[0].rows == q) {  // into the first shard's lists: no allocation
-        detail::merge_key_lists_into(views, q, k, checked.threads, parts[0].distances.data(), parts[0].indices.data());
-        merged = std::move(parts[0]);
-      } else {
-        merged = detail::merge_key_lists(views, q, k, checked.threads);
-      }
+      std::vector<HostArray<float>*> keys;
+      for (detail::KeyResult& part : parts) keys.push_back(&part.distances);
+      merged.distances = merge_shard_lists(keys, parts, q, k, checked.threads, merged.indices);
     }
     stats.merge_ms += elapsed_ms(merge_start);
     return merged;

@@ -457,9 +457,9 @@ class TileCertifier {
            (kp.metric == Metric::SquaredL2 || kp.metric == Metric::InnerProduct);
   }
 
-  /// Device bytes of the float64 keys and rows the certificate keeps for the whole search (want_exact).
+  /// Device bytes of the float64 keys and rows the certificate keeps for the whole search (exact_into).
   static size_t exact_bytes(const DeviceCertificate& c, int64_t nq) {
-    return c.want_exact ? static_cast<size_t>(nq * c.k) * (sizeof(double) + sizeof(int64_t)) : 0;
+    return c.exact_into ? static_cast<size_t>(nq * c.k) * (sizeof(double) + sizeof(int64_t)) : 0;
   }
 
   /// After the tile buffers are sized (a device view's norms and rows are ready from then on).
@@ -469,7 +469,7 @@ class TileCertifier {
     whole_ = base.tile(0, base.rows(), s);
     rows_ = base.rows();
     p.certified.resize(static_cast<size_t>(nq));
-    if (c.want_exact) {
+    if (c.exact_into) {
       p.exact_keys.resize(static_cast<size_t>(nq * c.k));
       p.exact_rows.resize(static_cast<size_t>(nq * c.k));
     }
@@ -505,8 +505,8 @@ class TileCertifier {
     a.max_norm_bits = p_.max_norm_bits.data();
     a.out_keys = out.keys;
     a.out_labels = out.labels;
-    a.out_exact = c_.want_exact ? p_.exact_keys.data() + q0 * c_.k : nullptr;
-    a.out_exact_rows = c_.want_exact ? p_.exact_rows.data() + q0 * c_.k : nullptr;
+    a.out_exact = c_.exact_into ? p_.exact_keys.data() + q0 * c_.k : nullptr;
+    a.out_exact_rows = c_.exact_into ? p_.exact_rows.data() + q0 * c_.k : nullptr;
     a.certified = p_.certified.data() + q0;
     certify_rows(a, s);
     return out;
@@ -516,14 +516,9 @@ class TileCertifier {
   void finish(int64_t nq) {
     c_.certified.resize(static_cast<size_t>(nq));
     GKNN_CUDA_TRY(cudaMemcpy(c_.certified.data(), p_.certified.data(), static_cast<size_t>(nq), cudaMemcpyDeviceToHost));
-    if (c_.want_exact) {
+    if (c_.exact_into) {
       const size_t entries = static_cast<size_t>(nq * c_.k);
-      DeviceCertificate::ExactInto into = c_.exact_into ? c_.exact_into() : DeviceCertificate::ExactInto{};
-      if (!into.keys || !into.rows) {
-        c_.exact.resize(entries);
-        c_.exact_rows.resize(entries);
-        into = {c_.exact.data(), c_.exact_rows.data()};
-      }
+      const DeviceCertificate::ExactInto into = c_.exact_into();
       const cudaStream_t s = p_.compute.get();
       download_staged(p_, into.keys, p_.exact_keys.data(), entries * sizeof(double), s);
       download_staged(p_, into.rows, p_.exact_rows.data(), entries * sizeof(int64_t), s);

@@ -66,7 +66,7 @@ struct Pipeline {
   // The exactness guard's certificate taken in the search (OutputSpec::certificate, certify.cuh):
   DeviceBuffer<unsigned char> certified;  ///< one flag per query of the search
   DeviceBuffer<unsigned long long> max_norm_bits;  ///< the base's largest squared norm (launch_max_square_norm)
-  DeviceBuffer<double> exact_keys;  ///< DeviceCertificate::want_exact: queries x k float64 keys of the search
+  DeviceBuffer<double> exact_keys;  ///< DeviceCertificate::exact_into: queries x k float64 keys of the search
   DeviceBuffer<int64_t> exact_rows;  ///< ... and their rows
   PinnedBuffer<unsigned char> download_ring;  ///< two pinned slots their download goes through (download_staged)
   DeviceBuffer<int64_t> ids;        ///< user ids of an Index (add_with_ids), uploaded when they change

@@ -9,9 +9,8 @@
 #pragma once
 
 #include <algorithm>
-#include <cstring>
 #include <memory>
-#include <vector>
+#include <mutex>
 
 #include "cuda/common/buffer.cuh"
 #include "core/chunk_pack.hpp"
@@ -72,9 +71,7 @@ class Stager {
     if (host_stride_ == cols_ && copy_per_part()) {  // contiguous rows: each part's copy issued once it is packed
       Slot& slot = take_slot(count);
       slot.device.resize(static_cast<size_t>(max_rows_ * cols_));
-      if (pack_and_send(slot, slot.device.data(), begin, count, consumer)) return slot.device.data();
-      copy_rows_into(slot, begin, count);
-      send(slot, slot.device.data(), count, consumer);
+      pack_and_send(slot, slot.device.data(), begin, count, consumer);
       return slot.device.data();
     }
     auto& slot = pack(begin, count);
@@ -113,52 +110,44 @@ class Stager {
     return slot;
   }
 
-  /// Rows [begin, begin + count) into the slot's pinned bytes.
-  void copy_rows_into(Slot& slot, int64_t begin, int64_t count) {
+  /// Rows [begin, begin + count) into the next slot's pinned bytes.
+  Slot& pack(int64_t begin, int64_t count) {
+    Slot& slot = take_slot(count);
     if (host_stride_ == cols_) {  // contiguous rows: one copy, split over threads (one thread reaches a fraction
                                   // of the host bandwidth, and bulk uploads are bound by this copy)
       parallel_memcpy(slot.pinned.data(), host_ + begin * cols_, static_cast<size_t>(count * cols_) * sizeof(T));
-      return;
+      return slot;
     }
     const HostRows rows{host_, begin + count, static_cast<size_t>(cols_) * sizeof(T),
                         static_cast<size_t>(host_stride_) * sizeof(T)};
     copy_rows(reinterpret_cast<unsigned char*>(slot.pinned.data()), rows, begin, count);
-  }
-
-  Slot& pack(int64_t begin, int64_t count) {
-    Slot& slot = take_slot(count);
-    copy_rows_into(slot, begin, count);
     return slot;
   }
 
-  /// Contiguous rows [begin, begin + count) packed by the host team, each part's copy to `dst` issued on the copy
-  /// stream by the thread that packed it, as soon as it is packed; false (nothing done) when the tile is one part.
-  bool pack_and_send(Slot& slot, T* dst, int64_t begin, int64_t count, cudaStream_t consumer) {
-    constexpr int64_t kMinPart = int64_t(1) << 19;
-    const size_t bytes = static_cast<size_t>(count * cols_) * sizeof(T);
-    const int parts = host_parts(static_cast<int64_t>(bytes), kMinPart);
-    if (parts < 2) return false;
-    const size_t chunk = ((bytes + parts - 1) / parts + 4095) & ~size_t(4095);  // page-aligned parts cover it all
+  /// Contiguous rows [begin, begin + count) packed by the host team (parallel_memcpy), each part's copy to `dst`
+  /// issued on the copy stream by the thread that packed it, as soon as it is packed.
+  void pack_and_send(Slot& slot, T* dst, int64_t begin, int64_t count, cudaStream_t consumer) {
     int device = 0;
     GKNN_CUDA_TRY(cudaGetDevice(&device));
-    std::vector<cudaError_t> errors(static_cast<size_t>(parts), cudaSuccess);
+    std::mutex failed_mutex;
+    cudaError_t failed = cudaSuccess;
     auto* to = reinterpret_cast<unsigned char*>(dst);
     auto* pinned = reinterpret_cast<unsigned char*>(slot.pinned.data());
-    const auto* from = reinterpret_cast<const unsigned char*>(host_ + begin * cols_);
     stage_begin(timer_, Stage::Upload, copy_);
-    host_parallel(parts, [&](int part) {  // the pool's threads: the device set here, errors kept, nothing thrown
-      const size_t b = std::min(bytes, static_cast<size_t>(part) * chunk), e = std::min(bytes, b + chunk);
-      if (e <= b) return;
-      std::memcpy(pinned + b, from + b, e - b);
-      cudaError_t err = cudaSetDevice(device);
-      if (err == cudaSuccess) err = cudaMemcpyAsync(to + b, pinned + b, e - b, cudaMemcpyHostToDevice, copy_);
-      errors[static_cast<size_t>(part)] = err;
-    });
+    parallel_memcpy(pinned, host_ + begin * cols_, static_cast<size_t>(count * cols_) * sizeof(T),
+                    [&](size_t b, size_t e) {  // on a pool thread: the device set here, an error kept, none thrown
+                      cudaError_t err = cudaSetDevice(device);
+                      if (err == cudaSuccess)
+                        err = cudaMemcpyAsync(to + b, pinned + b, e - b, cudaMemcpyHostToDevice, copy_);
+                      if (err != cudaSuccess) {
+                        std::lock_guard<std::mutex> lock(failed_mutex);
+                        failed = err;
+                      }
+                    });
     stage_end(timer_, Stage::Upload, copy_);
-    for (cudaError_t err : errors) GKNN_CUDA_TRY(err);
+    GKNN_CUDA_TRY(failed);
     slot.ready.record(copy_);
     GKNN_CUDA_TRY(cudaStreamWaitEvent(consumer, slot.ready.get(), 0));
-    return true;
   }
 
   void send(Slot& slot, T* dst, int64_t count, cudaStream_t consumer) {
