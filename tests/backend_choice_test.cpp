@@ -168,9 +168,11 @@ TEST(ExplainSearch, AutoBackendAndCudaReasons) {
   plan = explain_search(long_base.view(), int_queries.view(), p);
   EXPECT_EQ(plan.distance, DistanceAlgorithm::Fused) << plan.distance_reason;
   EXPECT_NE(plan.distance_reason.find("fused kernel"), std::string::npos) << plan.distance_reason;
-  const HostMatrix<float> floats = random_matrix(500, 32, 9), float_queries = random_matrix(100, 32, 10);
-  // Float data: under the exactness guard (its default, Auto) the TF32 tensor cores with the re-rank; unguarded,
-  // fp32 SGEMM.
+  const HostMatrix<float> floats = random_matrix(500, 32, 9), float_queries = random_matrix(256, 32, 10);
+  // Float data: under the exactness guard (its default, Auto) from 256 queries the TF32 tensor cores with the
+  // re-rank, with fewer fp32 SGEMM; unguarded, fp32 SGEMM.
+  EXPECT_EQ(explain_search(floats.view(), FloatView{float_queries.row(0), 255, 32, 0}, p).distance,
+            DistanceAlgorithm::Cublas);
   plan = explain_search(floats.view(), float_queries.view(), p);
   EXPECT_EQ(plan.distance, DistanceAlgorithm::Tf32) << plan.distance_reason;
   EXPECT_NE(plan.distance_reason.find("exactness guard"), std::string::npos) << plan.distance_reason;
@@ -192,9 +194,20 @@ TEST(ExplainSearch, AutoBackendAndCudaReasons) {
   EXPECT_EQ(explain_search(wide.view(), int_queries.view(), p).distance, DistanceAlgorithm::LpGemm);
   p.metric = Metric::Lp;
   EXPECT_EQ(explain_search(ints.view(), int_queries.view(), p).distance, DistanceAlgorithm::LpGemm);
+  // d < 16: the direct kernels, by the number of queries (one key per thread below 16 queries, lp_gemm's register
+  // tiles from 16), and for integer data with q x n >= 2^27 the fused kernel.
   p.metric = Metric::L1;
   const HostMatrix<float> narrow = random_matrix(500, 8, 9), narrow_queries = random_matrix(100, 8, 10);
-  EXPECT_EQ(explain_search(narrow.view(), narrow_queries.view(), p).distance, DistanceAlgorithm::GarciaGlobal);
+  EXPECT_EQ(explain_search(narrow.view(), narrow_queries.view(), p).distance, DistanceAlgorithm::LpGemm);
+  p.metric = Metric::SquaredL2;
+  EXPECT_EQ(explain_search(narrow.view(), narrow_queries.view(), p).distance, DistanceAlgorithm::LpGemm);
+  EXPECT_EQ(explain_search(narrow.view(), FloatView{narrow_queries.row(0), 15, 8, 0}, p).distance,
+            DistanceAlgorithm::Naive);
+  const HostMatrix<float> narrow_ints = integer_matrix(1 << 17, 8, 0, 255, 13);
+  const HostMatrix<float> narrow_int_queries = integer_matrix(1024, 8, 0, 255, 14);
+  EXPECT_EQ(explain_search(narrow_ints.view(), narrow_int_queries.view(), p).distance, DistanceAlgorithm::Fused);
+  EXPECT_EQ(explain_search(narrow_ints.view(), FloatView{narrow_int_queries.row(0), 1023, 8, 0}, p).distance,
+            DistanceAlgorithm::LpGemm);
 }
 
 TEST(ExplainSearch, RefusesWhatTheSearchRefuses) {

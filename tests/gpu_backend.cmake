@@ -28,9 +28,9 @@ if(GKNN_HAS_CUDA)
   gknn_test(gpu_device_views LABEL gpu SOURCES gpu_device_views_test.cpp)
 endif()
 # The fused distance + selection kernel against the float64 oracle (issue 13); again with the splits of a query
-# sharing their k-th keys (GKNN_FUSED_SHARED_THRESHOLD, off by default until measured).
+# not sharing their k-th keys (GKNN_FUSED_SHARED_THRESHOLD=0; sharing is the default).
 if(GKNN_HAS_CUDA)
   gknn_test(gpu_fused LABEL gpu SOURCES gpu_fused_test.cpp)
-  gknn_test_part(gpu_fused shared_threshold "*")
-  set_tests_properties(gpu_fused_shared_threshold PROPERTIES ENVIRONMENT GKNN_FUSED_SHARED_THRESHOLD=1)
+  gknn_test_part(gpu_fused own_threshold "*")
+  set_tests_properties(gpu_fused_own_threshold PROPERTIES ENVIRONMENT GKNN_FUSED_SHARED_THRESHOLD=0)
 endif()

@@ -28,12 +28,23 @@ const DistanceEntry kDistanceEntries[] = {
 
 /// Below this dimension a GEMM has too little work per output to beat a direct kernel.
 constexpr int64_t kGemmMinDim = 16;
+/// Below kGemmMinDim (H200 suite, d = 2, 3, 8, n = 16K..1M, k = 1..1000, bench/results/suite_2026-11-27_h200):
+/// with fewer queries than this the one-key-per-thread kernel (naive) is fastest (q = 1: within 1.12 of the best
+/// in 26 of 30 cells; garcia_global's 16-query tiles idle, up to 1.7x); with more, lp_gemm's register blocking
+/// (q = 64..1024: within 1.1 of the best, garcia_global 1.3-2.7x) ...
+constexpr int64_t kSmallDimMinTiledQueries = 16;
+/// ... unless integer data give the fused kernel this many query x base pairs: then it is (q x n >= 2^27: within
+/// 1.06 of the best but at k = 1000 on 16K rows, 1.22; lp_gemm 1.6-4.6x at q >= 1024 on 262K rows).
+constexpr int64_t kSmallDimFusedMinPairs = int64_t(1) << 27;
 /// Below this many queries Auto prefers SGEMM to the fp16 GEMM (H100, 1M x 128 base: q = 1/16 faster in fp32).
 constexpr int64_t kFp16MinQueries = 64;
 /// Guarded float data: Auto takes tf32 (operands rounded to nearest TF32, candidates re-ranked and certified on the
-/// device) from as many queries as fp16_mma (the base is rounded on every call too) and up to this k (K' = 2k + 64
-/// candidates: the selection's k grows faster than cuBLAS's k + k / 4). H100, SIFT1M shape with uniform floats,
-/// k = 100, guarded: tf32 41.5 ms (no query retried), cublas 79.4 ms, tf32x3 51.6 ms.
+/// device) from this many queries (the base is rounded on every call, and the certificate's fixed cost is spread
+/// over the queries) and up to this k (K' = 2k + 64 candidates: the selection's k grows faster than cuBLAS's
+/// k + k / 4). H100, SIFT1M shape with uniform floats, k = 100, guarded: tf32 41.5 ms (no query retried), cublas
+/// 79.4 ms, tf32x3 51.6 ms. H200 suite (d = 32, 128, k = 10, 100): q = 64 tf32 1.15-1.6x the best (cublas or
+/// lp_gemm) on 16K-1M rows; q = 1024 within 1.1 of it but in one cell (1.26).
+constexpr int64_t kTf32MinQueries = 256;
 constexpr int64_t kTf32MaxK = 256;
 /// Auto prefers the fused kernel where it serves from this many queries and query x base pairs. H100, 1M x 128
 /// uint8 base, k = 100, per call: q = 1 0.42 ms fused vs 0.30 SGEMM (the fused walk converts the whole base each
@@ -60,18 +71,40 @@ const DistanceEntry* find_distance(DistanceAlgorithm algorithm) {
 const DistanceEntry* distance_entries_begin() { return std::begin(kDistanceEntries); }
 const DistanceEntry* distance_entries_end() { return std::end(kDistanceEntries); }
 
+namespace {
+
+/// Auto below kGemmMinDim: too little work per key for a GEMM (or the fp16 tensor cores) to pay off; the fused
+/// kernel's 8-bit tensor-core walk still does with enough pairs, else a direct kernel shaped for the query count.
+template <class Because>
+DistanceAlgorithm choose_small_dim(Metric key_metric, int64_t nq, int64_t nb, int64_t k, const DataFacts& facts,
+                                   const Because& because) {
+  const DistanceEntry* fused = find_distance(DistanceAlgorithm::Fused);
+  if (fused && fused->supports(key_metric) && fused->fused_serves(k, facts.dim, facts) && nq >= kFusedMinQueries &&
+      nq * nb >= kSmallDimFusedMinPairs)
+    return because(DistanceAlgorithm::Fused, "d < 16, integer data, q x n >= 2^27: the fused kernel (tensor cores, "
+                                             "exact; the key matrix is never written)");
+  if (nq < kSmallDimMinTiledQueries)
+    return because(DistanceAlgorithm::Naive, "d < 16, fewer than 16 queries: one key per thread (a tiled kernel's "
+                                             "query tiles would idle)");
+  if (find_distance(DistanceAlgorithm::LpGemm))
+    return because(DistanceAlgorithm::LpGemm, "d < 16: the register-blocked direct kernel (lp_gemm; no GEMM pays off "
+                                              "at this dimension)");
+  return because(DistanceAlgorithm::GarciaGlobal, "d < 16: too little work per key for a GEMM to pay off");
+}
+
+}  // namespace
+
 // Auto: for the dot-product metrics once dim is large enough for a GEMM to pay off, the fused distance + selection
 // kernel where it serves (integer data, k <= 128: no key matrix at all), else the fp16 tensor-core GEMM
 // where it is proven exact on the data (integers in its range; 4-7x the fp32 SGEMM's rate), else cuBLAS SGEMM;
-// otherwise the tiled shared-memory kernel, which reuses every loaded component 16 times.
+// below d = 16 choose_small_dim; other metrics the Lp kernels.
 DistanceAlgorithm choose_distance(Metric key_metric, int64_t nq, int64_t nb, int64_t k, const DataFacts& facts,
                                   std::string* why) {
   const auto because = [why](DistanceAlgorithm a, const char* reason) {
     if (why) *why = std::string("auto: ") + reason;
     return a;
   };
-  if (facts.dim < kGemmMinDim)
-    return because(DistanceAlgorithm::GarciaGlobal, "d < 16: too little work per key for a GEMM to pay off");
+  if (facts.dim < kGemmMinDim) return choose_small_dim(key_metric, nq, nb, k, facts, because);
   // H100, uint8-valued data, k = 100 / 16 (bench/results/gpu_bench_2026-11-27_lp.md): L1 1M x 128, 10k queries
   // lp_gemm 129.6 ms vs garcia_global 428.3; Garcia's shape 1.39 vs 3.38 ms; Linf alike. Same keys, bit for bit.
   if (!gemm_key_metric(key_metric)) {
@@ -87,7 +120,7 @@ DistanceAlgorithm choose_distance(Metric key_metric, int64_t nq, int64_t nb, int
   }
   // The fp16 path converts the base tile every call: with few queries that copy costs more than the SGEMM reads.
   if (!fp16_mma_exact_on(facts)) {
-    if (facts.guarded && nq >= kFp16MinQueries && k <= kTf32MaxK && find_distance(DistanceAlgorithm::Tf32))
+    if (facts.guarded && nq >= kTf32MinQueries && k <= kTf32MaxK && find_distance(DistanceAlgorithm::Tf32))
       return because(DistanceAlgorithm::Tf32, "float data under the exactness guard: TF32 tensor cores (operands "
                                               "rounded to nearest), every query's 2k + 64 candidates re-ranked on "
                                               "float64 keys on the device, so exact (1.9x fp32 SGEMM, SIFT1M shape)");
