@@ -619,6 +619,9 @@ TEST_F(Cli, BenchSweepResumeRejectsOtherFiles) {
   write_bytes("bad.csv", std::string(kSweepCsvHeader) + "\ncpu,squared_l2,integer,300,20,8,five,auto,gemm,heap,1,1,"
                                                          "gemm,heap,0\n");
   expect_error(sweep + "bad.csv", 1, "bad.csv line 2: field 7 'five' is not a positive integer");
+  write_bytes("zero.csv", std::string(kSweepCsvHeader) + "\ncpu,squared_l2,integer,300,20,8,5,auto,gemm,heap,1,0,"
+                                                          "gemm,heap,0\n");
+  expect_error(sweep + "zero.csv", 1, "zero.csv line 2: runs 0 (skipped as hopeless) is only for a capped candidate");
   write_bytes("table.csv", std::string(gknn::plan_table_header()) + "\ncpu,dot,integer,300,20\n");
   expect_error(sweep + "t.csv --out table.csv", 1, "table.csv line 2");
   expect_error("bench --sweep --backend cpu --resume", 2, "--csv");
@@ -663,6 +666,72 @@ TEST_F(Cli, BenchSweepCapFlagsHopelessCandidates) {
     EXPECT_EQ(rows[i][14], "0") << i;
     EXPECT_EQ(rows[i][11], "3") << i;
   }
+}
+
+/// The candidate lines of a sweep's --csv by (metric, n, q, distance, select).
+std::map<std::vector<std::string>, std::vector<std::string>> sweep_candidates(const fs::path& file) {
+  std::map<std::vector<std::string>, std::vector<std::string>> out;
+  for (const std::vector<std::string>& f : csv_fields(file))
+    if (f.size() == 15 && f[7] == "candidate") out[{f[1], f[3], f[4], f[8], f[9]}] = f;
+  return out;
+}
+
+// On the H200 one `insertion` call took 87.5 s at n=262144 q=10000 d=8 k=1000, a pair already capped at q=1024. A
+// pair capped in a smaller neighbour cell (same n, d, k and a smaller q, or same q, d, k and a smaller n; measured in
+// this run or read from the resumed CSV) is not called: it is recorded with runs 0, capped 1 and its capped time
+// scaled by the work ratio, and is never the best. A round whose every pair is hopeless times the least hopeless one.
+// Cap 0 caps every candidate after a cell's first; --sweep-no-prune times them all.
+TEST_F(Cli, BenchSweepSkipsCandidatesCappedInASmallerCell) {
+  const std::string sweep =
+      "bench --sweep --backend cpu --sweep-n 300,600 --sweep-d 8 --sweep-k 5 --sweep-metrics squared_l2,l1 "
+      "--sweep-data integer --repeat 1 --warmup 0 --sweep-cap 0 --out table.csv --csv ";
+  const CliRun first = gknn(sweep + "timings.csv --sweep-q 20");  // n=600 is pruned by n=300 of this run
+  ASSERT_EQ(first.code, 0) << first.err;
+  const CliRun resumed = gknn(sweep + "timings.csv --sweep-q 20,40 --resume");  // q=40 by the CSV's q=20
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_NE(resumed.out.find("candidates skipped (capped in a smaller cell"), std::string::npos) << resumed.out;
+  const auto rows = sweep_candidates(path("timings.csv"));
+  const std::vector<std::pair<std::string, std::string>> larger{{"300", "40"}, {"600", "20"}, {"600", "40"}};
+  size_t skipped = 0;
+  for (const auto& [key, f] : rows) {
+    if (f[11] != "0") continue;
+    ++skipped;
+    EXPECT_EQ(f[14], "1") << "a skipped candidate is flagged capped";
+    EXPECT_FALSE(key[1] == "300" && key[2] == "20") << "the smallest cell has no smaller neighbour";
+  }
+  EXPECT_GT(skipped, 0u);
+  for (const auto& [key, small] : rows) {  // every distance-round pair capped in the smallest cell, in every other
+    if (key[1] != "300" || key[2] != "20" || small[14] != "1" || key[4] != "auto") continue;
+    for (const auto& [n, q] : larger) {
+      const std::vector<std::string>& f = rows.at({key[0], n, q, key[3], key[4]});
+      EXPECT_EQ(f[11], "0") << n << " " << q << " " << key[3];
+      const double scaled = std::stod(small[10]) * std::stod(n) / 300 * std::stod(q) / 20;
+      EXPECT_NEAR(std::stod(f[10]), scaled, 1e-3 * scaled + 1e-5) << "the capped time x the work ratio";
+    }
+  }
+  for (const auto& [n, q] : larger) {  // l1: one distance, so its selection round is all hopeless but one
+    int called = 0, hopeless = 0;
+    for (const auto& [key, f] : rows)
+      if (key[0] == "l1" && key[1] == n && key[2] == q && key[4] != "auto") (f[11] == "0" ? hopeless : called)++;
+    EXPECT_EQ(called, 1) << n << " " << q;
+    EXPECT_GE(hopeless, 1) << n << " " << q;
+  }
+  for (const std::string& row : plan_rows(path("table.csv"))) {  // the best pairs were called
+    std::stringstream split(row);
+    std::vector<std::string> p;
+    for (std::string field; std::getline(split, field, ',');) p.push_back(field);
+    ASSERT_GE(p.size(), 9u) << row;
+    const std::string metric = p[1] == "dot" ? "squared_l2" : p[1];
+    EXPECT_NE(rows.at({metric, p[3], p[4], p[7], p[8]})[11], "0") << row;
+  }
+  const CliRun again = gknn(sweep + "timings.csv --sweep-q 20,40 --resume");  // the runs-0 lines read back
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_NE(again.out.find("cells        0 measured now, 8 from earlier runs"), std::string::npos) << again.out;
+
+  ASSERT_EQ(gknn(sweep + "all.csv --sweep-q 20,40 --sweep-no-prune").code, 0);
+  const auto all = sweep_candidates(path("all.csv"));
+  EXPECT_EQ(all.size(), rows.size()) << "skipped candidates are recorded too";
+  for (const auto& [key, f] : all) EXPECT_NE(f[11], "0") << key[0] << " " << key[1] << " " << key[2] << " " << key[3];
 }
 
 TEST_F(Cli, JoinWritesTheSelfJoinAndReports) {

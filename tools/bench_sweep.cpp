@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <optional>
 #include <set>
 #include <utility>
@@ -72,6 +73,15 @@ struct SweepCell {
   }
 };
 
+/// A candidate pair: a distance and a selection algorithm.
+using Pair = std::pair<DistanceAlgorithm, SelectAlgorithm>;
+/// A pair by the names the CSV gives it, so that pairs read back from a resumed CSV compare with this run's.
+using PairNames = std::pair<std::string, std::string>;
+/// The pairs of a cell that are skipped as hopeless, each with the time it is recorded with (an estimate).
+using HopelessPairs = std::map<PairNames, double>;
+
+PairNames names_of(const Pair& pair) { return {to_string(pair.first), to_string(pair.second)}; }
+
 /// The candidates of a cell, in the order they are timed: every distance with Auto's selection, then every selection
 /// (by name: a table row names its algorithms) with the fastest distance, as the test suite covers the algorithms.
 std::vector<DistanceAlgorithm> candidate_distances(Backend backend, Metric metric, bool integer) {
@@ -88,11 +98,49 @@ std::vector<SelectAlgorithm> candidate_selects(Backend backend, int64_t k) {
   return out;
 }
 
+/// The first round's pairs: every candidate distance with Auto's selection.
+std::vector<Pair> distance_round(Backend backend, Metric metric, bool integer) {
+  std::vector<Pair> out;
+  for (DistanceAlgorithm d : candidate_distances(backend, metric, integer)) out.emplace_back(d, SelectAlgorithm::Auto);
+  return out;
+}
+
+/// The second round's pairs: every candidate selection with the first round's fastest distance.
+std::vector<Pair> selection_round(Backend backend, int64_t k, DistanceAlgorithm distance) {
+  std::vector<Pair> out;
+  for (SelectAlgorithm s : candidate_selects(backend, k)) out.emplace_back(distance, s);
+  return out;
+}
+
+/// The pair a round times although it is hopeless: when every pair of the round is, the one with the smallest
+/// estimate, since the round needs a measured best (a skipped pair never is one); otherwise none.
+std::optional<Pair> forced_pair(const std::vector<Pair>& round, const HopelessPairs& hopeless) {
+  std::optional<Pair> out;
+  double out_ms = kNoLimit;
+  for (const Pair& pair : round) {
+    const auto found = hopeless.find(names_of(pair));
+    if (found == hopeless.end()) return std::nullopt;
+    if (!out || found->second < out_ms) {
+      out = pair;
+      out_ms = found->second;
+    }
+  }
+  return out;
+}
+
+/// The pairs of a round that are called: those not hopeless, or the forced one.
+size_t called_in_round(const std::vector<Pair>& round, const HopelessPairs& hopeless) {
+  if (forced_pair(round, hopeless)) return 1;
+  return static_cast<size_t>(std::count_if(round.begin(), round.end(), [&](const Pair& pair) {
+    return hopeless.count(names_of(pair)) == 0;
+  }));
+}
+
 struct Timed {
   DistanceAlgorithm distance;
   SelectAlgorithm select;
   double ms;
-  int runs;     ///< timed runs behind `ms`: 1 when capped
+  int runs;     ///< timed runs behind `ms`: 1 when capped, 0 when skipped as hopeless (`ms` is then an estimate)
   bool capped;  ///< its first call took more than the cap times the cell's best: not repeated, `ms` is that call
 };
 
@@ -126,14 +174,22 @@ class CellBench {
     }
   }
 
-  /// The fastest pair of the two rounds (candidate_distances, then candidate_selects). Every timing goes to `all`; a
-  /// candidate is capped at `cap` times the fastest time so far in the cell, either round.
-  std::optional<Timed> best(Backend backend, bool integer, std::vector<Timed>& all) const {
+  /// The fastest pair of the two rounds (distance_round, then selection_round). Every timing goes to `all`; a
+  /// candidate is capped at `cap` times the fastest time so far in the cell, either round. A `hopeless` pair is not
+  /// called (but see forced_pair): it goes to `all` with its estimate, runs 0 and capped, and is never the best.
+  std::optional<Timed> best(Backend backend, bool integer, const HopelessPairs& hopeless,
+                            std::vector<Timed>& all) const {
     double best_ms = kNoLimit;
-    const auto fastest = [&](const std::vector<std::pair<DistanceAlgorithm, SelectAlgorithm>>& pairs) {
+    const auto fastest = [&](const std::vector<Pair>& round) {
       std::optional<Timed> out;
-      for (const auto& [d, s] : pairs) {
-        const std::optional<Timed> t = time(d, s, best_ms < kNoLimit ? cap_ * best_ms : kNoLimit);
+      const std::optional<Pair> forced = forced_pair(round, hopeless);
+      for (const Pair& pair : round) {
+        const auto skip = hopeless.find(names_of(pair));
+        if (skip != hopeless.end() && forced != pair) {
+          all.push_back(Timed{pair.first, pair.second, skip->second, 0, true});
+          continue;
+        }
+        const std::optional<Timed> t = time(pair.first, pair.second, best_ms < kNoLimit ? cap_ * best_ms : kNoLimit);
         if (!t) continue;
         all.push_back(*t);
         best_ms = std::min(best_ms, t->ms);
@@ -141,14 +197,9 @@ class CellBench {
       }
       return out;
     };
-    std::vector<std::pair<DistanceAlgorithm, SelectAlgorithm>> round;
-    for (DistanceAlgorithm d : candidate_distances(backend, params_.metric, integer))
-      round.emplace_back(d, SelectAlgorithm::Auto);
-    const std::optional<Timed> distance = fastest(round);
+    const std::optional<Timed> distance = fastest(distance_round(backend, params_.metric, integer));
     if (!distance) return distance;
-    round.clear();
-    for (SelectAlgorithm s : candidate_selects(backend, params_.k)) round.emplace_back(distance->distance, s);
-    return fastest(round);
+    return fastest(selection_round(backend, params_.k, distance->distance));
   }
 
  private:
@@ -167,10 +218,10 @@ class CellBench {
 
 /// --sweep-budget's forecast of the wall time of work not yet done, from what it computes (docs/planner.md):
 ///   ms = calls x fixed + rate x work
-/// A cell: calls = its searches, (candidate pairs + Auto) x searches_per_pair (an upper bound: a capped pair runs
-/// once), work = calls x n x q x (d + 16); the "+ 16" stands for the selection's work per distance, so that d = 2
-/// cells do not look free. A group (drawing a base and adding it to the index, once per metric, data kind, n and d):
-/// calls = 1, work = n x d.
+/// A cell: calls = its searches, (candidate pairs called + Auto) x searches_per_pair (an upper bound: a capped pair
+/// runs once; Sweep::planned_searches), work = calls x n x q x (d + 16); the "+ 16" stands for the selection's work
+/// per distance, so that d = 2 cells do not look free. A group (drawing a base and adding it to the index, once per
+/// metric, data kind, n and d): calls = 1, work = n x d.
 /// `fixed` is the smallest time per call measured (what a search of the smallest cells costs: launches, the host's
 /// share), `rate` what the measurements took beyond it per unit of work (sums over them, so the large cells, which the
 /// budget must not misjudge, weigh most). Measured: what this run measured (wall time) and, for cells on --resume,
@@ -238,10 +289,73 @@ std::vector<std::string> lines_of(const std::string& text) {
   return out;
 }
 
+/// The fields of the CSV's lines (TimingsCsv::kHeader).
+using Rows = std::vector<std::vector<std::string>>;
+
+/// A line's cell.
+SweepCell cell_of_fields(const std::vector<std::string>& f) {
+  return SweepCell{f[1], f[2], std::stoll(f[3]), std::stoll(f[4]), std::stoll(f[5]), std::stoll(f[6])};
+}
+
 /// A complete cell of a resumed CSV, as the cost model sees it.
 struct PastCell {
   int64_t n = 0, q = 0, d = 0, searches = 0;
   double ms = 0;
+};
+
+/// The cells of a resumed CSV's rows (one device's, each cell's rows together) with the searches behind them: a
+/// skipped candidate (runs 0) made none, a capped one one; the warm-up is not in the file, so `per_pair` (this run's)
+/// is assumed for the others.
+std::vector<PastCell> past_cells(const Rows& rows, int per_pair) {
+  std::vector<PastCell> past;
+  std::string last_key;
+  for (const std::vector<std::string>& f : rows) {
+    const std::string key = cell_key_of(f);
+    if (key != last_key) past.push_back({std::stoll(f[3]), std::stoll(f[4]), std::stoll(f[5]), 0, 0});
+    last_key = key;
+    const int searches = f[11] == "0" ? 0 : f[14] == "1" ? 1 : per_pair;
+    past.back().searches += searches;
+    past.back().ms += std::stod(f[10]) * searches;
+  }
+  return past;
+}
+
+/// The candidates capped so far on this device (in this run's cells and a resumed CSV's, the skipped ones included)
+/// by the cell they were capped in: a pair capped in a smaller neighbour of a cell is hopeless there (the large
+/// cells' single calls of such pairs took minutes on the H200).
+class CappedPairs {
+ public:
+  void add(const SweepCell& cell, const PairNames& pair, double ms) {
+    by_series_[series(cell)].push_back({cell.n, cell.q, pair, ms});
+  }
+
+  /// The pairs capped in a smaller neighbour of `cell` (same metric, data, d and k, and the same n with a smaller q
+  /// or the same q with a smaller n), each with the smallest of its capped times scaled by the work ratio (n x q):
+  /// its time if it did no worse per query and base row than where it lost, a lower bound more or less.
+  HopelessPairs hopeless_in(const SweepCell& cell) const {
+    HopelessPairs out;
+    const auto found = by_series_.find(series(cell));
+    if (found == by_series_.end()) return out;
+    for (const Capped& c : found->second) {
+      if (!((c.n == cell.n && c.q < cell.q) || (c.q == cell.q && c.n < cell.n))) continue;
+      const double ms = c.ms * static_cast<double>(cell.n) / static_cast<double>(c.n) *
+                        static_cast<double>(cell.q) / static_cast<double>(c.q);
+      const auto [it, added] = out.emplace(c.pair, ms);
+      if (!added) it->second = std::min(it->second, ms);
+    }
+    return out;
+  }
+
+ private:
+  struct Capped {
+    int64_t n, q;
+    PairNames pair;
+    double ms;
+  };
+  static std::string series(const SweepCell& c) {
+    return c.metric + "," + c.data + "," + std::to_string(c.d) + "," + std::to_string(c.k);
+  }
+  std::map<std::string, std::vector<Capped>> by_series_;
 };
 
 /// The long-format CSV of every timing of the sweep (--csv), for bench/suite/report.py: one line per candidate, then
@@ -253,10 +367,9 @@ class TimingsCsv {
   static constexpr size_t kFields = 15;
 
   /// --resume: keeps the lines of every complete cell of `path` (a missing file has none). A cell without its auto
-  /// line was cut short: its lines are dropped, so it is measured again. Returns the complete cells measured on
-  /// `device` with what they cost, for the cost model (`searches_per_pair`: the warm-up is not in the file, this
-  /// run's is assumed). Throws Format naming the file and line of anything that is not this format.
-  std::vector<PastCell> resume(const std::string& path, const std::string& device, int per_pair) {
+  /// line was cut short: its lines are dropped, so it is measured again. Returns the fields of the complete cells'
+  /// lines measured on `device`. Throws Format naming the file and line of anything that is not this format.
+  Rows resume(const std::string& path, const std::string& device) {
     const std::vector<std::string> lines = lines_of(read_if_present(path));
     if (lines.empty()) return {};
     GKNN_EXPECT(lines[0] == kHeader, ErrorCode::Format, path, " line 1: expected the header '", kHeader,
@@ -268,23 +381,17 @@ class TimingsCsv {
       if (f[7] == "auto") complete_.insert(cell_key_of(f));
       rows.emplace_back(cell_key_of(f), std::move(f));
     }
-    std::vector<PastCell> past;
-    std::string last_key;
+    Rows kept;
     for (const auto& [key, f] : rows) {
       if (!complete_.count(key)) {
         ++dropped_;
         continue;
       }
       lines_.push_back(join(f));
-      if (f[0] != device) continue;
-      if (key != last_key) past.push_back({std::stoll(f[3]), std::stoll(f[4]), std::stoll(f[5]), 0, 0});
-      last_key = key;
-      const int searches = f[14] == "1" ? 1 : per_pair;
-      past.back().searches += searches;
-      past.back().ms += std::stod(f[10]) * searches;
+      if (f[0] == device) kept.push_back(f);
     }
     resumed_ = complete_.size();
-    return past;
+    return kept;
   }
 
   bool complete(const std::string& key) const { return complete_.count(key) != 0; }
@@ -321,8 +428,9 @@ class TimingsCsv {
     for (size_t i : {3, 4, 5, 6, 11}) {
       int64_t value = 0;
       const auto [end, ec] = std::from_chars(f[i].data(), f[i].data() + f[i].size(), value);
-      GKNN_EXPECT(ec == std::errc() && end == f[i].data() + f[i].size() && value > 0, ErrorCode::Format, where,
-                  ": field ", i + 1, " '", f[i], "' is not a positive integer");
+      const int64_t least = i == 11 ? 0 : 1;  // runs 0: a candidate skipped as hopeless
+      GKNN_EXPECT(ec == std::errc() && end == f[i].data() + f[i].size() && value >= least, ErrorCode::Format, where,
+                  ": field ", i + 1, " '", f[i], "' is not a ", least > 0 ? "positive" : "non-negative", " integer");
     }
     double ms = 0;
     const auto [end, ec] = std::from_chars(f[10].data(), f[10].data() + f[10].size(), ms);
@@ -331,6 +439,8 @@ class TimingsCsv {
     GKNN_EXPECT(f[7] == "candidate" || f[7] == "auto", ErrorCode::Format, where, ": path '", f[7],
                 "' is not candidate or auto");
     GKNN_EXPECT(f[14] == "0" || f[14] == "1", ErrorCode::Format, where, ": capped '", f[14], "' is not 0 or 1");
+    GKNN_EXPECT(f[11] != "0" || (f[7] == "candidate" && f[14] == "1"), ErrorCode::Format, where,
+                ": runs 0 (skipped as hopeless) is only for a capped candidate");
     return f;
   }
 
@@ -441,11 +551,11 @@ class Sweep {
   int run() {
     load_earlier_results();
     warm_up_backend();
-    std::printf("sweep        %s (%s), median of %d after %d warm-up, cap %gx", device_.c_str(),
-                to_string(backend_).c_str(), repeat_, warmup_, options_.cap);
+    std::printf("sweep        %s (%s), median of %d after %d warm-up, cap %gx%s", device_.c_str(),
+                to_string(backend_).c_str(), repeat_, warmup_, options_.cap, options_.prune ? "" : ", no pruning");
     if (std::isfinite(options_.budget_s)) std::printf(", budget %g s", options_.budget_s);
-    std::printf("\n%-10s %-7s %8s %6s %4s %5s  %-16s %-16s %10s %10s %6s %8s %8s\n", "metric", "data", "n", "q", "d",
-                "k", "distance", "select", "best ms", "auto ms", "ratio", "cell s", "est s");
+    std::printf("\n%-10s %-7s %8s %6s %4s %5s  %-16s %-16s %10s %10s %6s %8s %8s %4s\n", "metric", "data", "n", "q",
+                "d", "k", "distance", "select", "best ms", "auto ms", "ratio", "cell s", "est s", "skip");
     for (const std::string& metric : options_.metrics)
       for (const std::string& data : options_.data)
         for (int64_t n : options_.n)
@@ -460,8 +570,11 @@ class Sweep {
     if (!options_.csv.empty()) ensure_writable(options_.csv, "--csv");
     if (options_.resume)
       with_option("--csv", [&] {
-        for (const PastCell& c : timings_.resume(options_.csv, device_, searches_per_pair(warmup_, repeat_)))
+        const Rows rows = timings_.resume(options_.csv, device_);
+        for (const PastCell& c : past_cells(rows, searches_per_pair(warmup_, repeat_)))
           cell_costs_.observe(c.searches, CostModel::cell_work(c.searches, c.n, c.q, c.d), c.ms);
+        for (const std::vector<std::string>& f : rows)
+          if (f[7] == "candidate" && f[14] == "1") capped_.add(cell_of_fields(f), {f[8], f[9]}, std::stod(f[10]));
       });
     if (!options_.out.empty()) with_option("--out", [&] { table_.emplace(options_.out); });
     if (timings_.dropped_rows() > 0)
@@ -496,7 +609,8 @@ class Sweep {
       for (int64_t k : options_.k) {
         const SweepCell cell{metric, data, n, q, d, k};
         if (k > n || timings_.complete(cell.key(device_))) continue;
-        const int64_t searches = planned_searches(p.metric, cell);
+        const HopelessPairs hopeless = options_.prune ? capped_.hopeless_in(cell) : HopelessPairs{};
+        const int64_t searches = planned_searches(p.metric, cell, hopeless);
         const double cell_work = CostModel::cell_work(searches, n, q, d);
         const double forecast_ms = cell_costs_.forecast_ms(searches, cell_work) +
                                    (group ? 0 : group_costs_.forecast_ms(1, CostModel::group_work(n, d)));
@@ -511,7 +625,7 @@ class Sweep {
         }
         p.k = k;
         const Stopwatch clock;
-        measure(cell, *group, p, forecast_ms);
+        measure(cell, *group, p, hopeless, forecast_ms);
         cell_costs_.observe(searches, cell_work, clock.seconds() * 1000);
       }
   }
@@ -526,19 +640,26 @@ class Sweep {
     }
   }
 
-  /// The most searches a cell costs: every candidate pair and Auto, none capped.
-  int64_t planned_searches(Metric metric, const SweepCell& cell) const {
-    const size_t pairs = candidate_distances(backend_, metric, cell.data == "integer").size() +
-                         candidate_selects(backend_, cell.k).size();
+  /// The searches a cell costs at most: every candidate pair called and Auto, none capped. The selection round's
+  /// distance is not known before the first round: it is taken to be the one with the fewest pairs called (the
+  /// smaller cells' fastest distance, whose hopeless selections are known, usually stays the fastest; when another
+  /// wins, the cell may cost more).
+  int64_t planned_searches(Metric metric, const SweepCell& cell, const HopelessPairs& hopeless) const {
+    const std::vector<Pair> distances = distance_round(backend_, metric, cell.data == "integer");
+    size_t selections = distances.empty() ? 0 : std::numeric_limits<size_t>::max();
+    for (const Pair& d : distances)
+      selections = std::min(selections, called_in_round(selection_round(backend_, cell.k, d.first), hopeless));
+    const size_t pairs = called_in_round(distances, hopeless) + selections;
     return static_cast<int64_t>(pairs + 1) * searches_per_pair(warmup_, repeat_);
   }
 
-  void measure(const SweepCell& cell, SweepGroup& group, const SearchParams& p, double forecast_ms) {
+  void measure(const SweepCell& cell, SweepGroup& group, const SearchParams& p, const HopelessPairs& hopeless,
+               double forecast_ms) {
     const Stopwatch clock;
     const HostMatrix<float>& queries = group.queries(cell.q);
     const CellBench bench(group.index(), queries, p, warmup_, repeat_, options_.cap);
     std::vector<Timed> candidates;
-    const std::optional<Timed> best = bench.best(backend_, cell.data == "integer", candidates);
+    const std::optional<Timed> best = bench.best(backend_, cell.data == "integer", hopeless, candidates);
     const std::optional<Timed> automatic = bench.time(DistanceAlgorithm::Auto, SelectAlgorithm::Auto, kNoLimit);
     if (!best || !automatic) {
       ++unsupported_;
@@ -546,6 +667,7 @@ class Sweep {
     }
     const SearchPlan plan = explain_search(group.base().view(), queries.view(), p);
     timings_.add_cell(cell.key(device_), candidates, *automatic, plan);
+    const size_t skipped = remember_capped(cell, candidates);
     const bool integer = cell.data == "integer";
     if (table_)
       table_->put(plan_table_row(device_, p.metric, integer, cell.n, cell.q, cell.d, cell.k, best->distance,
@@ -553,15 +675,26 @@ class Sweep {
     save();
     ++measured_;
     const double ratio = automatic->ms / best->ms;
-    std::printf("%-10s %-7s %8lld %6lld %4lld %5lld  %-16s %-16s %10.3f %10.3f %6.2f %8s %8s\n", cell.metric.c_str(),
-                cell.data.c_str(), (long long)cell.n, (long long)cell.q, (long long)cell.d, (long long)cell.k,
-                to_string(best->distance).c_str(), to_string(best->select).c_str(), best->ms, automatic->ms, ratio,
-                seconds(clock.seconds() * 1000).c_str(), seconds(forecast_ms).c_str());
+    std::printf("%-10s %-7s %8lld %6lld %4lld %5lld  %-16s %-16s %10.3f %10.3f %6.2f %8s %8s %4zu\n",
+                cell.metric.c_str(), cell.data.c_str(), (long long)cell.n, (long long)cell.q, (long long)cell.d,
+                (long long)cell.k, to_string(best->distance).c_str(), to_string(best->select).c_str(), best->ms,
+                automatic->ms, ratio, seconds(clock.seconds() * 1000).c_str(), seconds(forecast_ms).c_str(), skipped);
     std::fflush(stdout);
     if (ratio > worst_) {
       worst_ = ratio;
       worst_cell_ = cell.label();
     }
+  }
+
+  /// Keeps a measured cell's capped candidates for the larger cells' pruning; returns how many were skipped.
+  size_t remember_capped(const SweepCell& cell, const std::vector<Timed>& candidates) {
+    size_t skipped = 0;
+    for (const Timed& t : candidates) {
+      if (t.capped) capped_.add(cell, names_of({t.distance, t.select}), t.ms);
+      skipped += t.runs == 0;
+    }
+    skipped_ += skipped;
+    return skipped;
   }
 
   /// Both files after every cell, each whole through a rename: a run killed at its time limit loses one cell at most.
@@ -586,6 +719,10 @@ class Sweep {
                 left_);
     if (unsupported_ > 0) std::printf(", %zu that no pair serves", unsupported_);
     std::printf(" (%.1f s)\n", elapsed_.seconds());
+    if (skipped_ > 0)
+      std::printf("hopeless     %zu candidates skipped (capped in a smaller cell: not run, recorded with runs 0 and "
+                  "an estimate; --sweep-no-prune runs them)\n",
+                  skipped_);
     if (left_ == 0) return;
     std::printf("budget       %g s reached; first cell left: %s\n", options_.budget_s, first_left_.c_str());
     if (measured_ == 0 && cheapest_left_ms_ > options_.budget_s * 1000)  // another run of this command would stall
@@ -611,7 +748,8 @@ class Sweep {
   TimingsCsv timings_;
   std::optional<PlanTableFile> table_;
   CostModel cell_costs_, group_costs_;
-  size_t measured_ = 0, left_ = 0, unsupported_ = 0;
+  CappedPairs capped_;
+  size_t measured_ = 0, left_ = 0, unsupported_ = 0, skipped_ = 0;
   std::string first_left_, cheapest_left_;
   double cheapest_left_ms_ = kNoLimit;
   double worst_ = 0;
@@ -643,6 +781,10 @@ void SweepOptions::add_to(CLI::App& app) {
                  "is timed once and flagged capped (Auto never is; 0: every candidate after the first)")
       ->check(non_negative())
       ->capture_default_str();
+  app.add_flag_callback(
+      "--sweep-no-prune", [this] { prune = false; },
+      "with --sweep: time also the candidates capped in a smaller cell (same n, d, k and a smaller q, or same q, d, "
+      "k and a smaller n); by default they are skipped as hopeless (runs 0 in --csv)");
   app.add_option("--sweep-n", n, "base rows of the grid")->delimiter(',')->capture_default_str();
   app.add_option("--sweep-q", q, "query counts of the grid")->delimiter(',')->capture_default_str();
   app.add_option("--sweep-d", d, "dimensions of the grid")->delimiter(',')->capture_default_str();

@@ -20,6 +20,8 @@ struct SweepOptions {
   bool resume = false;  ///< keep the complete cells of `csv` (and of `out`) and measure only the others
   double budget_s = std::numeric_limits<double>::infinity();  ///< no cell starts that would end past it
   double cap = 4;  ///< a candidate whose first call exceeds cap x the cell's best so far is not repeated
+  /// A candidate capped in a smaller neighbour cell is skipped as hopeless (--sweep-no-prune: false, timed anyway).
+  bool prune = true;
   std::vector<int64_t> n{16384, 262144, 1048576};
   std::vector<int64_t> q{1, 64, 1024, 10000};
   std::vector<int64_t> d{8, 32, 128};
@@ -27,13 +29,15 @@ struct SweepOptions {
   std::vector<std::string> metrics{"squared_l2", "l1"};
   std::vector<std::string> data{"integer", "float"};
 
-  /// Registers --sweep, --out, --csv, --resume, --sweep-budget, --sweep-cap and the --sweep-* grid options.
+  /// Registers --sweep, --out, --csv, --resume, --sweep-budget, --sweep-cap, --sweep-no-prune and the --sweep-* grid
+  /// options.
   void add_to(CLI::App& app);
 };
 
 /// Runs the sweep on the backend params choose (params.device for CUDA) with `warmup` untimed and `repeat` timed
 /// searches per candidate (median; a candidate whose first call already takes `cap` times the cell's best so far is
-/// not repeated and is flagged `capped`); prints one line per cell (best pair, its time, Auto's time and the ratio)
+/// not repeated and is flagged `capped`; unless `prune` is off, one capped in a smaller neighbour cell is not called
+/// at all but recorded as skipped); prints one line per cell (best pair, its time, Auto's time and the ratio)
 /// and the worst Auto/best ratio; after every cell rewrites the plan table (--out: a re-measured cell replaces its
 /// row) and the timings (--csv). With `resume`, the complete cells of the CSV are kept and skipped; with a budget,
 /// no cell starts whose forecast would end past it, and the end says how many cells are left and the command that

@@ -39,13 +39,17 @@ def main_device(gknn_rows):
 
 
 def summarise(gknn_rows, torch_rows):
-    """cell -> dict(auto_ms, auto_pair, best_ms, best_pair, capped, torch_ms) for the complete cells (those with
-    their auto row) of the rows given (one device's)."""
-    out = defaultdict(lambda: {"capped": 0})
+    """cell -> dict(auto_ms, auto_pair, best_ms, best_pair, capped, skipped, torch_ms) for the complete cells (those
+    with their auto row) of the rows given (one device's). A candidate with runs 0 was skipped as hopeless (capped in
+    a smaller cell, not run; its ms is an estimate): counted apart, never the best."""
+    out = defaultdict(lambda: {"capped": 0, "skipped": 0})
     for r in gknn_rows:
         c, ms = cell_of(r), float(r["ms"])
         if r["path"] == "auto":
             out[c].update(auto_ms=ms, auto_pair=f'{r["auto_distance"]}+{r["auto_select"]}')
+            continue
+        if r["runs"] == "0":
+            out[c]["skipped"] += 1
             continue
         out[c]["capped"] += r.get("capped") == "1"
         if "best_ms" not in out[c] or ms < out[c]["best_ms"]:
@@ -95,6 +99,8 @@ def markdown(cells, device, expected, other_devices=()):
                  + ", ".join(f"{k}={v}" for k, v in zip(CELL, worst[0])) + ".")
     capped = sum(v["capped"] for v in cells.values())
     lines.append(f"Capped candidates (timed once: their first call was past the cap times the cell's best): {capped}.")
+    skipped = sum(v["skipped"] for v in cells.values())
+    lines.append(f"Skipped as hopeless (capped in a smaller cell: not run, time estimated): {skipped}.")
     if speedups:
         q = statistics.quantiles(speedups, n=4) if len(speedups) > 1 else speedups * 3
         lines.append(f"Speedup of Auto over torch: min {min(speedups):.2f}, quartiles {q[0]:.2f} / {q[1]:.2f} / "

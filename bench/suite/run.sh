@@ -14,8 +14,11 @@
 # card kind for a whole grid (on the lent machines, ask for nvidia-h100-x1); report.py reports one device.
 # --budget none runs the whole grid in one go. --quick measures a subset of the same grid (its cells count for the
 # full grid too). SUITE_N/SUITE_Q/SUITE_D/SUITE_K/SUITE_METRICS/SUITE_DATA override the grid; SUITE_CAP the factor
-# past which a slow candidate is timed once (gknn --sweep-cap, default 4); SUITE_BACKEND=cpu tries the script without a
-# GPU (torch_suite.py then needs torch with CUDA, or says SKIPPED).
+# past which a slow candidate is timed once (gknn --sweep-cap, default 4); a candidate capped in a smaller cell (same
+# n, d, k and a smaller q, or same q, d, k and a smaller n) is not run in the larger one but recorded as skipped (on
+# the H200 one such `insertion` call took 87.5 s at n=262144 q=10000 d=8 k=1000): SUITE_NO_PRUNE=1 runs them anyway
+# (gknn --sweep-no-prune); SUITE_BACKEND=cpu tries the script without a GPU (torch_suite.py then needs torch with
+# CUDA, or says SKIPPED).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 usage="usage: bench/suite/run.sh [--quick] [--budget SECONDS|none] [BUILD] [OUT]"
@@ -40,14 +43,15 @@ else
   k=${SUITE_K:-1,10,100,1000}
 fi
 metrics=${SUITE_METRICS:-squared_l2} data=${SUITE_DATA:-integer,float}
-sweep_budget=() torch_budget=()
+sweep_budget=() torch_budget=() prune=()
+[[ ${SUITE_NO_PRUNE:-0} == 1 ]] && prune=(--sweep-no-prune)
 if [[ $budget != none ]]; then
   sweep_budget=(--sweep-budget $((budget * 3 / 4)))
 fi
 mkdir -p "$out"
 # --resume: a missing CSV is a fresh start, so the first call and every later one are the same command.
 "$build/tools/gknn" bench --sweep --backend "${SUITE_BACKEND:-cuda}" --sweep-n "$n" --sweep-q "$q" --sweep-d "$d" --sweep-k "$k" \
-  --sweep-metrics "$metrics" --sweep-data "$data" --repeat 3 --warmup 1 --sweep-cap "${SUITE_CAP:-4}" \
+  --sweep-metrics "$metrics" --sweep-data "$data" --repeat 3 --warmup 1 --sweep-cap "${SUITE_CAP:-4}" "${prune[@]}" \
   --csv "$out/suite_gknn.csv" --out "$out/plan_table_measured.csv" --resume "${sweep_budget[@]}" |
   tee "$out/suite_gknn.log"
 if [[ $budget != none ]]; then

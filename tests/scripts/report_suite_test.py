@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/suite/report.py on a partial grid (made-up numbers, not a measurement), as the suite leaves it between two
 slices of `run.sh --budget`: cells missing, one cut short (candidates without Auto), a cell of another device, capped
-candidates, torch times for some cells only.
+candidates, candidates skipped as hopeless (runs 0, an estimate below the best), torch times for some cells only.
 
   python3 report_suite_test.py bench/suite/report.py markdown   # the counts, the worst ratio, the panels' values
   python3 report_suite_test.py bench/suite/report.py png        # the heat map PNG; exit 77 (skipped) without matplotlib
@@ -14,11 +14,13 @@ import tempfile
 HEADER = "device,metric,data,n,q,d,k,path,distance,select,ms,runs,auto_distance,auto_select,capped"
 
 
-def cell_rows(device, n, q, k, best, auto, capped=0, complete=True):
-    """A cell's lines: its fastest candidate (`best` ms), `capped` slower capped ones, then Auto (when complete)."""
+def cell_rows(device, n, q, k, best, auto, capped=0, skipped=0, complete=True):
+    """A cell's lines: its fastest candidate (`best` ms), `capped` slower capped ones, `skipped` ones skipped as
+    hopeless (an estimate below `best`: it must not count), then Auto (when complete)."""
     key = f"{device},squared_l2,integer,{n},{q},8,{k}"
     rows = [f"{key},candidate,cublas,auto,{best},3,cublas,bits,0"]
     rows += [f"{key},candidate,garcia_global,auto,{best * 10 + i},1,cublas,bits,1" for i in range(capped)]
+    rows += [f"{key},candidate,cublas,insertion{i},{best / 10},0,cublas,bits,1" for i in range(skipped)]
     if complete:
         rows.append(f"{key},auto,auto,auto,{auto},3,cublas,bits,0")
     return rows
@@ -29,7 +31,7 @@ def cell_rows(device, n, q, k, best, auto, capped=0, complete=True):
 GKNN = [HEADER]
 GKNN += cell_rows("H100", 1000, 1, 1, 1.0, 1.5, capped=2)
 GKNN += cell_rows("H100", 1000, 1, 5, 1.0, 1.0)
-GKNN += cell_rows("H100", 1000, 10, 1, 1.0, 3.0)
+GKNN += cell_rows("H100", 1000, 10, 1, 1.0, 3.0, skipped=2)
 GKNN += cell_rows("H100", 1000, 10, 5, 2.0, 2.0)
 GKNN += cell_rows("H100", 4000, 1, 1, 4.0, 4.0)
 GKNN += cell_rows("H100", 4000, 10, 1, 0.001, 0, complete=False)
@@ -68,6 +70,8 @@ def markdown_part(mod, tmp, gknn_csv, torch_csv):
           "k=1." in text, "the worst ratio over H100's measured cells only")
     check("other devices): H200" in text, "the other device named, not mixed in")
     check("(timed once: their first call was past the cap times the cell's best): 2." in text, "capped counted")
+    check("Skipped as hopeless (capped in a smaller cell: not run, time estimated): 2." in text, "skipped counted")
+    check(cells[("squared_l2", "integer", 1000, 10, 8, 1)]["best_pair"] == "cublas+auto", "a skipped one is no best")
     check("slower than torch in 0 of the 2 cells with a torch time" in text, "speedups over the cells torch timed")
     check(sum(line.startswith("| squared_l2 ") for line in text.splitlines()) == 5, "one table row per measured cell")
 
