@@ -144,6 +144,10 @@ struct Timed {
   bool capped;  ///< its first call took more than the cap times the cell's best: not repeated, `ms` is that call
 };
 
+/// How much longer than the cap a cold first call may take and still get a second call (CellBench::time): the
+/// one-time costs of a first search (lazy kernel loading, a kept operand copy of a 4M-row base) stay below it.
+constexpr double kColdCallMs = 200.0;
+
 /// Searches a pair costs: its first call (the warm-up, or an extra one with --warmup 0: it decides the cap), the
 /// rest of the warm-up, then the timed runs.
 int searches_per_pair(int warmup, int repeat) { return std::max(warmup, 1) + repeat; }
@@ -155,14 +159,18 @@ class CellBench {
       : index_(index), queries_(queries), params_(params), warmup_(warmup), repeat_(repeat), cap_(cap) {}
 
   /// Median wall time of the pair in ms after the warm-up; nullopt when the backend refuses the pair (metric, k,
-  /// data). A pair whose first call already exceeds `cutoff_ms` is not run again (capped): the slow kernels of a
-  /// large cell would otherwise take minutes to lose.
+  /// data). A pair whose call exceeds `cutoff_ms` is not run again (capped): the slow kernels of a large cell would
+  /// otherwise take minutes to lose. A first call over the cutoff by less than kColdCallMs gets a second call, which
+  /// decides: a cold first call pays once for what later searches of the index do not (kernels loaded lazily, the
+  /// kept operand copy of the base, workspaces). H200 suite, 2026-11-27: tf32 capped at 0.59 ms on its first call
+  /// (guarded, n = 16384, q = 64) where Auto's repeated calls of the same pair took 0.12.
   std::optional<Timed> time(DistanceAlgorithm distance, SelectAlgorithm select, double cutoff_ms) const {
     SearchParams p = params_;
     p.distance = distance;
     p.select = select;
     try {
-      const double first = run_ms(p);
+      double first = run_ms(p);
+      if (first > cutoff_ms && first <= cutoff_ms + kColdCallMs) first = run_ms(p);
       if (first > cutoff_ms) return Timed{distance, select, first, 1, true};
       for (int i = 1; i < warmup_; ++i) run_ms(p);
       std::vector<double> runs;
