@@ -134,6 +134,31 @@ TEST(MpiSearch, GuardedRanksMergeOnFloat64Keys) {
     }
 }
 
+TEST(MpiSearch, RepeatedSearchesReuseTheRootsReceiveBuffers) {
+  // The root keeps its receive buffers between searches (collective.hpp's ReceiveSpace): searches of one index whose
+  // lists shrink and grow again (q x k), roots that change, float keys then the guard's float64 keys, each must
+  // equal one Index's answer.
+  ReversedComm comm;
+  const int me = rank_in(comm.get()), n_ranks = ranks();
+  const HostMatrix<float> ints = integer_matrix(97, 7, -3, 3, 81), int_queries = integer_matrix(13, 7, -3, 3, 82);
+  const HostMatrix<float> floats = random_matrix(97, 7, 83);
+  const mpi::RowRange mine = mpi::rank_rows(ints.rows, me, n_ranks);
+  for (const HostMatrix<float>* base : {&ints, &floats}) {
+    mpi::DistributedIndex index(comm.get(), base->cols, Metric::SquaredL2, local_shards());
+    index.add(rows_of(*base, mine.begin, mine.count()));
+    int call = 0;
+    for (const auto& [q, k] : std::vector<std::pair<int64_t, int64_t>>{{13, 120}, {3, 5}, {13, 40}, {1, 97}, {13, 120}}) {
+      SCOPED_TRACE(std::string(base == &ints ? "integer" : "float") + " q=" + std::to_string(q) +
+                   " k=" + std::to_string(k));
+      const SearchParams params = params_for(Metric::SquaredL2, k);
+      const FloatView queries = rows_of(int_queries, 0, q);
+      const int root = call++ % n_ranks;
+      const Result got = index.search(me == root ? queries : FloatView{}, params, root);
+      if (me == root) expect_identical(got, single_search(base->view(), queries, params));
+    }
+  }
+}
+
 TEST(MpiSearch, SeveralBatchesSeveralShardsOwnQueries) {
   ReversedComm comm;
   const int me = rank_in(comm.get()), n_ranks = ranks();

@@ -2,6 +2,8 @@
 // partial key lists gathered to the root and merged by the ShardedIndex's exact k-way merge.
 #include <algorithm>
 #include <chrono>
+#include <memory>
+#include <mutex>
 #include <cstdlib>
 #include <span>
 
@@ -18,6 +20,19 @@ namespace gknn::mpi {
 
 using namespace detail::mpi;
 
+namespace {
+
+/// The root's receive buffers for the ranks' lists (collective.hpp's ReceiveSpace), kept between searches; the
+/// mutex keeps two threads' searches from sharing them (a collective call runs one at a time on a communicator).
+struct ListGathers {
+  std::mutex busy;
+  ReceiveSpace<float> keys;
+  ReceiveSpace<double> wide_keys;
+  ReceiveSpace<int64_t> rows;
+};
+
+}  // namespace
+
 struct DistributedIndex::Impl {
   MPI_Comm comm;
   int64_t dim;
@@ -26,6 +41,7 @@ struct DistributedIndex::Impl {
   detail::GlobalRows rows;  // this rank's rows -> global indices
   int64_t total = 0;        // rows on all ranks
   int host_threads = 1;     // default threads of a search: this rank's share of its host
+  std::unique_ptr<ListGathers> gathers = std::make_unique<ListGathers>();
 };
 
 namespace {
@@ -62,8 +78,9 @@ struct GatheredLists {
 
 template <class Key>
 GatheredLists<Key> gather_lists(std::span<const Key> keys, std::span<const int64_t> indices, int64_t rows, int root,
-                                MPI_Comm comm) {
-  GatheredLists<Key> out{gather_parts<Key>(keys, root, comm), gather_parts<int64_t>(indices, root, comm), {}};
+                                MPI_Comm comm, ReceiveSpace<Key>& key_space, ReceiveSpace<int64_t>& row_space) {
+  GatheredLists<Key> out{gather_parts<Key>(keys, root, comm, &key_space),
+                         gather_parts<int64_t>(indices, root, comm, &row_space), {}};
   if (rank_of(comm) == root && rows > 0)
     for (size_t r = 0; r < out.keys.parts.size(); ++r)
       out.parts.push_back({out.keys.parts[r], out.indices.parts[r], rows, out.keys.counts[r] / rows});
@@ -72,8 +89,9 @@ GatheredLists<Key> gather_lists(std::span<const Key> keys, std::span<const int64
 
 /// On root: the ranks' lists merged (q x k, key form) on their float keys; elsewhere nothing.
 detail::KeyResult merge_float_keys(detail::KeyResult keys, int64_t rows, int64_t k, int root, int threads,
-                                   MPI_Comm comm) {
-  const GatheredLists<float> all = gather_lists<float>(keys.distances, keys.indices, rows, root, comm);
+                                   MPI_Comm comm, ListGathers& space) {
+  const GatheredLists<float> all =
+      gather_lists<float>(keys.distances, keys.indices, rows, root, comm, space.keys, space.rows);
   if (all.parts.empty()) return detail::KeyResult{rows, k, {}, {}};
   if (keys.k != k || keys.rows != rows) return detail::merge_key_lists(all.parts, rows, k, threads);
   // Into the root's own lists, one of the parts: each row is merged into a thread's buffer before it is written.
@@ -84,9 +102,10 @@ detail::KeyResult merge_float_keys(detail::KeyResult keys, int64_t rows, int64_t
 /// merge_float_keys on float64 keys: the guard's where this rank has them, else its float keys widened (a rank the
 /// guard let through computes exact keys, which float64 holds as they are).
 detail::KeyResult merge_exact_keys(const detail::KeyResult& keys, std::vector<double> exact, int64_t rows, int64_t k,
-                                   int root, int threads, MPI_Comm comm) {
+                                   int root, int threads, MPI_Comm comm, ListGathers& space) {
   if (exact.empty()) exact.assign(keys.distances.begin(), keys.distances.end());
-  const GatheredLists<double> all = gather_lists<double>(exact, keys.indices, rows, root, comm);
+  const GatheredLists<double> all =
+      gather_lists<double>(exact, keys.indices, rows, root, comm, space.wide_keys, space.rows);
   detail::KeyResult merged{rows, k, {}, {}};
   if (all.parts.empty()) return merged;
   std::vector<double> wide_keys(size_t(rows * k));
@@ -163,9 +182,11 @@ Result DistributedIndex::search(FloatView queries, const SearchParams& params, i
   // one float key, and the index would then decide where one device ranks them by the float64 key.
   const bool wide = sum(exact.empty() ? 0 : 1, impl.comm) > 0;
   const int64_t k = std::min(checked.k, impl.total);
+  const std::lock_guard<std::mutex> lock(impl.gathers->busy);
   detail::KeyResult merged = wide ? merge_exact_keys(keys, std::move(exact), q.rows, k, root, checked.threads,
-                                                     impl.comm)
-                                  : merge_float_keys(std::move(keys), q.rows, k, root, checked.threads, impl.comm);
+                                                     impl.comm, *impl.gathers)
+                                  : merge_float_keys(std::move(keys), q.rows, k, root, checked.threads, impl.comm,
+                                                     *impl.gathers);
   if (rank != root) return Result{0, checked.k, {}, {}};
   Result out = detail::finalize(std::move(merged), checked.metric, checked.p, checked.k);
   if (params.stats) {
