@@ -125,7 +125,7 @@ HostArray<T> gather(std::span<const T> local, int root, MPI_Comm comm, std::vect
 }
 
 template <class T>
-GatheredParts<T> gather_parts(std::span<const T> local, int root, MPI_Comm comm, ReceiveSpace<T>* kept) {
+GatheredParts<T> gather_parts(std::span<const T> local, int root, MPI_Comm comm, ReceiveSpace<T>& kept) {
   const int rank = rank_of(comm), size = size_of(comm);
   GatheredParts<T> out;
   out.counts = gather_counts(int64_t(local.size()), root, comm);
@@ -139,27 +139,20 @@ GatheredParts<T> gather_parts(std::span<const T> local, int root, MPI_Comm comm,
       out.parts.push_back(local.data());
       continue;
     }
-    T* into = nullptr;
-    if (kept) {
-      if (kept->size() < size_t(size)) kept->resize(size_t(size));
-      HostArray<T>& space = (*kept)[size_t(r)];
-      space.resize_for_overwrite(count);  // MPI_Recv writes every element
-      into = space.data();
-    } else {
-      out.storage.emplace_back(new T[count]);  // uninitialised: MPI_Recv writes every element
-      into = out.storage.back().get();
-    }
-    receive_pieces(into, count * sizeof(T), r, comm);
-    out.parts.push_back(into);
+    if (kept.size() < size_t(size)) kept.resize(size_t(size));
+    HostArray<T>& space = kept[size_t(r)];
+    space.resize_for_overwrite(count);  // MPI_Recv writes every element
+    receive_pieces(space.data(), count * sizeof(T), r, comm);
+    out.parts.push_back(space.data());
   }
   return out;
 }
 
 template HostArray<float> gather(std::span<const float>, int, MPI_Comm, std::vector<int64_t>&);
 template HostArray<int64_t> gather(std::span<const int64_t>, int, MPI_Comm, std::vector<int64_t>&);
-template GatheredParts<float> gather_parts(std::span<const float>, int, MPI_Comm, ReceiveSpace<float>*);
-template GatheredParts<int64_t> gather_parts(std::span<const int64_t>, int, MPI_Comm, ReceiveSpace<int64_t>*);
-template GatheredParts<double> gather_parts(std::span<const double>, int, MPI_Comm, ReceiveSpace<double>*);
+template GatheredParts<float> gather_parts(std::span<const float>, int, MPI_Comm, ReceiveSpace<float>&);
+template GatheredParts<int64_t> gather_parts(std::span<const int64_t>, int, MPI_Comm, ReceiveSpace<int64_t>&);
+template GatheredParts<double> gather_parts(std::span<const double>, int, MPI_Comm, ReceiveSpace<double>&);
 
 int64_t sum(int64_t value, MPI_Comm comm) {
   check(MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_INT64_T, MPI_SUM, comm), "MPI_Allreduce (sum)");

@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
-#include <memory>
 #include <span>
 #include <vector>
 
@@ -35,10 +34,10 @@ template <class T>
 HostArray<T> gather(std::span<const T> local, int root, MPI_Comm comm, std::vector<int64_t>& counts);
 
 /// On root: every rank's part of a gather, in rank order, each where it lies (root's own is `local` itself, the
-/// others in buffers received without a copy into one array or a zero fill); counts in elements. Empty elsewhere.
+/// others in the caller's kept receive buffers, without a copy into one array or a zero fill); counts in elements.
+/// Empty elsewhere.
 template <class T>
 struct GatheredParts {
-  std::vector<std::unique_ptr<T[]>> storage;
   std::vector<const T*> parts;
   std::vector<int64_t> counts;
 };
@@ -48,10 +47,10 @@ struct GatheredParts {
 /// same reason (core/finalize.cpp's key_output).
 template <class T>
 using ReceiveSpace = std::vector<HostArray<T>>;
-/// With `kept`, the other ranks' parts land in it (grown as needed, never shrunk) instead of new buffers; the parts
-/// then point into it, valid until the next gather into the same space.
+/// The other ranks' parts land in `kept` (grown as needed, never shrunk); the parts point into it, valid until the
+/// next gather into the same space.
 template <class T>
-GatheredParts<T> gather_parts(std::span<const T> local, int root, MPI_Comm comm, ReceiveSpace<T>* kept = nullptr);
+GatheredParts<T> gather_parts(std::span<const T> local, int root, MPI_Comm comm, ReceiveSpace<T>& kept);
 
 /// Sum over ranks and exclusive prefix sum (0 on rank 0) of one int64.
 int64_t sum(int64_t value, MPI_Comm comm);

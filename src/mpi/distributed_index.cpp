@@ -79,8 +79,8 @@ struct GatheredLists {
 template <class Key>
 GatheredLists<Key> gather_lists(std::span<const Key> keys, std::span<const int64_t> indices, int64_t rows, int root,
                                 MPI_Comm comm, ReceiveSpace<Key>& key_space, ReceiveSpace<int64_t>& row_space) {
-  GatheredLists<Key> out{gather_parts<Key>(keys, root, comm, &key_space),
-                         gather_parts<int64_t>(indices, root, comm, &row_space), {}};
+  GatheredLists<Key> out{gather_parts<Key>(keys, root, comm, key_space),
+                         gather_parts<int64_t>(indices, root, comm, row_space), {}};
   if (rank_of(comm) == root && rows > 0)
     for (size_t r = 0; r < out.keys.parts.size(); ++r)
       out.parts.push_back({out.keys.parts[r], out.indices.parts[r], rows, out.keys.counts[r] / rows});

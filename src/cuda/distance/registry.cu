@@ -73,14 +73,20 @@ const DistanceEntry* distance_entries_end() { return std::end(kDistanceEntries);
 
 namespace {
 
+/// The fused kernel serves the search (data it is exact on, k, row bytes) and has the work to amortise its first
+/// tiles' sorts: at least kFusedMinQueries queries and `min_pairs` query x base pairs.
+bool fused_has_work(Metric key_metric, int64_t nq, int64_t nb, int64_t k, const DataFacts& facts, int64_t min_pairs) {
+  const DistanceEntry* fused = find_distance(DistanceAlgorithm::Fused);
+  return fused && fused->supports(key_metric) && fused->fused_serves(k, facts.dim, facts) &&
+         nq >= kFusedMinQueries && nq * nb >= min_pairs;
+}
+
 /// Auto below kGemmMinDim: too little work per key for a GEMM (or the fp16 tensor cores) to pay off; the fused
 /// kernel's 8-bit tensor-core walk still does with enough pairs, else a direct kernel shaped for the query count.
 template <class Because>
 DistanceAlgorithm choose_small_dim(Metric key_metric, int64_t nq, int64_t nb, int64_t k, const DataFacts& facts,
                                    const Because& because) {
-  const DistanceEntry* fused = find_distance(DistanceAlgorithm::Fused);
-  if (fused && fused->supports(key_metric) && fused->fused_serves(k, facts.dim, facts) && nq >= kFusedMinQueries &&
-      nq * nb >= kSmallDimFusedMinPairs)
+  if (fused_has_work(key_metric, nq, nb, k, facts, kSmallDimFusedMinPairs))
     return because(DistanceAlgorithm::Fused, "d < 16, integer data, q x n >= 2^27: the fused kernel (tensor cores, "
                                              "exact; the key matrix is never written)");
   if (nq < kSmallDimMinTiledQueries)
@@ -126,15 +132,14 @@ DistanceAlgorithm choose_distance(Metric key_metric, int64_t nq, int64_t nb, int
                                               "float64 keys on the device, so exact (1.9x fp32 SGEMM, SIFT1M shape)");
     return because(DistanceAlgorithm::Cublas, "the data are not integers in fp16_mma's exact range: fp32 SGEMM");
   }
+  if (fused_has_work(key_metric, nq, nb, k, facts, kFusedMinPairs))
+    return because(DistanceAlgorithm::Fused, "integer data, k <= 1024, rows <= 256 bytes: the fused kernel (tensor "
+                                             "cores, exact; the key matrix is never written)");
   const DistanceEntry* fused = find_distance(DistanceAlgorithm::Fused);
-  if (fused && fused->fused_serves(k, facts.dim, facts)) {
-    if (nq >= kFusedMinQueries && nq * nb >= kFusedMinPairs)
-      return because(DistanceAlgorithm::Fused, "integer data, k <= 1024, rows <= 256 bytes: the fused kernel (tensor "
-                                               "cores, exact; the key matrix is never written)");
-    if (nb >= kFusedKeptMinRows && fused->fused_operand_bytes(nb, facts.dim, facts) <= facts.keep_bytes)
-      return because(DistanceAlgorithm::Fused, "integer data, k <= 1024, a resident base whose 8/16-bit operands are "
-                                               "kept between searches: the fused kernel reads them, no key matrix");
-  }
+  if (fused && fused->fused_serves(k, facts.dim, facts) && nb >= kFusedKeptMinRows &&
+      fused->fused_operand_bytes(nb, facts.dim, facts) <= facts.keep_bytes)
+    return because(DistanceAlgorithm::Fused, "integer data, k <= 1024, a resident base whose 8/16-bit operands are "
+                                             "kept between searches: the fused kernel reads them, no key matrix");
   if (nq < kFp16MinQueries)
     return because(DistanceAlgorithm::Cublas, "fewer than 64 queries: fp32 SGEMM (the fp16 base conversion costs more)");
   return because(DistanceAlgorithm::Fp16Mma, "integer data in fp16_mma's exact range: fp16 tensor cores, exact");
