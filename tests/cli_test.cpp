@@ -680,11 +680,12 @@ std::map<std::vector<std::string>, std::vector<std::string>> sweep_candidates(co
 // pair capped in a smaller neighbour cell (same n, d, k and a smaller q, or same q, d, k and a smaller n; measured in
 // this run or read from the resumed CSV) is not called: it is recorded with runs 0, capped 1 and its capped time
 // scaled by the work ratio, and is never the best. A round whose every pair is hopeless times the least hopeless one.
-// Cap 0 caps every candidate after a cell's first; --sweep-no-prune times them all.
+// Cap 0 caps every candidate after a cell's first and --sweep-hopeless 0 prunes whatever was capped, whatever it lost
+// by; --sweep-no-prune times them all, and so does a loss factor no pair reaches.
 TEST_F(Cli, BenchSweepSkipsCandidatesCappedInASmallerCell) {
   const std::string sweep =
       "bench --sweep --backend cpu --sweep-n 300,600 --sweep-d 8 --sweep-k 5 --sweep-metrics squared_l2,l1 "
-      "--sweep-data integer --repeat 1 --warmup 0 --sweep-cap 0 --out table.csv --csv ";
+      "--sweep-data integer --repeat 1 --warmup 0 --sweep-cap 0 --sweep-hopeless 0 --out table.csv --csv ";
   const CliRun first = gknn(sweep + "timings.csv --sweep-q 20");  // n=600 is pruned by n=300 of this run
   ASSERT_EQ(first.code, 0) << first.err;
   const CliRun resumed = gknn(sweep + "timings.csv --sweep-q 20,40 --resume");  // q=40 by the CSV's q=20
@@ -732,6 +733,10 @@ TEST_F(Cli, BenchSweepSkipsCandidatesCappedInASmallerCell) {
   const auto all = sweep_candidates(path("all.csv"));
   EXPECT_EQ(all.size(), rows.size()) << "skipped candidates are recorded too";
   for (const auto& [key, f] : all) EXPECT_NE(f[11], "0") << key[0] << " " << key[1] << " " << key[2] << " " << key[3];
+
+  ASSERT_EQ(gknn(sweep + "lost.csv --sweep-q 20,40 --sweep-hopeless 1e9").code, 0);  // the last value counts
+  for (const auto& [key, f] : sweep_candidates(path("lost.csv")))
+    EXPECT_NE(f[11], "0") << "no pair lost by 1e9: " << key[0] << " " << key[1] << " " << key[2] << " " << key[3];
 }
 
 TEST_F(Cli, JoinWritesTheSelfJoinAndReports) {

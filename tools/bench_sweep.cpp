@@ -328,23 +328,44 @@ std::vector<PastCell> past_cells(const Rows& rows, int per_pair) {
   return past;
 }
 
+/// The fastest measured candidate time of each cell of a resumed CSV's rows, by cell key (a cell whose candidates
+/// were all skipped, which forced_pair prevents, would get 0: no loss known, so nothing is pruned from it).
+std::map<std::string, double> fastest_measured(const Rows& rows) {
+  std::map<std::string, double> out;
+  for (const std::vector<std::string>& f : rows) {
+    double& best = out.try_emplace(cell_key_of(f), 0.0).first->second;
+    if (f[7] != "candidate" || f[11] == "0") continue;
+    const double ms = std::stod(f[10]);
+    if (best == 0 || ms < best) best = ms;
+  }
+  return out;
+}
+
 /// The candidates capped so far on this device (in this run's cells and a resumed CSV's, the skipped ones included)
-/// by the cell they were capped in: a pair capped in a smaller neighbour of a cell is hopeless there (the large
-/// cells' single calls of such pairs took minutes on the H200).
+/// by the cell they were capped in: a pair that lost by `hopeless_loss` or more in a smaller neighbour of a cell is
+/// hopeless there (the large cells' single calls of such pairs took minutes on the H200). The loss, not the cap (4x)
+/// alone: a pair 4-16x behind at few queries can win at many (on the H200 the fused kernel was 7x faster than cuBLAS
+/// at n = 262144, q = 10000, d = 128, k = 1, where pruning every pair capped at q = 1 had skipped it), while the
+/// pairs that took minutes in the large cells (`insertion` at k = 1000) lose by far more (default 16).
 class CappedPairs {
  public:
-  void add(const SweepCell& cell, const PairNames& pair, double ms) {
-    by_series_[series(cell)].push_back({cell.n, cell.q, pair, ms});
+  explicit CappedPairs(double hopeless_loss) : hopeless_loss_(hopeless_loss) {}
+
+  /// `ms`: the pair's capped time (or its estimate when skipped); `best_ms`: the fastest pair's time in that cell.
+  void add(const SweepCell& cell, const PairNames& pair, double ms, double best_ms) {
+    by_series_[series(cell)].push_back({cell.n, cell.q, pair, ms, best_ms > 0 ? ms / best_ms : kNoLimit});
   }
 
-  /// The pairs capped in a smaller neighbour of `cell` (same metric, data, d and k, and the same n with a smaller q
-  /// or the same q with a smaller n), each with the smallest of its capped times scaled by the work ratio (n x q):
-  /// its time if it did no worse per query and base row than where it lost, a lower bound more or less.
+  /// The pairs that lost by `hopeless_loss` in a smaller neighbour of `cell` (same metric, data, d and k, and the same
+  /// n with a smaller q or the same q with a smaller n), each with the smallest of its capped times scaled by the
+  /// work ratio (n x q): its time if it did no worse per query and base row than where it lost, a lower bound more or
+  /// less.
   HopelessPairs hopeless_in(const SweepCell& cell) const {
     HopelessPairs out;
     const auto found = by_series_.find(series(cell));
     if (found == by_series_.end()) return out;
     for (const Capped& c : found->second) {
+      if (c.loss < hopeless_loss_) continue;
       if (!((c.n == cell.n && c.q < cell.q) || (c.q == cell.q && c.n < cell.n))) continue;
       const double ms = c.ms * static_cast<double>(cell.n) / static_cast<double>(c.n) *
                         static_cast<double>(cell.q) / static_cast<double>(c.q);
@@ -359,10 +380,12 @@ class CappedPairs {
     int64_t n, q;
     PairNames pair;
     double ms;
+    double loss;  ///< ms over the cell's fastest time
   };
   static std::string series(const SweepCell& c) {
     return c.metric + "," + c.data + "," + std::to_string(c.d) + "," + std::to_string(c.k);
   }
+  double hopeless_loss_;
   std::map<std::string, std::vector<Capped>> by_series_;
 };
 
@@ -554,7 +577,8 @@ class Sweep {
  public:
   Sweep(const SweepOptions& options, const SearchParams& params, int warmup, int repeat)
       : options_(options), params_(params), warmup_(warmup), repeat_(repeat),
-        backend_(choose_backend(params).backend), device_(device_name(params, backend_)) {}
+        backend_(choose_backend(params).backend), device_(device_name(params, backend_)),
+        capped_(options.hopeless_loss) {}
 
   int run() {
     load_earlier_results();
@@ -581,8 +605,10 @@ class Sweep {
         const Rows rows = timings_.resume(options_.csv, device_);
         for (const PastCell& c : past_cells(rows, searches_per_pair(warmup_, repeat_)))
           cell_costs_.observe(c.searches, CostModel::cell_work(c.searches, c.n, c.q, c.d), c.ms);
+        const std::map<std::string, double> best = fastest_measured(rows);
         for (const std::vector<std::string>& f : rows)
-          if (f[7] == "candidate" && f[14] == "1") capped_.add(cell_of_fields(f), {f[8], f[9]}, std::stod(f[10]));
+          if (f[7] == "candidate" && f[14] == "1")
+            capped_.add(cell_of_fields(f), {f[8], f[9]}, std::stod(f[10]), best.at(cell_key_of(f)));
       });
     if (!options_.out.empty()) with_option("--out", [&] { table_.emplace(options_.out); });
     if (timings_.dropped_rows() > 0)
@@ -675,7 +701,7 @@ class Sweep {
     }
     const SearchPlan plan = explain_search(group.base().view(), queries.view(), p);
     timings_.add_cell(cell.key(device_), candidates, *automatic, plan);
-    const size_t skipped = remember_capped(cell, candidates);
+    const size_t skipped = remember_capped(cell, candidates, best->ms);
     const bool integer = cell.data == "integer";
     if (table_)
       table_->put(plan_table_row(device_, p.metric, integer, cell.n, cell.q, cell.d, cell.k, best->distance,
@@ -695,10 +721,10 @@ class Sweep {
   }
 
   /// Keeps a measured cell's capped candidates for the larger cells' pruning; returns how many were skipped.
-  size_t remember_capped(const SweepCell& cell, const std::vector<Timed>& candidates) {
+  size_t remember_capped(const SweepCell& cell, const std::vector<Timed>& candidates, double best_ms) {
     size_t skipped = 0;
     for (const Timed& t : candidates) {
-      if (t.capped) capped_.add(cell, names_of({t.distance, t.select}), t.ms);
+      if (t.capped) capped_.add(cell, names_of({t.distance, t.select}), t.ms, best_ms);
       skipped += t.runs == 0;
     }
     skipped_ += skipped;
@@ -793,6 +819,12 @@ void SweepOptions::add_to(CLI::App& app) {
       "--sweep-no-prune", [this] { prune = false; },
       "with --sweep: time also the candidates capped in a smaller cell (same n, d, k and a smaller q, or same q, d, "
       "k and a smaller n); by default they are skipped as hopeless (runs 0 in --csv)");
+  app.add_option("--sweep-hopeless", hopeless_loss,
+                 "with --sweep: a candidate capped in a smaller cell is skipped only when it lost there by at least "
+                 "this factor to that cell's fastest pair (0: whenever it was capped; the last one given counts)")
+      ->check(non_negative())
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+      ->capture_default_str();
   app.add_option("--sweep-n", n, "base rows of the grid")->delimiter(',')->capture_default_str();
   app.add_option("--sweep-q", q, "query counts of the grid")->delimiter(',')->capture_default_str();
   app.add_option("--sweep-d", d, "dimensions of the grid")->delimiter(',')->capture_default_str();

@@ -22,6 +22,9 @@ struct SweepOptions {
   double cap = 4;  ///< a candidate whose first call exceeds cap x the cell's best so far is not repeated
   /// A candidate capped in a smaller neighbour cell is skipped as hopeless (--sweep-no-prune: false, timed anyway).
   bool prune = true;
+  /// ... when it lost there by at least this factor to the cell's fastest pair (--sweep-hopeless; see
+  /// kHopelessLoss in bench_sweep.cpp for why it is not the cap).
+  double hopeless_loss = 16;
   std::vector<int64_t> n{16384, 262144, 1048576};
   std::vector<int64_t> q{1, 64, 1024, 10000};
   std::vector<int64_t> d{8, 32, 128};
@@ -29,15 +32,15 @@ struct SweepOptions {
   std::vector<std::string> metrics{"squared_l2", "l1"};
   std::vector<std::string> data{"integer", "float"};
 
-  /// Registers --sweep, --out, --csv, --resume, --sweep-budget, --sweep-cap, --sweep-no-prune and the --sweep-* grid
+  /// Registers --sweep, --out, --csv, --resume, --sweep-budget, --sweep-cap, --sweep-no-prune, --sweep-hopeless and the --sweep-* grid
   /// options.
   void add_to(CLI::App& app);
 };
 
 /// Runs the sweep on the backend params choose (params.device for CUDA) with `warmup` untimed and `repeat` timed
 /// searches per candidate (median; a candidate whose first call already takes `cap` times the cell's best so far is
-/// not repeated and is flagged `capped`; unless `prune` is off, one capped in a smaller neighbour cell is not called
-/// at all but recorded as skipped); prints one line per cell (best pair, its time, Auto's time and the ratio)
+/// not repeated and is flagged `capped`; unless `prune` is off, one capped in a smaller neighbour cell, where it lost
+/// by `hopeless_loss` or more, is not called at all but recorded as skipped); prints one line per cell (best pair, its time, Auto's time and the ratio)
 /// and the worst Auto/best ratio; after every cell rewrites the plan table (--out: a re-measured cell replaces its
 /// row) and the timings (--csv). With `resume`, the complete cells of the CSV are kept and skipped; with a budget,
 /// no cell starts whose forecast would end past it, and the end says how many cells are left and the command that
