@@ -25,6 +25,9 @@
 #include "core/backend.hpp"
 #include "core/validate.hpp"
 #include "cuda/hooks.hpp"
+#include "core/host_parallel.hpp"
+#include "cuda/distance/distance.cuh"
+#include "cuda/pipeline/query_bytes.cuh"
 #include "cuda/pipeline/upload.cuh"
 #include "gknn/error.hpp"
 #include "gknn/index.hpp"
@@ -344,6 +347,51 @@ TEST(GpuUpload, ByteRowsEqualTheirFloats) {
       EXPECT_EQ(plain.distances[i], got.distances[i]);
     }
   }
+}
+
+/// Host queries whose values are integers of a byte's range go up as bytes (query_bytes.cuh): the host packs them
+/// and the device widens them back to the same floats, for every byte value, signed and unsigned, from strided rows,
+/// an odd count (the kernel's tail) and an unaligned source (its byte loads). The decision takes bytes only for a
+/// path exact on 8-bit data and facts inside the byte's range.
+TEST(GpuUpload, QueryBytesWidenToTheSameFloats) {
+  const int64_t rows = 7, cols = 37, stride = 41;  // 259 values: every byte value at least once
+  uint8_t* bytes = nullptr;
+  float* widened = nullptr;
+  ASSERT_EQ(cudaSuccess, cudaMalloc(&bytes, size_t(rows * cols + 1)));
+  ASSERT_EQ(cudaSuccess, cudaMalloc(&widened, size_t(rows * cols) * sizeof(float)));
+  for (bool is_signed : {false, true}) {
+    SCOPED_TRACE(is_signed ? "int8" : "uint8");
+    std::vector<float> host(size_t(rows * stride), 1000.f);  // the padding is never read
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) {
+        const int v = int((r * cols + c) % 256);
+        host[size_t(r * stride + c)] = float(is_signed ? v - 128 : v);
+      }
+    std::vector<unsigned char> packed(size_t(rows * cols + 1), 0);
+    detail::pack_rows_as_bytes(host.data(), stride, rows, cols, is_signed, packed.data() + 1);
+    ASSERT_EQ(cudaSuccess, cudaMemcpy(bytes, packed.data(), packed.size(), cudaMemcpyHostToDevice));
+    detail::cuda::widen_bytes(bytes + 1, rows * cols, is_signed, widened, nullptr);
+    std::vector<float> back(size_t(rows * cols));
+    ASSERT_EQ(cudaSuccess, cudaMemcpy(back.data(), widened, back.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        ASSERT_EQ(host[size_t(r * stride + c)], back[size_t(r * cols + c)]) << r << " " << c;
+  }
+  cudaFree(bytes);
+  cudaFree(widened);
+
+  using detail::cuda::DataFacts;
+  const detail::cuda::DistanceEntry* fused = detail::cuda::find_distance(DistanceAlgorithm::Fused);
+  const detail::cuda::DistanceEntry* cublas = detail::cuda::find_distance(DistanceAlgorithm::Cublas);
+  ASSERT_TRUE(fused && cublas);
+  const DataFacts u8{detail::ValueStats{true, true, 255.f}, 128}, s8{detail::ValueStats{true, false, 127.f}, 128},
+      wide{detail::ValueStats{true, true, 256.f}, 128}, fractions{detail::ValueStats{false, true, 1.f}, 128},
+      unknown{detail::ValueStats{true, true, 9.f, false}, 128};
+  EXPECT_EQ(std::optional<bool>(false), detail::cuda::query_byte_form(*fused, u8));
+  EXPECT_EQ(std::optional<bool>(true), detail::cuda::query_byte_form(*fused, s8));
+  for (const DataFacts* f : {&wide, &fractions, &unknown})
+    EXPECT_EQ(std::nullopt, detail::cuda::query_byte_form(*fused, *f)) << f->values.max_abs;
+  EXPECT_EQ(std::nullopt, detail::cuda::query_byte_form(*cublas, u8)) << "float32 paths read the floats";
 }
 
 /// The store's device scan of uploaded rows gives what validate_matrix's host scan gives (the facts decide the

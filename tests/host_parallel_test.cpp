@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <condition_variable>
 #include <deque>
@@ -137,6 +138,32 @@ TEST(HostParallel, MemcpyIsExactForAnySize) {
     parallel_memcpy(dst.data(), src.data(), bytes);
     EXPECT_EQ(std::memcmp(dst.data(), src.data(), bytes), 0) << bytes;
     EXPECT_EQ(dst[bytes], 0xAB) << "wrote past the end, bytes = " << bytes;
+  }
+}
+
+// Queries uploaded as bytes (cuda/pipeline/query_bytes.cuh): integers of the byte's range exactly, from strided rows
+// on any number of threads; what the caller's facts rule out (fractions, out of range, NaN, Inf) is defined, not UB.
+TEST(HostParallel, RowsPackAsBytesExactlyAndDefinedOutsideTheRange) {
+  const int64_t rows = 3000, cols = 45, stride = 50;  // 135,000 values: several parts on the pool
+  for (bool is_signed : {false, true}) {
+    SCOPED_TRACE(is_signed ? "int8" : "uint8");
+    std::vector<float> src(size_t(rows * stride), -1.f);
+    for (int64_t i = 0; i < rows * cols; ++i) {
+      const int v = int(i % 256);
+      src[size_t(i / cols * stride + i % cols)] = float(is_signed ? v - 128 : v);
+    }
+    std::vector<unsigned char> out(size_t(rows * cols), 0xAB);
+    pack_rows_as_bytes(src.data(), stride, rows, cols, is_signed, out.data());
+    for (int64_t i = 0; i < rows * cols; ++i) {
+      const int v = int(i % 256);
+      ASSERT_EQ((is_signed ? v - 128 : v) & 0xff, out[size_t(i)]) << i;
+    }
+    const float hi = is_signed ? 127.f : 255.f, lo = is_signed ? -128.f : 0.f;
+    const std::vector<float> odd{std::nanf(""), INFINITY, -INFINITY, hi + 1, lo - 1, 1e30f, 7.75f, -0.f};
+    std::vector<unsigned char> few(odd.size(), 0xAB);
+    pack_rows_as_bytes(odd.data(), int64_t(odd.size()), 1, int64_t(odd.size()), is_signed, few.data());
+    const std::vector<unsigned char> want{0, 0, 0, 0, 0, 0, 7, 0};
+    EXPECT_EQ(want, few);
   }
 }
 

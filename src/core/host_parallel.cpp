@@ -220,4 +220,29 @@ void parallel_memcpy(void* dst, const void* src, size_t bytes,
   });
 }
 
+namespace {
+
+/// One row's bytes: the branch-free select keeps the loop vectorisable (a fraction truncates, which the caller's
+/// facts rule out; it is defined either way).
+template <bool Signed>
+void pack_row_as_bytes(const float* src, int64_t cols, unsigned char* dst) {
+  constexpr float lo = Signed ? -128.f : 0.f, hi = Signed ? 127.f : 255.f;
+  for (int64_t c = 0; c < cols; ++c) {
+    const float v = src[c];
+    const int i = v >= lo && v <= hi ? static_cast<int>(v) : 0;  // NaN fails both tests
+    dst[c] = static_cast<unsigned char>(i & 0xff);
+  }
+}
+
+}  // namespace
+
+void pack_rows_as_bytes(const float* rows, int64_t stride, int64_t row_count, int64_t cols, bool is_signed,
+                        unsigned char* dst) {
+  constexpr int64_t kMinPartValues = int64_t(1) << 15;  // 128 KiB of floats a part
+  host_for(row_count, cols, kMinPartValues, 0, [&](int64_t r) {
+    if (is_signed) pack_row_as_bytes<true>(rows + r * stride, cols, dst + r * cols);
+    else pack_row_as_bytes<false>(rows + r * stride, cols, dst + r * cols);
+  });
+}
+
 }  // namespace gknn::detail

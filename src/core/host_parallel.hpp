@@ -78,6 +78,14 @@ void host_for(int64_t count, int64_t cost_per_item, int64_t min_per_part, int ma
 void parallel_memcpy(void* dst, const void* src, size_t bytes,
                      const std::function<void(size_t begin, size_t end)>& after_part = {});
 
+/// Rows [0, rows) of `cols` floats, `stride` floats apart, written contiguously as bytes to `dst` (rows x cols): each
+/// value that is an integer of the byte's range ([0, 255], or [-128, 127] stored as its two's complement when
+/// `is_signed`) exactly, anything else (a fraction, out of range, NaN) as 0, never undefined. Rows shared on the
+/// pool in parts of at least 128 KiB of floats. The upload of integer-valued queries as a quarter of their bytes
+/// (cuda/pipeline/staging.cuh), whose caller knows from the value facts that every value is such an integer.
+void pack_rows_as_bytes(const float* rows, int64_t stride, int64_t row_count, int64_t cols, bool is_signed,
+                        unsigned char* dst);
+
 /// A task run on a helper thread of its own while the caller goes on (the scan of a search's queries while the
 /// device searches them). One helper for the process, one task at a time: when another call's task holds it, the
 /// task is not started (started() is false) and the caller does the work itself. The helper sleeps between tasks;

@@ -15,6 +15,7 @@
 #include "cuda/pipeline/hook_state.cuh"
 #include "cuda/pipeline/measured_choice.cuh"
 #include "cuda/pipeline/merge.cuh"
+#include "cuda/pipeline/query_bytes.cuh"
 #include "cuda/pipeline/search.cuh"
 #include "cuda/pipeline/staging.cuh"
 #include "cuda/pipeline/upload.cuh"
@@ -211,13 +212,14 @@ size_t Pipeline::held_bytes() const {
 }
 
 size_t Pipeline::staging_bytes() const {
-  return query_slots.bytes() + label_slots.bytes() + download_ring.size();
+  return query_slots.bytes() + query_byte_slots.bytes() + label_slots.bytes() + download_ring.size();
 }
 
 void Pipeline::release_staging() {
   compute.sync();
   upload.sync();
   query_slots.release();
+  query_byte_slots.release();
   label_slots.release();
   download_ring = PinnedBuffer<unsigned char>();
 }
@@ -305,25 +307,44 @@ void release_cached_device_resources() {
 
 namespace {
 
-/// Queries of one tile on the device: uploaded through the pipeline's staging slots, or a device view's rows.
+/// Queries of one tile on the device: uploaded through the pipeline's staging slots (as floats, or as bytes widened
+/// on the device: `bytes`, query_byte_form), or a device view's rows.
 class QueryFeed {
  public:
-  QueryFeed(Pipeline& p, FloatView queries, int64_t tile_rows, StageTimer* timer) : queries_(queries) {
-    if (queries.memory == Memory::Host)
+  QueryFeed(Pipeline& p, FloatView queries, int64_t tile_rows, StageTimer* timer, std::optional<bool> bytes)
+      : queries_(queries), tile_rows_(tile_rows), widened_(p.query_slots) {
+    if (queries.memory != Memory::Host) return;
+    if (bytes)
+      byte_stager_.emplace(queries.data, queries.row_stride(), queries.cols, tile_rows, p.upload.get(), timer,
+                           &p.query_byte_slots, *bytes);
+    else
       stager_.emplace(queries.data, queries.row_stride(), queries.cols, tile_rows, p.upload.get(), timer,
                       &p.query_slots);
+    signed_bytes_ = bytes.value_or(false);
   }
   const float* rows(int64_t q0, int64_t qn, cudaStream_t s) {
-    return stager_ ? stager_->upload(q0, qn, s) : queries_.data + q0 * queries_.row_stride();
+    if (stager_) return stager_->upload(q0, qn, s);
+    if (!byte_stager_) return queries_.data + q0 * queries_.row_stride();
+    const uint8_t* bytes = byte_stager_->upload(q0, qn, s);
+    // Into the float slot of the same index: its last reader precedes this widening on `s`.
+    DeviceBuffer<float>& rows = widened_.slots[byte_stager_->last_slot()].device;
+    rows.resize(static_cast<size_t>(tile_rows_ * queries_.cols));
+    widen_bytes(bytes, qn * queries_.cols, signed_bytes_, rows.data(), s);
+    return rows.data();
   }
-  int64_t stride() const { return stager_ ? queries_.cols : queries_.row_stride(); }
+  int64_t stride() const { return stager_ || byte_stager_ ? queries_.cols : queries_.row_stride(); }
   void release(cudaStream_t s) {
     if (stager_) stager_->release(s);
+    if (byte_stager_) byte_stager_->release(s);
   }
 
  private:
   FloatView queries_;
+  int64_t tile_rows_;
+  StagingSlots<float>& widened_;
+  bool signed_bytes_ = false;
   std::optional<Stager<float>> stager_;
+  std::optional<Stager<uint8_t, float>> byte_stager_;
 };
 
 /// The user ids of an Index on the device (uploaded when they changed since the last search).
@@ -583,7 +604,7 @@ void run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchPa
                                         budget > planned ? budget - planned : 0)
                : 2;
   size_buffers(p, tq, tb, k, out.k, host_out, out_slots, !fused_only);
-  QueryFeed feed(p, queries, tq, timer.get());
+  QueryFeed feed(p, queries, tq, timer.get(), query_byte_form(distance, facts));
   ResultWriter writer(p.out_slots, out_slots, !host_out, out.destination, out.k, tq, nq, timer.get());
   const int64_t* ids = device_ids(p, out, s);
   std::optional<TileCertifier> certifier;

@@ -61,6 +61,8 @@ struct Pipeline {
   DeviceBuffer<float> list_keys[5];  ///< [2s], [2s+1]: running/merged lists of query slot s; [4]: tile list
   DeviceBuffer<int64_t> list_labels[5];
   StagingSlots<float> query_slots;  ///< pinned + device slots of the query uploads (and of select_k's keys)
+  /// ... of queries uploaded as bytes (query_bytes.cuh; widened into query_slots' device buffers)
+  StagingSlots<uint8_t> query_byte_slots;
   StagingSlots<int64_t> label_slots;  ///< pinned + device slots of select_k's labels
   OutputSlot out_slots[kOutputSlots];  ///< finalised tiles on their way to a host destination
   // The exactness guard's certificate taken in the search (OutputSpec::certificate, certify.cuh):

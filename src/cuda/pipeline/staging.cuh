@@ -6,11 +6,15 @@
 // the host packs tile i+1 into the other slot. Before a slot is packed again the host waits on its `free`
 // event, recorded on the consumer after the last work that reads the tile (release()), which also implies the
 // slot's earlier copy has finished.
+//
+// A Stager<uint8_t, float> packs float rows whose values are all integers of a byte's range as bytes (a quarter of
+// the bytes to copy; the caller expands them on the device, query_bytes.cuh).
 #pragma once
 
 #include <algorithm>
 #include <memory>
 #include <mutex>
+#include <type_traits>
 
 #include "cuda/common/buffer.cuh"
 #include "core/chunk_pack.hpp"
@@ -50,15 +54,21 @@ struct StagingSlots {
   }
 };
 
-template <class T>
+template <class T, class Src = T>
 class Stager {
+  /// Packs floats as bytes (pack_rows_as_bytes) rather than copying the rows as they are.
+  static constexpr bool kBytes = !std::is_same_v<T, Src>;
+  static_assert(!kBytes || (std::is_same_v<T, uint8_t> && std::is_same_v<Src, float>),
+                "a converting Stager packs float rows as bytes");
+
  public:
   /// Source: rows of `cols` elements, `host_stride` apart; tiles of at most `max_rows` rows. `slots` (kept by the
-  /// caller across searches) or, when null, slots of its own.
-  Stager(const T* host, int64_t host_stride, int64_t cols, int64_t max_rows, cudaStream_t copy_stream,
-         StageTimer* timer, StagingSlots<T>* slots = nullptr)
+  /// caller across searches) or, when null, slots of its own. `signed_bytes`: a byte Stager's bytes are int8.
+  Stager(const Src* host, int64_t host_stride, int64_t cols, int64_t max_rows, cudaStream_t copy_stream,
+         StageTimer* timer, StagingSlots<T>* slots = nullptr, bool signed_bytes = false)
       : host_(host), host_stride_(host_stride), cols_(cols), max_rows_(max_rows), copy_(copy_stream), timer_(timer),
-        own_(slots ? nullptr : std::make_unique<StagingSlots<T>>()), s_(slots ? *slots : *own_) {
+        own_(slots ? nullptr : std::make_unique<StagingSlots<T>>()), s_(slots ? *slots : *own_),
+        signed_bytes_(signed_bytes) {
     // A previous search ended synchronised. Every search starts at slot 0: a one-tile search that went on from where
     // the last one stopped used the other slot on every second call, which grew that slot's pinned and device
     // buffers on the second of two identical searches (H100, 2026-11-26: 262144 bytes for 2048 x 32 queries).
@@ -68,11 +78,13 @@ class Stager {
 
   /// Uploads rows [begin, begin + count) into the slot's own device buffer (row stride = cols).
   const T* upload(int64_t begin, int64_t count, cudaStream_t consumer) {
-    if (host_stride_ == cols_ && copy_per_part()) {  // contiguous rows: each part's copy issued once it is packed
-      Slot& slot = take_slot(count);
-      slot.device.resize(static_cast<size_t>(max_rows_ * cols_));
-      pack_and_send(slot, slot.device.data(), begin, count, consumer);
-      return slot.device.data();
+    if constexpr (!kBytes) {
+      if (host_stride_ == cols_ && copy_per_part()) {  // contiguous rows: each part's copy issued once it is packed
+        Slot& slot = take_slot(count);
+        slot.device.resize(static_cast<size_t>(max_rows_ * cols_));
+        pack_and_send(slot, slot.device.data(), begin, count, consumer);
+        return slot.device.data();
+      }
     }
     auto& slot = pack(begin, count);
     slot.device.resize(static_cast<size_t>(max_rows_ * cols_));
@@ -85,6 +97,8 @@ class Stager {
   }
   /// Work enqueued so far on `consumer` is the last to read the latest upload.
   void release(cudaStream_t consumer) { s_.slots[s_.last].free.record(consumer); }
+  /// The slot (0 or 1) of the latest upload.
+  int last_slot() const { return s_.last; }
 
  private:
   using Slot = typename StagingSlots<T>::Slot;
@@ -113,14 +127,16 @@ class Stager {
   /// Rows [begin, begin + count) into the next slot's pinned bytes.
   Slot& pack(int64_t begin, int64_t count) {
     Slot& slot = take_slot(count);
-    if (host_stride_ == cols_) {  // contiguous rows: one copy, split over threads (one thread reaches a fraction
-                                  // of the host bandwidth, and bulk uploads are bound by this copy)
+    if constexpr (kBytes) {
+      pack_rows_as_bytes(host_ + begin * host_stride_, host_stride_, count, cols_, signed_bytes_, slot.pinned.data());
+    } else if (host_stride_ == cols_) {  // contiguous rows: one copy, split over threads (one thread reaches a
+                                         // fraction of the host bandwidth, and bulk uploads are bound by this copy)
       parallel_memcpy(slot.pinned.data(), host_ + begin * cols_, static_cast<size_t>(count * cols_) * sizeof(T));
-      return slot;
+    } else {
+      const HostRows rows{host_, begin + count, static_cast<size_t>(cols_) * sizeof(T),
+                          static_cast<size_t>(host_stride_) * sizeof(T)};
+      copy_rows(reinterpret_cast<unsigned char*>(slot.pinned.data()), rows, begin, count);
     }
-    const HostRows rows{host_, begin + count, static_cast<size_t>(cols_) * sizeof(T),
-                        static_cast<size_t>(host_stride_) * sizeof(T)};
-    copy_rows(reinterpret_cast<unsigned char*>(slot.pinned.data()), rows, begin, count);
     return slot;
   }
 
@@ -159,12 +175,13 @@ class Stager {
     GKNN_CUDA_TRY(cudaStreamWaitEvent(consumer, slot.ready.get(), 0));
   }
 
-  const T* host_;
+  const Src* host_;
   int64_t host_stride_, cols_, max_rows_;
   cudaStream_t copy_;
   StageTimer* timer_;
   std::unique_ptr<StagingSlots<T>> own_;
   StagingSlots<T>& s_;
+  bool signed_bytes_;
 };
 
 }  // namespace gknn::detail::cuda

@@ -33,6 +33,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <string_view>
 #include <type_traits>
 
@@ -941,11 +942,23 @@ int row_bytes_for(int64_t dim, Elem e) {
 /// the queries' fragments, the first sorts, the output) and blocks run in waves of `per_sm` per SM, so the count
 /// minimises waves x (tiles + that cost) over 1 .. (enough blocks for kWavesPerSplitPlan waves), each split
 /// >= max(k, 1024) rows.
+/// GKNN_FUSED_SPLITS=N (N >= 1): N splits wherever split_count() plans, within its limit of rows a split; to measure
+/// the plan's cost model against other counts (0 or unset: the plan).
+int64_t forced_split_count() {
+  static const int64_t forced = [] {
+    const char* v = std::getenv("GKNN_FUSED_SPLITS");
+    return v ? std::max<int64_t>(0, std::atoll(v)) : int64_t(0);
+  }();
+  return forced;
+}
+
 int64_t split_count(int64_t nq, int64_t nb, int64_t k, int sms, int bm, int per_sm) {
   constexpr int64_t kFixedCostTiles = 6;
   const int64_t qtiles = (nq + bm - 1) / bm, slots = int64_t(sms) * per_sm;
   const int64_t want = (int64_t(kWavesPerSplitPlan) * slots + qtiles - 1) / qtiles;
-  const int64_t most = std::clamp<int64_t>(nb / std::max<int64_t>(k, kMinSplitRows), 1, want);
+  const int64_t rows_limit = std::max<int64_t>(1, nb / std::max<int64_t>(k, kMinSplitRows));
+  if (const int64_t forced = forced_split_count(); forced > 0) return std::min(forced, rows_limit);
+  const int64_t most = std::clamp<int64_t>(rows_limit, 1, want);
   int64_t best = 1, best_cost = INT64_MAX;
   for (int64_t s = 1; s <= most; ++s) {
     const int64_t waves = (qtiles * s + slots - 1) / slots, rows = (nb + s - 1) / s;
