@@ -45,7 +45,10 @@ size_t search_bytes(const PlanInput& in, int64_t tq, int64_t tb) {
   if (in.stream_base) bytes += 2 * b * d * sizeof(float);
   bytes += 5 * q * k * (sizeof(float) + sizeof(int64_t));
   bytes += 2 * q * static_cast<size_t>(in.out_k) * (sizeof(float) + sizeof(int64_t));
-  if (in.select_workspace) bytes += in.select_workspace(tq, tb, static_cast<int64_t>(kt));
+  // Without a key matrix (the fused kernel serves every tile) no selection reads a tile: only its splits' lists,
+  // whose selection takes the pipeline's kept workspace as it goes. Not asked: a CUB-based entry's size query made
+  // 12 occupancy calls, 24 a search (two plans) in a torch-profiler trace of Garcia's shape (H200).
+  if (in.select_workspace && in.key_matrix) bytes += in.select_workspace(tq, tb, static_cast<int64_t>(kt));
   if (in.distance_workspace) bytes += in.distance_workspace(tq, tb, in.dim);
   return bytes;
 }
