@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -12,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <utility>
 
 #include "cli_common.hpp"
@@ -82,6 +84,20 @@ using HopelessPairs = std::map<PairNames, double>;
 
 PairNames names_of(const Pair& pair) { return {to_string(pair.first), to_string(pair.second)}; }
 
+/// The distance name under which a selection capped behind any distance is recorded (CappedPairs::hopeless_in).
+constexpr const char* kAnyDistance = "*";
+
+/// A pair's entry in `hopeless`: its own, or for a selection-round pair its selection's behind any distance (the
+/// selection's cost hardly depends on which distance made the keys: on the H200 `insertion` at k = 1000 was capped
+/// behind shared_reduce at q = 1, n = 1M, d = 3, then ran behind another distance at q = 64 until the device command's
+/// limit, twice). Null: not hopeless.
+const double* hopeless_estimate(const HopelessPairs& hopeless, const Pair& pair) {
+  auto found = hopeless.find(names_of(pair));
+  if (found == hopeless.end() && pair.second != SelectAlgorithm::Auto)
+    found = hopeless.find({kAnyDistance, to_string(pair.second)});
+  return found == hopeless.end() ? nullptr : &found->second;
+}
+
 /// The candidates of a cell, in the order they are timed: every distance with Auto's selection, then every selection
 /// (by name: a table row names its algorithms) with the fastest distance, as the test suite covers the algorithms.
 std::vector<DistanceAlgorithm> candidate_distances(Backend backend, Metric metric, bool integer) {
@@ -118,11 +134,11 @@ std::optional<Pair> forced_pair(const std::vector<Pair>& round, const HopelessPa
   std::optional<Pair> out;
   double out_ms = kNoLimit;
   for (const Pair& pair : round) {
-    const auto found = hopeless.find(names_of(pair));
-    if (found == hopeless.end()) return std::nullopt;
-    if (!out || found->second < out_ms) {
+    const double* estimate = hopeless_estimate(hopeless, pair);
+    if (!estimate) return std::nullopt;
+    if (!out || *estimate < out_ms) {
       out = pair;
-      out_ms = found->second;
+      out_ms = *estimate;
     }
   }
   return out;
@@ -132,7 +148,7 @@ std::optional<Pair> forced_pair(const std::vector<Pair>& round, const HopelessPa
 size_t called_in_round(const std::vector<Pair>& round, const HopelessPairs& hopeless) {
   if (forced_pair(round, hopeless)) return 1;
   return static_cast<size_t>(std::count_if(round.begin(), round.end(), [&](const Pair& pair) {
-    return hopeless.count(names_of(pair)) == 0;
+    return hopeless_estimate(hopeless, pair) == nullptr;
   }));
 }
 
@@ -151,6 +167,16 @@ constexpr double kColdCallMs = 200.0;
 /// Searches a pair costs: its first call (the warm-up, or an extra one with --warmup 0: it decides the cap), the
 /// rest of the warm-up, then the timed runs.
 int searches_per_pair(int warmup, int repeat) { return std::max(warmup, 1) + repeat; }
+
+/// GKNN_SWEEP_TRACE set (not "0"): each candidate's call is announced on stderr before it starts, so that a log cut
+/// off at a device command's limit names the call it was in.
+bool trace_calls() {
+  static const bool on = [] {
+    const char* v = std::getenv("GKNN_SWEEP_TRACE");
+    return v && std::string_view(v) != "0";
+  }();
+  return on;
+}
 
 class CellBench {
  public:
@@ -192,11 +218,15 @@ class CellBench {
       std::optional<Timed> out;
       const std::optional<Pair> forced = forced_pair(round, hopeless);
       for (const Pair& pair : round) {
-        const auto skip = hopeless.find(names_of(pair));
-        if (skip != hopeless.end() && forced != pair) {
-          all.push_back(Timed{pair.first, pair.second, skip->second, 0, true});
+        const double* skip = hopeless_estimate(hopeless, pair);
+        if (skip && forced != pair) {
+          all.push_back(Timed{pair.first, pair.second, *skip, 0, true});
           continue;
         }
+        if (trace_calls())
+          std::fprintf(stderr, "sweep: n=%lld q=%lld k=%lld calling %s/%s\n", (long long)index_.size(),
+                       (long long)queries_.rows, (long long)params_.k, to_string(pair.first).c_str(),
+                       to_string(pair.second).c_str());
         const std::optional<Timed> t = time(pair.first, pair.second, best_ms < kNoLimit ? cap_ * best_ms : kNoLimit);
         if (!t) continue;
         all.push_back(*t);
@@ -359,7 +389,7 @@ class CappedPairs {
   /// The pairs that lost by `hopeless_loss` in a smaller neighbour of `cell` (same metric, data, d and k, and the same
   /// n with a smaller q or the same q with a smaller n), each with the smallest of its capped times scaled by the
   /// work ratio (n x q): its time if it did no worse per query and base row than where it lost, a lower bound more or
-  /// less.
+  /// less. A selection-round pair is also recorded as its selection behind any distance (kAnyDistance).
   HopelessPairs hopeless_in(const SweepCell& cell) const {
     HopelessPairs out;
     const auto found = by_series_.find(series(cell));
@@ -369,8 +399,12 @@ class CappedPairs {
       if (!((c.n == cell.n && c.q < cell.q) || (c.q == cell.q && c.n < cell.n))) continue;
       const double ms = c.ms * static_cast<double>(cell.n) / static_cast<double>(c.n) *
                         static_cast<double>(cell.q) / static_cast<double>(c.q);
-      const auto [it, added] = out.emplace(c.pair, ms);
-      if (!added) it->second = std::min(it->second, ms);
+      const auto keep = [&](const PairNames& names) {
+        const auto [it, added] = out.emplace(names, ms);
+        if (!added) it->second = std::min(it->second, ms);
+      };
+      keep(c.pair);
+      if (c.pair.second != "auto") keep({kAnyDistance, c.pair.second});  // a selection-round pair (hopeless_estimate)
     }
     return out;
   }
