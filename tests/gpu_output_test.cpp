@@ -158,6 +158,10 @@ TEST(GpuOutput, LargeResultIsCopiedOutInOverlappedTilesExactly) {
   EXPECT_GT(stats.check_ms, 0.0);  // host phases outside the device span
   EXPECT_GT(stats.setup_ms, 0.0);
   EXPECT_LE(stats.check_ms + stats.setup_ms, stats.total_ms);
+  // Host work inside the device span: every query tile packed, every finalised tile copied out (36-54 MB).
+  EXPECT_GT(stats.pack_ms, 0.0);
+  EXPECT_GT(stats.copy_out_ms, 0.0);
+  EXPECT_LE(stats.pack_ms + stats.copy_out_ms, stats.total_ms);
   CheckOptions exact;
   exact.exact_indices = true;
   p.stats = nullptr;

@@ -14,8 +14,11 @@
 //   select:   reads nq*nb keys
 // The database is resident (gknn::Index), so base upload is reported once per configuration, not per search.
 // Host share: the part of the wall time that is not device time (first upload to last download on the device,
-// CUDA events): validation, copying results into the caller's arrays, call overhead. The wall time is that of
-// the search call, which allocates the new Result; freeing the previous run's Result is left out of it.
+// CUDA events): validation, copying results into the caller's arrays, call overhead. Host work inside the device
+// span has columns of its own (SearchStats): 'pack ms', the query tiles packed into pinned slots before their
+// copies, and 'copy-out ms', the finalised tiles copied from pinned slots into the Result after their downloads.
+// The wall time is that of the search call, which allocates the new Result; freeing the previous run's Result is left
+// out of it.
 // The calls_q* configurations time many small searches (1,000 calls of q = 1, 16, 128 queries against the 1M base;
 // calls_q1_n32k / _n128k against smaller bases) and report the per-call overhead beyond device time, for Auto, Auto
 // without the Index's kept operand copy (hooks.hpp: the per-search conversion, as before that copy), Auto with the
@@ -264,6 +267,7 @@ Sample run_once(const Index& index, const std::vector<float>& queries, const Con
     const SearchStats& s = *p.stats;
     t.upload_ms = s.upload_ms, t.distance_ms = s.distance_ms, t.select_ms = s.select_ms, t.merge_ms = s.merge_ms;
     t.download_ms = s.download_ms, t.finalize_ms = s.finalize_ms, t.device_ms = s.device_ms, t.setup_ms = s.setup_ms;
+    t.pack_ms = s.pack_ms, t.copy_out_ms = s.copy_out_ms;
     t.query_tiles = s.query_tiles, t.base_tiles = s.base_tiles;
   }
   return {wall_s, t, p.stats ? p.stats->check_ms : 0.0};
@@ -310,7 +314,7 @@ std::string measure_calls(const Index& index, const std::vector<float>& queries,
   std::sort(wall.begin(), wall.end());
   SearchStats stats;
   p.stats = &stats;
-  std::vector<double> device, check, setup, dist, sel, fin, copies;
+  std::vector<double> device, check, setup, dist, sel, fin, copies, pack, copy_out;
   for (int i = 0; i < 50; ++i) {
     index.search(q, p, out);
     device.push_back(stats.device_ms);
@@ -320,6 +324,8 @@ std::string measure_calls(const Index& index, const std::vector<float>& queries,
     sel.push_back(stats.select_ms);
     fin.push_back(stats.merge_ms + stats.finalize_ms);
     copies.push_back(stats.upload_ms + stats.download_ms);
+    pack.push_back(stats.pack_ms);
+    copy_out.push_back(stats.copy_out_ms);
   }
   auto median = [](std::vector<double>& v) {
     std::sort(v.begin(), v.end());
@@ -338,7 +344,7 @@ std::string measure_calls(const Index& index, const std::vector<float>& queries,
          fmt("%.4f", median(check)) + " | " + fmt("%.4f", median(setup)) + " | " +
          fmt("%.0f", double(c.nq) / (w * 1e-3)) + " | " + fmt("%.4f", median(dist)) + " | | " +
          fmt("%.4f", median(sel)) + " | | " + fmt("%.4f", median(fin)) + " | " + fmt("%.4f", median(copies)) + " | " +
-         std::to_string(c.calls) + " |";
+         fmt("%.4f", median(pack)) + " | " + fmt("%.4f", median(copy_out)) + " | " + std::to_string(c.calls) + " |";
 }
 
 constexpr int kShortRuns = 51;
@@ -386,7 +392,8 @@ Row measure(const Index& index, const std::vector<float>& queries, const Config&
   for (auto field : {&detail::cuda::StageTimes::upload_ms, &detail::cuda::StageTimes::distance_ms,
                      &detail::cuda::StageTimes::select_ms, &detail::cuda::StageTimes::merge_ms,
                      &detail::cuda::StageTimes::download_ms, &detail::cuda::StageTimes::finalize_ms,
-                     &detail::cuda::StageTimes::device_ms, &detail::cuda::StageTimes::setup_ms})
+                     &detail::cuda::StageTimes::device_ms, &detail::cuda::StageTimes::setup_ms,
+                     &detail::cuda::StageTimes::pack_ms, &detail::cuda::StageTimes::copy_out_ms})
     row.median.stages.*field = median_of(field);
   row.median.check_ms = checks[checks.size() / 2];
   row.runs = static_cast<int>(wall.size());
@@ -409,7 +416,8 @@ void fill_rates(Row& row, const Config& c, double copy_gbs) {
 
 std::string table_line(const Row& r) {
   if (!r.status.empty())
-    return "| " + r.config + " | " + r.distance + " | " + r.select + " | " + r.status + " | | | | | | | | | | | | | | | | |";
+    return "| " + r.config + " | " + r.distance + " | " + r.select + " | " + r.status +
+           " | | | | | | | | | | | | | | | | | | |";
   const detail::cuda::StageTimes& t = r.median.stages;
   const double wall_ms = r.median.wall_s * 1e3;
   return "| " + r.config + " | " + r.distance + " | " + r.select + " | " + fmt("%.2f", wall_ms) + " | " +
@@ -418,6 +426,7 @@ std::string table_line(const Row& r) {
          fmt("%.0f", r.queries_per_s) + " | " + fmt("%.2f", t.distance_ms) + " | " +
          fmt("%.1f", r.distance_pct) + " | " + fmt("%.2f", t.select_ms) + " | " + fmt("%.1f", r.select_pct) + " | " +
          fmt("%.2f", t.merge_ms + t.finalize_ms) + " | " + fmt("%.2f", t.upload_ms + t.download_ms) + " | " +
+         fmt("%.3f", t.pack_ms) + " | " + fmt("%.3f", t.copy_out_ms) + " | " +
          (r.guard_candidates > 0 ? std::to_string(r.guard_candidates) + " | " + std::to_string(r.guard_retried) +
                                        " | " + fmt("%.2f", r.rerank_ms)
                                  : std::string("- | - | -")) +
@@ -522,9 +531,9 @@ int main(int argc, char** argv) {
                   "includes validation, query upload and result download into a new Result.");
   lines.push_back("");
   lines.push_back("| config | distance | selection | wall ms | device ms | host % | check ms | setup ms | queries/s | "
-                  "distance ms | distance %bw | select ms | select %bw | merge+final ms | copies ms | guard k' | "
-                  "retried | re-rank ms | runs | same |");
-  lines.push_back("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+                  "distance ms | distance %bw | select ms | select %bw | merge+final ms | copies ms | pack ms | "
+                  "copy-out ms | guard k' | retried | re-rank ms | runs | same |");
+  lines.push_back("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
   for (const std::string& l : lines) std::printf("%s\n", l.c_str());
   std::fflush(stdout);
 

@@ -129,6 +129,9 @@ struct SearchStats {
   // Host work outside the device span (where a search's wall exceeds device_ms):
   double check_ms = 0;  ///< argument checks and the scan of the queries' values (finite; facts for exact paths)
   double setup_ms = 0;  ///< CUDA: choices, tiling plan and buffers before the first device work is queued
+  // Host work inside the device span (CUDA; the device may wait for it):
+  double pack_ms = 0;      ///< query tiles (and a streamed base's tiles) packed into pinned slots, before their copies
+  double copy_out_ms = 0;  ///< finalised tiles copied from pinned slots into a host result, after their downloads
   int64_t query_tiles = 0;
   int64_t base_tiles = 0;  ///< base tiles per query tile
   // The exactness guard (Guard), when it ran: the phases above are its first candidate pass.

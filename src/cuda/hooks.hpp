@@ -42,6 +42,8 @@ struct StageTimes {
   double finalize_ms = 0;  ///< key -> value conversion, tie order, padding, ids (on the device)
   double device_ms = 0;    ///< first to last event of the search on the compute stream
   double setup_ms = 0;     ///< host: from entering the search pipeline to its first queued device work
+  double pack_ms = 0;      ///< host, inside device_ms: query tiles (a streamed base's tiles) packed into pinned slots
+  double copy_out_ms = 0;  ///< host, inside device_ms: finalised tiles copied from pinned slots into a host result
   int64_t query_tiles = 0;
   int64_t base_tiles = 0;  ///< per query tile
 };

@@ -46,6 +46,8 @@ void add_slowest(SearchStats& into, const SearchStats& s) {
   into.merge_ms = std::max(into.merge_ms, s.merge_ms);
   into.download_ms = std::max(into.download_ms, s.download_ms);
   into.device_ms = std::max(into.device_ms, s.device_ms);
+  into.pack_ms = std::max(into.pack_ms, s.pack_ms);
+  into.copy_out_ms = std::max(into.copy_out_ms, s.copy_out_ms);
   into.query_tiles = std::max(into.query_tiles, s.query_tiles);
   into.base_tiles = std::max(into.base_tiles, s.base_tiles);
   into.guard_candidates = std::max(into.guard_candidates, s.guard_candidates);

@@ -104,6 +104,7 @@ int64_t ResultWriter::finish(int slot) {
     GKNN_CUDA_TRY(cudaEventSynchronize(s.done[c].get()));
     const size_t from = static_cast<size_t>(c * s.chunk_rows * k_), at = static_cast<size_t>(s.row0 * k_) + from,
                  n = static_cast<size_t>(std::min(s.chunk_rows, s.rows - c * s.chunk_rows) * k_);
+    const HostWorkScope timed(timer_, HostWork::CopyOut);
     parallel_memcpy(d.distances + at, s.pinned_values.data() + from, n * sizeof(float));
     parallel_memcpy(d.indices + at, s.pinned_indices.data() + from, n * sizeof(int64_t));
   }

@@ -401,6 +401,8 @@ void publish_stats(StageTimer* timer, int64_t query_tiles, int64_t base_tiles, S
   stats->finalize_ms = t.finalize_ms;
   stats->device_ms = t.device_ms;
   stats->setup_ms = t.setup_ms;
+  stats->pack_ms = t.pack_ms;
+  stats->copy_out_ms = t.copy_out_ms;
   stats->query_tiles = query_tiles;
   stats->base_tiles = base_tiles;
 }

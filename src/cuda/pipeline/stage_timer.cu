@@ -58,6 +58,8 @@ StageTimes StageTimer::publish(int64_t query_tiles, int64_t base_tiles) {
   }
   if (device_span_) t.device_ms = device_stop_.since(device_start_);
   t.setup_ms = setup_ms_;
+  t.pack_ms = pack_ms_;
+  t.copy_out_ms = copy_out_ms_;
   std::lock_guard<std::mutex> lock(g_mutex);
   g_last = t;
   return t;

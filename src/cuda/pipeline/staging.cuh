@@ -127,6 +127,7 @@ class Stager {
   /// Rows [begin, begin + count) into the next slot's pinned bytes.
   Slot& pack(int64_t begin, int64_t count) {
     Slot& slot = take_slot(count);
+    const HostWorkScope timed(timer_, HostWork::Pack);
     if constexpr (kBytes) {
       pack_rows_as_bytes(host_ + begin * host_stride_, host_stride_, count, cols_, signed_bytes_, slot.pinned.data());
     } else if (host_stride_ == cols_) {  // contiguous rows: one copy, split over threads (one thread reaches a
@@ -150,6 +151,7 @@ class Stager {
     auto* to = reinterpret_cast<unsigned char*>(dst);
     auto* pinned = reinterpret_cast<unsigned char*>(slot.pinned.data());
     stage_begin(timer_, Stage::Upload, copy_);
+    const HostWorkScope timed(timer_, HostWork::Pack);  // the copies are issued inside it
     parallel_memcpy(pinned, host_ + begin * cols_, static_cast<size_t>(count * cols_) * sizeof(T),
                     [&](size_t b, size_t e) {  // on a pool thread: the device set here, an error kept, none thrown
                       cudaError_t err = cudaSetDevice(device);
