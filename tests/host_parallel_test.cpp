@@ -144,7 +144,7 @@ TEST(HostParallel, MemcpyIsExactForAnySize) {
 // Queries uploaded as bytes (cuda/pipeline/query_bytes.cuh): integers of the byte's range exactly, from strided rows
 // on any number of threads; what the caller's facts rule out (fractions, out of range, NaN, Inf) is defined, not UB.
 TEST(HostParallel, RowsPackAsBytesExactlyAndDefinedOutsideTheRange) {
-  const int64_t rows = 3000, cols = 45, stride = 50;  // 135,000 values: several parts on the pool
+  const int64_t rows = 9000, cols = 45, stride = 50;  // 405,000 values: several parts on the pool
   for (bool is_signed : {false, true}) {
     SCOPED_TRACE(is_signed ? "int8" : "uint8");
     std::vector<float> src(size_t(rows * stride), -1.f);

@@ -81,7 +81,7 @@ void parallel_memcpy(void* dst, const void* src, size_t bytes,
 /// Rows [0, rows) of `cols` floats, `stride` floats apart, written contiguously as bytes to `dst` (rows x cols): each
 /// value that is an integer of the byte's range ([0, 255], or [-128, 127] stored as its two's complement when
 /// `is_signed`) exactly, anything else (a fraction, out of range, NaN) as 0, never undefined. Rows shared on the
-/// pool in parts of at least 128 KiB of floats. The upload of integer-valued queries as a quarter of their bytes
+/// pool in parts of at least 512 KiB of floats. The upload of integer-valued queries as a quarter of their bytes
 /// (cuda/pipeline/staging.cuh), whose caller knows from the value facts that every value is such an integer.
 void pack_rows_as_bytes(const float* rows, int64_t stride, int64_t row_count, int64_t cols, bool is_signed,
                         unsigned char* dst);
