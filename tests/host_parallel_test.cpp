@@ -135,9 +135,12 @@ TEST(HostParallel, MemcpyIsExactForAnySize) {
   for (size_t bytes : {size_t(0), size_t(1), size_t(4095), size_t(1) << 19, (size_t(3) << 20) + 7, size_t(9) << 20}) {
     std::vector<unsigned char> src(bytes + 1), dst(bytes + 1, 0xAB);
     for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 131 + 7);
-    parallel_memcpy(dst.data(), src.data(), bytes);
-    EXPECT_EQ(std::memcmp(dst.data(), src.data(), bytes), 0) << bytes;
-    EXPECT_EQ(dst[bytes], 0xAB) << "wrote past the end, bytes = " << bytes;
+    for (size_t min_part : {size_t(1) << 19, size_t(128) << 10, size_t(1)}) {  // the default, the copy-out's, any
+      std::fill(dst.begin(), dst.end(), 0xAB);
+      parallel_memcpy(dst.data(), src.data(), bytes, {}, min_part);
+      EXPECT_EQ(std::memcmp(dst.data(), src.data(), bytes), 0) << bytes << " " << min_part;
+      EXPECT_EQ(dst[bytes], 0xAB) << "wrote past the end, bytes = " << bytes << " " << min_part;
+    }
   }
 }
 

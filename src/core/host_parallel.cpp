@@ -203,9 +203,8 @@ OverlapJob::~OverlapJob() {
 }
 
 void parallel_memcpy(void* dst, const void* src, size_t bytes,
-                     const std::function<void(size_t begin, size_t end)>& after_part) {
-  constexpr int64_t kMinPart = int64_t(1) << 19;
-  const int parts = host_parts(static_cast<int64_t>(bytes), kMinPart);
+                     const std::function<void(size_t begin, size_t end)>& after_part, size_t min_part) {
+  const int parts = host_parts(static_cast<int64_t>(bytes), static_cast<int64_t>(std::max<size_t>(min_part, 1)));
   if (parts == 1) {
     if (bytes > 0) std::memcpy(dst, src, bytes);
     if (bytes > 0 && after_part) after_part(0, bytes);

@@ -71,12 +71,14 @@ void host_for(int64_t count, int64_t cost_per_item, int64_t min_per_part, int ma
     if (e) std::rethrow_exception(e);
 }
 
-/// memcpy of `bytes` bytes in parts of at least 512 KiB on the pool (one thread reaches a fraction of the
+/// memcpy of `bytes` bytes in parts of at least `min_part` bytes on the pool (one thread reaches a fraction of the
 /// host's copy bandwidth, and a destination touched for the first time also pays its page faults there).
 /// `after_part` (optional, must not throw): called with each part's byte range [begin, end) by the thread that
 /// copied it, right after (a staged upload issues that part's device copy there).
+/// `min_part`: 512 KiB by default; a copy on a search's critical path may take smaller parts.
 void parallel_memcpy(void* dst, const void* src, size_t bytes,
-                     const std::function<void(size_t begin, size_t end)>& after_part = {});
+                     const std::function<void(size_t begin, size_t end)>& after_part = {},
+                     size_t min_part = size_t(1) << 19);
 
 /// Rows [0, rows) of `cols` floats, `stride` floats apart, written contiguously as bytes to `dst` (rows x cols): each
 /// value that is an integer of the byte's range ([0, 255], or [-128, 127] stored as its two's complement when
