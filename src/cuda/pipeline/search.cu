@@ -320,7 +320,6 @@ class QueryFeed {
     else
       stager_.emplace(queries.data, queries.row_stride(), queries.cols, tile_rows, p.upload.get(), timer,
                       &p.query_slots);
-    signed_bytes_ = bytes.value_or(false);
   }
   const float* rows(int64_t q0, int64_t qn, cudaStream_t s) {
     if (stager_) return stager_->upload(q0, qn, s);
@@ -329,7 +328,7 @@ class QueryFeed {
     // Into the float slot of the same index: its last reader precedes this widening on `s`.
     DeviceBuffer<float>& rows = widened_.slots[byte_stager_->last_slot()].device;
     rows.resize(static_cast<size_t>(tile_rows_ * queries_.cols));
-    widen_bytes(bytes, qn * queries_.cols, signed_bytes_, rows.data(), s);
+    widen_bytes(bytes, qn * queries_.cols, byte_stager_->signed_bytes(), rows.data(), s);
     return rows.data();
   }
   int64_t stride() const { return stager_ || byte_stager_ ? queries_.cols : queries_.row_stride(); }
@@ -342,7 +341,6 @@ class QueryFeed {
   FloatView queries_;
   int64_t tile_rows_;
   StagingSlots<float>& widened_;
-  bool signed_bytes_ = false;
   std::optional<Stager<float>> stager_;
   std::optional<Stager<uint8_t, float>> byte_stager_;
 };

@@ -99,6 +99,8 @@ class Stager {
   void release(cudaStream_t consumer) { s_.slots[s_.last].free.record(consumer); }
   /// The slot (0 or 1) of the latest upload.
   int last_slot() const { return s_.last; }
+  /// A byte Stager's bytes are int8 (else uint8).
+  bool signed_bytes() const { return signed_bytes_; }
 
  private:
   using Slot = typename StagingSlots<T>::Slot;
