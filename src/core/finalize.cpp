@@ -134,9 +134,20 @@ void populate(void* begin, void* end) {
   const size_t hardware = std::max(1u, std::thread::hardware_concurrency());
   const size_t parts = std::clamp<size_t>(bytes / kPart, 1, std::min<size_t>(8, std::max<size_t>(1, hardware / 2)));
   const size_t chunk = (bytes / parts + kPage - 1) & ~(kPage - 1);
+  // Each thread's part in slices of 4 MiB, one madvise call each: a call holds the process's mmap lock (read) for
+  // its whole range, and an mmap-side writer (cudaMalloc, cudaMallocHost, cudaFree) waits for every reader, while
+  // new readers queue behind it. One call per part (120 MB of a 10^7 x 16 join result) held the join's grid build,
+  // run beside the population, until the population ended (H200, issue 14: index 164 ms, ending with the
+  // population's 212 ms). Where the kernel refuses, one byte per page is touched by an atomic add of 0, a write that
+  // keeps the value: a join's writers may already be filling the pages (join.cpp populates beside them).
+  constexpr uintptr_t kSlice = uintptr_t(4) << 20;
   auto advise = [](uintptr_t from, uintptr_t to) {
-    if (to <= from || madvise(reinterpret_cast<void*>(from), to - from, kMadvPopulateWrite) == 0) return;
-    for (uintptr_t page = from; page < to; page += kPage) *reinterpret_cast<volatile char*>(page) = 0;
+    bool refused = false;
+    for (uintptr_t at = from; at < to && !refused; at += kSlice)
+      refused = madvise(reinterpret_cast<void*>(at), std::min(to, at + kSlice) - at, kMadvPopulateWrite) != 0;
+    if (!refused) return;
+    for (uintptr_t page = from; page < to; page += kPage)
+      __atomic_fetch_add(reinterpret_cast<char*>(page), char(0), __ATOMIC_RELAXED);
   };
   std::vector<std::thread> helpers;
   for (size_t p = 1; p < parts; ++p) {
@@ -156,11 +167,15 @@ void populate(void*, void*) {}
 
 }  // namespace
 
-Result allocate_result_populated(int64_t rows, int64_t k) {
-  Result r = allocate_result(rows, k);
+void populate_result(Result& r) {
   const size_t n = r.distances.size();
   populate(r.distances.data(), r.distances.data() + n);
-  populate(r.indices.data(), r.indices.data() + n);
+  populate(r.indices.data(), r.indices.data() + r.indices.size());
+}
+
+Result allocate_result_populated(int64_t rows, int64_t k) {
+  Result r = allocate_result(rows, k);
+  populate_result(r);
   return r;
 }
 

@@ -22,6 +22,9 @@ Result allocate_result(int64_t rows, int64_t k);
 /// 16 MiB, up to 8), so the copy-out of the tiles, on the search's path, takes no page faults. No pass over the
 /// values: 10k x 2048 entries (245 MB) were zero-filled on one thread by std::vector before.
 Result allocate_result_populated(int64_t rows, int64_t k);
+/// The page population of allocate_result_populated alone, for a result that writers may already be filling (it
+/// never changes a value: the pages are faulted in for writing, or touched by an atomic add of 0).
+void populate_result(Result& r);
 /// The storage of a Result as a host ResultView.
 ResultView view_of(Result& r);
 

@@ -15,6 +15,7 @@
 // 305 ms; UNIF6D K = 32 cells 2935 ms, dealt 2252 ms.
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstring>
 #include <cstdlib>
 #include <limits>
@@ -41,6 +42,8 @@ using detail::cuda::Stager;
 using detail::cuda::Stream;
 
 using detail::cuda::Event;
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point start) { return std::chrono::duration<double, std::milli>(Clock::now() - start).count(); }
 
 constexpr int kBlock = 256;
 // A chunk of range queries: small enough that the host's scatter of one overlaps the next one's kernel and that
@@ -146,7 +149,7 @@ struct QueryBatch {
   uint32_t* list_i;
   int* list_n;        ///< count * t
   float* out_d;       ///< count * k
-  int64_t* out_i;
+  uint32_t* out_i;    ///< base ids below 2^32 (the grid's limit): 8 bytes an entry down, not 12 (the host widens)
   unsigned char* ok;
 };
 
@@ -389,7 +392,7 @@ __global__ void range_query_kernel(GridView grid, QueryBatch b) {
   } else {  // the host skips a failed row but downloads the chunk's rows in one copy: defined, not left unwritten
     for (int r = 0; r < b.k; ++r) {
       b.out_d[slot * b.k + r] = 0.f;
-      b.out_i[slot * b.k + r] = -1;
+      b.out_i[slot * b.k + r] = ~0u;
     }
   }
 }
@@ -545,6 +548,7 @@ class CudaSearcher final : public GridSearcher {
     cudaStream_t s = stream_.get();
     // Every buffer is sized before the first launch: a resize that frees memory an enqueued launch still uses
     // would rely on cudaFree waiting for the non-blocking stream.
+    const auto allocation = Clock::now();
     DeviceBuffer<uint64_t> keys{size_t(n)}, sorted_keys{size_t(n)};
     DeviceBuffer<uint32_t> ids{size_t(n)};
     DeviceBuffer<int64_t> counts{size_t(n)};
@@ -559,6 +563,7 @@ class CudaSearcher final : public GridSearcher {
     GKNN_CUDA_TRY(cub::DeviceRunLengthEncode::Encode(nullptr, encode_bytes, sorted_keys.data(), cell_keys_.data(),
                                                      counts.data(), runs.data(), n, s));
     temp_.resize(std::max(sort_bytes, encode_bytes));
+    stages_.index_alloc_ms += ms_since(allocation);
     cell_keys_kernel<<<unsigned((n + kBlock - 1) / kBlock), kBlock, 0, s>>>(base_.data(), n, geometry, keys.data(),
                                                                              ids.data());
     GKNN_CUDA_CHECK_LAUNCH();
@@ -574,10 +579,12 @@ class CudaSearcher final : public GridSearcher {
     stream_.sync();  // nothing in flight: the buffers below may be reallocated
     cells_ = cells;
     // starts[0] = 0, starts[c + 1] = counts[0] + ... + counts[c].
+    auto resizing = Clock::now();
     starts_.resize(size_t(cells + 1));
     size_t scan_bytes = 0;
     GKNN_CUDA_TRY(cub::DeviceScan::InclusiveSum(nullptr, scan_bytes, counts.data(), starts_.data() + 1, cells, s));
     temp_.resize(scan_bytes);
+    stages_.index_alloc_ms += ms_since(resizing);
     GKNN_CUDA_TRY(cudaMemsetAsync(starts_.data(), 0, sizeof(int64_t), s));
     GKNN_CUDA_TRY(cub::DeviceScan::InclusiveSum(temp_.data(), scan_bytes, counts.data(), starts_.data() + 1, cells, s));
     // A dense key -> start table when the grid has at most max(4n, 2^20) cells in all, and at most 2^28 (2 GiB of
@@ -585,7 +592,9 @@ class CudaSearcher final : public GridSearcher {
     // (an exponential set's bounding box) keep the binary search over the non-empty cells.
     const uint64_t total = total_cells(geometry);
     if (total <= std::min<uint64_t>(std::max<uint64_t>(4 * uint64_t(n), uint64_t(1) << 20), uint64_t(1) << 28)) {
+      resizing = Clock::now();
       dense_.resize(size_t(total + 1));
+      stages_.index_alloc_ms += ms_since(resizing);
       dense_starts_kernel<<<unsigned((total + kBlock) / kBlock), kBlock, 0, s>>>(cell_keys_.data(), cells,
                                                                                 starts_.data(), total, dense_.data());
       GKNN_CUDA_CHECK_LAUNCH();
@@ -596,6 +605,8 @@ class CudaSearcher final : public GridSearcher {
   }
 
   bool counts_histograms() const override { return true; }
+
+  GpuStages stages() const override { return stages_; }
 
   std::vector<double> sample_histogram(const std::vector<int64_t>& rows, const Binning& binning) override {
     GKNN_CUDA_TRY(cudaSetDevice(device_));
@@ -665,9 +676,16 @@ class CudaSearcher final : public GridSearcher {
           cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shape.shared_bytes)));
     const size_t lane_list = size_t(k) * (sizeof(double) + sizeof(uint32_t)) + sizeof(int);
     const size_t global_lists = shape.shared_bytes ? 0 : size_t(t_) * lane_list;
-    const size_t per_query = size_t(k) * (sizeof(float) + sizeof(int64_t)) + sizeof(int64_t) + 1 + global_lists;
+    const size_t per_query = size_t(k) * (sizeof(float) + sizeof(uint32_t)) + sizeof(int64_t) + 1 + global_lists;
     const int64_t chunk = std::clamp<int64_t>(int64_t(kChunkBytes / per_query), 1, kChunkQueries);
     std::vector<int64_t> failed;
+    if (total == 0) return failed;
+    // Both chunks' buffers before the first launch, timed apart (gpu_setup_ms): the pinned ones are ~34 MB a chunk
+    // at 2^18 queries and k = 16, allocated (and page-locked) once per searcher.
+    const auto setup = Clock::now();
+    for (int64_t c = 0; c < std::min<int64_t>(2, (total + chunk - 1) / chunk); ++c)
+      reserve(chunks_[c], std::min(chunk, total), shape);
+    stages_.setup_ms += ms_since(setup);
     bool pending = false;  // the previous chunk's results are still on their way
     for (int64_t first = 0, c = 0; first < total; first += chunk, ++c) {
       const int64_t count = std::min(chunk, total - first);
@@ -713,26 +731,21 @@ class CudaSearcher final : public GridSearcher {
     DeviceBuffer<uint32_t> list_i;
     DeviceBuffer<int> list_n;
     DeviceBuffer<float> out_d;
-    DeviceBuffer<int64_t> out_i;
+    DeviceBuffer<uint32_t> out_i;
     DeviceBuffer<unsigned char> ok;
     PinnedBuffer<int64_t> host_ids;
     PinnedBuffer<uint32_t> host_cell_ids;
     PinnedBuffer<float> host_d;
-    PinnedBuffer<int64_t> host_i;
+    PinnedBuffer<uint32_t> host_i;
     PinnedBuffer<unsigned char> host_ok;
-    Event computed{cudaEventDisableTiming};  ///< its kernel ran (on stream_)
-    Event done{cudaEventDisableTiming};      ///< its rows are in the pinned buffers (on copies_)
+    Event launched;  ///< before its kernel (on stream_), timed: gpu_kernel_ms
+    Event computed;  ///< its kernel ran (on stream_)
+    Event done{cudaEventDisableTiming};  ///< its rows are in the pinned buffers (on copies_)
   };
 
-  /// Uploads `count` query ids (ids null: the kernel reads ids_[first, first + count), downloaded with the rows),
-  /// launches their range queries and the download of their rows into `c`'s pinned buffers; returns at once. `c`
-  /// is free: its previous chunk was finished.
-  void enqueue(Chunk& c, const int64_t* ids, int64_t first, int64_t count, RangeQueryKernel kernel,
-               const LaunchShape& shape) {
+  /// Sizes c's buffers for chunks of up to `count` queries.
+  void reserve(Chunk& c, int64_t count, const LaunchShape& shape) {
     const int64_t k = problem_.k;
-    cudaStream_t s = stream_.get();
-    c.count = count;
-    c.in_cell_order = ids == nullptr;
     c.query_ids.resize(size_t(count));
     if (!shape.shared_bytes) {
       c.list_d.resize(size_t(count * t_ * k));
@@ -746,11 +759,23 @@ class CudaSearcher final : public GridSearcher {
       c.host_ids = PinnedBuffer<int64_t>(size_t(count));
       c.host_cell_ids = PinnedBuffer<uint32_t>(size_t(count));
       c.host_d = PinnedBuffer<float>(size_t(count * k));
-      c.host_i = PinnedBuffer<int64_t>(size_t(count * k));
+      c.host_i = PinnedBuffer<uint32_t>(size_t(count * k));
       c.host_ok = PinnedBuffer<unsigned char>(size_t(count));
     }
+  }
+
+  /// Uploads `count` query ids (ids null: the kernel reads ids_[first, first + count), downloaded with the rows),
+  /// launches their range queries and the download of their rows into `c`'s pinned buffers; returns at once. `c`
+  /// is free: its previous chunk was finished.
+  void enqueue(Chunk& c, const int64_t* ids, int64_t first, int64_t count, RangeQueryKernel kernel,
+               const LaunchShape& shape) {
+    const int64_t k = problem_.k;
+    cudaStream_t s = stream_.get();
+    c.count = count;
+    c.in_cell_order = ids == nullptr;
+    reserve(c, count, shape);  // sized by search_chunks already: nothing allocated here
     const uint32_t* cell_ids = ids ? nullptr : ids_.data() + first;
-    if (ids) {
+    if (ids) {  // the host copy stays for finish(): the scatter reads its query ids from it
       std::memcpy(c.host_ids.data(), ids, size_t(count) * sizeof(int64_t));
       GKNN_CUDA_TRY(cudaMemcpyAsync(c.query_ids.data(), c.host_ids.data(), size_t(count) * sizeof(int64_t),
                                     cudaMemcpyHostToDevice, s));
@@ -762,6 +787,7 @@ class CudaSearcher final : public GridSearcher {
                            c.list_d.data(), c.list_i.data(), c.list_n.data(), c.out_d.data(), c.out_i.data(),
                            c.ok.data()};
     const int64_t threads = count * t_;
+    c.launched.record(s);
     kernel<<<unsigned((threads + shape.threads - 1) / shape.threads), shape.threads, shape.shared_bytes, s>>>(grid,
                                                                                                            batch);
     GKNN_CUDA_CHECK_LAUNCH();
@@ -780,12 +806,20 @@ class CudaSearcher final : public GridSearcher {
     c.done.record(down);
   }
 
-  /// Waits for chunk `c` and writes its certain rows (query ids in c.host_ids); the failed ids are appended in order.
+  /// Waits for chunk `c` and writes its certain rows (query ids in c.host_ids, or c.host_cell_ids in cell order);
+  /// the failed ids are appended in order. Each step timed apart (GpuStages).
   void finish(Chunk& c, std::vector<int64_t>& failed) {
+    auto step = Clock::now();
     GKNN_CUDA_TRY(cudaEventSynchronize(c.done.get()));
-    if (c.in_cell_order) std::copy(c.host_cell_ids.data(), c.host_cell_ids.data() + c.count, c.host_ids.data());
-    output_.scatter(problem_.k, c.host_ids.data(), c.count, c.host_d.data(), c.host_i.data(), c.host_ok.data(),
-                    failed);
+    stages_.wait_ms += ms_since(step);
+    stages_.kernel_ms += c.computed.since(c.launched);
+    step = Clock::now();
+    output_.wait_ready();
+    stages_.result_wait_ms += ms_since(step);
+    step = Clock::now();
+    output_.scatter(problem_.k, c.in_cell_order ? nullptr : c.host_ids.data(), c.host_cell_ids.data(), c.count,
+                    c.host_d.data(), c.host_i.data(), c.host_ok.data(), failed);
+    stages_.scatter_ms += ms_since(step);
   }
 
   Problem problem_;
@@ -805,6 +839,7 @@ class CudaSearcher final : public GridSearcher {
   DeviceBuffer<unsigned char> temp_;
   int64_t cells_ = 0;
   std::array<Chunk, 2> chunks_;
+  GpuStages stages_;
 };
 
 }  // namespace

@@ -244,6 +244,13 @@ void run_join(const Problem& problem, const Output& output, JoinMode mode, const
       gpu.searcher->build(geometry);  // made (the base uploaded) before epsilon, above
       report.index_ms = ms_since(phase);
       run_gpu(problem, params, gpu, queue, report);
+      const GpuStages stages = gpu.searcher->stages();
+      report.gpu_kernel_ms = stages.kernel_ms;
+      report.gpu_setup_ms = stages.setup_ms;
+      report.gpu_wait_ms = stages.wait_ms;
+      report.gpu_scatter_ms = stages.scatter_ms;
+      report.result_wait_ms = stages.result_wait_ms;
+      report.index_alloc_ms = stages.index_alloc_ms;
     } catch (...) {
       gpu_error = std::current_exception();
       queue.gpu_returned({}, 0);  // wake the CPU workers waiting on the failed batch

@@ -12,6 +12,16 @@
 
 namespace gknn::detail::join {
 
+/// Where a searcher's range-query batches spent their time (JoinReport's gpu_* columns), summed over its batches.
+struct GpuStages {
+  double kernel_ms = 0;       ///< range-query kernels, device time (events)
+  double setup_ms = 0;        ///< host: the chunks' buffers allocated
+  double wait_ms = 0;         ///< host: waiting for a chunk's rows in pinned memory
+  double scatter_ms = 0;      ///< host: the rows written into the result
+  double result_wait_ms = 0;  ///< host: waiting for the result's allocation
+  double index_alloc_ms = 0;  ///< host: the grid build's buffers allocated (every build)
+};
+
 class GridSearcher {
  public:
   virtual ~GridSearcher() = default;
@@ -28,6 +38,8 @@ class GridSearcher {
   /// counts[b] of the pairs (base row rows[s], base row p != rows[s]) in bin b of `binning`, over every base row
   /// (epsilon.hpp's WholeBaseHistogram). Only where counts_histograms().
   virtual std::vector<double> sample_histogram(const std::vector<int64_t>& rows, const Binning& binning);
+  /// The time so far of its batches, apart (the host emulation times none).
+  virtual GpuStages stages() const { return {}; }
 };
 
 /// rings: how far a query may grow before it fails (1: the seed's 3^d cells; see max_rings).

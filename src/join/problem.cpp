@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/finalize.hpp"
+#include "core/host_parallel.hpp"
 #include "cpu/distance/exact.hpp"
 
 namespace gknn::detail::join {
@@ -50,17 +51,27 @@ void Output::write_row(const Problem& problem, int64_t row, const std::vector<Ca
   }
 }
 
-void Output::scatter(int64_t k, const int64_t* ids, int64_t count, const float* distances, const int64_t* indices,
-                     const unsigned char* ok, std::vector<int64_t>& failed) const {
+void Output::scatter(int64_t k, const int64_t* ids, const uint32_t* cell_ids, int64_t count, const float* distances,
+                     const uint32_t* indices, const unsigned char* ok, std::vector<int64_t>& failed) const {
   wait_ready();
-#pragma omp parallel for schedule(static) if (count >= 65536)
-  for (int64_t s = 0; s < count; ++s) {
-    if (!ok[s]) continue;
-    std::copy(distances + s * k, distances + (s + 1) * k, result->distances.data() + ids[s] * k);
-    std::copy(indices + s * k, indices + (s + 1) * k, result->indices.data() + ids[s] * k);
-  }
+  const auto id = [&](int64_t s) { return ids ? ids[s] : int64_t(cell_ids[s]); };
+  float* out_d = result->distances.data();
+  int64_t* out_i = result->indices.data();
+  // On the host pool, not an OpenMP team: the GPU thread calls this once per chunk (39 chunks for 10^7 queries) and
+  // waits on the device in between, where a team would spin on every core (GOMP_SPINCOUNT) beside the result's
+  // page population. Parts of at least 2^16 entries (~0.8 MB of rows): a 2^18-query chunk at k = 16 takes the
+  // whole team. The rows land all over the result (the queries ran in the grid's cell order), so each part also
+  // takes the page faults of the result pages the population has not reached yet.
+  host_for(count, k, int64_t(1) << 16, 0, [&](int64_t s) {
+    if (!ok[s]) return;
+    const int64_t row = id(s);
+    std::copy(distances + s * k, distances + (s + 1) * k, out_d + row * k);
+    const uint32_t* from = indices + s * k;
+    int64_t* to = out_i + row * k;
+    for (int64_t j = 0; j < k; ++j) to[j] = from[j];
+  });
   for (int64_t s = 0; s < count; ++s)
-    if (!ok[s]) failed.push_back(ids[s]);
+    if (!ok[s]) failed.push_back(id(s));
 }
 
 }  // namespace gknn::detail::join

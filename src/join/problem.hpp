@@ -37,10 +37,11 @@ struct Output {
   /// Writes a sorted candidate list (squared float64 distances) as row `row`: the metric's distance rounded to
   /// float, indices as they are, the tail past the list padded with -1 / +inf.
   void write_row(const Problem& problem, int64_t row, const std::vector<Candidate>& sorted) const;
-  /// Rows computed elsewhere (the GPU): slot s of `distances`/`indices` (k each) is query ids[s], written when
-  /// ok[s]; the ids of the others are appended to `failed`, in order. Parallel over the rows.
-  void scatter(int64_t k, const int64_t* ids, int64_t count, const float* distances, const int64_t* indices,
-               const unsigned char* ok, std::vector<int64_t>& failed) const;
+  /// Rows computed elsewhere (the GPU): slot s of `distances`/`indices` (k each; base ids below 2^32, widened here)
+  /// is query ids[s] (or cell_ids[s] where ids is null), written when ok[s]; the ids of the others are appended to
+  /// `failed`, in order. Parallel over the rows, on the host pool.
+  void scatter(int64_t k, const int64_t* ids, const uint32_t* cell_ids, int64_t count, const float* distances,
+               const uint32_t* indices, const unsigned char* ok, std::vector<int64_t>& failed) const;
 };
 
 /// Throws InvalidArgument naming the first JoinParams field out of its range (or an unsupported metric).

@@ -59,6 +59,12 @@ void add_shard_report(JoinReport& into, const JoinReport& r) {
   into.index_ms = std::max(into.index_ms, r.index_ms);
   into.cpu_index_ms = std::max(into.cpu_index_ms, r.cpu_index_ms);
   into.gpu_ms = std::max(into.gpu_ms, r.gpu_ms);
+  into.index_alloc_ms = std::max(into.index_alloc_ms, r.index_alloc_ms);  // the shards' GPU stages run side by side
+  into.gpu_kernel_ms = std::max(into.gpu_kernel_ms, r.gpu_kernel_ms);
+  into.gpu_setup_ms = std::max(into.gpu_setup_ms, r.gpu_setup_ms);
+  into.gpu_wait_ms = std::max(into.gpu_wait_ms, r.gpu_wait_ms);
+  into.gpu_scatter_ms = std::max(into.gpu_scatter_ms, r.gpu_scatter_ms);
+  into.result_wait_ms = std::max(into.result_wait_ms, r.result_wait_ms);
   into.cpu_ms = std::max(into.cpu_ms, r.cpu_ms);
   into.load_imbalance = std::max(into.load_imbalance, r.load_imbalance);
   into.epsilon_min = std::max(into.epsilon_min, r.epsilon_min);

@@ -65,6 +65,10 @@ struct JoinCommand {
     std::printf("phases       result %.1f ms, epsilon %.1f ms, ordering %.1f ms, GPU upload %.1f ms, GPU grid %.1f ms, "
                 "kd-tree %.1f ms, GPU side %.1f ms, CPU side %.1f ms\n",
                 r.result_ms, r.epsilon_ms, r.ordering_ms, r.upload_ms, r.index_ms, r.cpu_index_ms, r.gpu_ms, r.cpu_ms);
+    if (r.gpu_batches > 0)
+      std::printf("GPU stages   kernels %.1f ms (device); host: grid buffers %.1f ms, chunk buffers %.1f ms, waiting for "
+                  "rows %.1f ms, scatter into the result %.1f ms, waiting for the result %.1f ms\n",
+                  r.gpu_kernel_ms, r.index_alloc_ms, r.gpu_setup_ms, r.gpu_wait_ms, r.gpu_scatter_ms, r.result_wait_ms);
     const double all = double(std::max<int64_t>(1, r.gpu_queries + r.cpu_queries + r.brute_force_queries));
     std::printf("share        GPU %lld queries (%.1f%%, %lld batches), CPU %lld (%.1f%%, %lld batches)\n",
                 (long long)r.gpu_queries, 100.0 * double(r.gpu_queries) / all, (long long)r.gpu_batches,
