@@ -28,12 +28,9 @@ if(GKNN_HAS_CUDA)
   gknn_test(gpu_device_views LABEL gpu SOURCES gpu_device_views_test.cpp)
 endif()
 # The fused distance + selection kernel against the float64 oracle (issue 13); again with the splits of a query
-# not sharing their k-th keys (GKNN_FUSED_SHARED_THRESHOLD=0; sharing is the default), and with the lean walk's
-# 8-bit keys computed after the MMAs instead of folded into them (GKNN_FUSED_FOLD=0; folding is the default).
+# not sharing their k-th keys (GKNN_FUSED_SHARED_THRESHOLD=0; sharing is the default).
 if(GKNN_HAS_CUDA)
   gknn_test(gpu_fused LABEL gpu SOURCES gpu_fused_test.cpp)
   gknn_test_part(gpu_fused own_threshold "*")
   set_tests_properties(gpu_fused_own_threshold PROPERTIES ENVIRONMENT GKNN_FUSED_SHARED_THRESHOLD=0)
-  gknn_test_part(gpu_fused unfolded "GpuFused.EqualsTheOracleExactly:GpuFused.SplitMergeInTheKernelEqualsTheSelection")
-  set_tests_properties(gpu_fused_unfolded PROPERTIES ENVIRONMENT GKNN_FUSED_FOLD=0)
 endif()

@@ -106,17 +106,6 @@ struct Mma {
           : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
           : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
   }
-  /// d = a b + c with c a separate quad (the folded walk's start values: c = (c0, c1, c0, c1) loaded as one int4).
-  __device__ static void run_from(int (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1, const int4& c) {
-    if constexpr (E == Elem::U8)
-      asm("mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};"
-          : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(c.x), "r"(c.y), "r"(c.z), "r"(c.w));
-    else
-      asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};"
-          : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(c.x), "r"(c.y), "r"(c.z), "r"(c.w));
-  }
 };
 
 template <>
@@ -133,24 +122,6 @@ struct Mma<Elem::F16> {
 // (PTX ISA, mma.m16n8k32 for 8-bit and mma.m16n8k16 for 16-bit types): lane (g = lane / 4, t = lane % 4) holds
 // A rows g and g + 8 at bytes 4t and 16 + 4t, B column (base row) g at bytes 4t and 16 + 4t, and C rows g, g + 8 at
 // columns 2t, 2t + 1. So one loader serves all three types.
-
-// ---- the folded keys of the lean 8-bit walk (fused_kernel's kFold) ---------------------------------------------
-// Squared L2's key |x|^2 - 2 q.x costs a multiply-add per key after the MMAs, and a row group's least key a min
-// chain after those (ncu, SIFT1M shape: the walk is bound by its instructions and their latencies). The folded walk
-// starts the s32 accumulator of base row x at c = -floor(|x|^2 / 2), as the first MMA's C operand (no instruction of
-// its own), so acc = q.x + c and the exact key is p - 2 acc with p = |x|^2 mod 2 (|x|^2 = -2 c + p). A row group
-// is tested by its largest acc against T = floor(-tau / 2) (fold_threshold): key < tau implies -2 acc <= key < tau,
-// so acc > T; the converse admits at most key == tau (tau odd), which keep_best drops like any key tying the k-th
-// (base rows come in index order). Inner product: c = 0, p = 0, key = -acc, T = -tau (exact). Columns past the
-// split's end start at kFoldNever (their operands are zeros): above no T. |acc| < 2^25 for rows of <= 256 bytes.
-constexpr int kFoldNever = INT_MIN;
-__host__ __device__ constexpr int fold_c(int norm) { return -(norm >> 1); }
-/// T for the threshold tau (a KeyMath<int> threshold: INT_MIN takes nothing, INT_MAX everything) at the kernel's
-/// scale (-2: squared L2, -1: inner product).
-__device__ __forceinline__ int fold_threshold(int tau, int scale) {
-  if (tau == INT_MIN) return INT_MAX;
-  return scale == -2 ? (-tau) >> 1 : -tau;
-}
 
 // ---- conversion of float rows into the operand layout ---------------------------------------------------------
 template <Elem E>
@@ -172,24 +143,18 @@ __device__ uint32_t pack_word(const float* row, int64_t dim, int64_t first, floa
 /// rows x row_bytes operand rows (zero padded), one 4-byte word per thread; f16 rows are multiplied by `scale`.
 /// Also sets zeros[0, zero_count) to 0: the fused kernel's arrival counters, cleared by the query conversion that
 /// precedes every launch rather than by a launch of their own; and int_norms[0, norm_count) to the norms as
-/// integers (the lean walk's 8-bit operands: |x|^2 of such rows is an integer below 2^24, exact in both types),
-/// and, where c_pairs is given, c_pairs[i] = (fold_c(i), fold_c(i + 1)) (fold_c(norm_count): kFoldNever): the
-/// folded walk's accumulator start values (fold_c, FoldKeys).
+/// integers (the lean walk's 8-bit operands: |x|^2 of such rows is an integer below 2^24, exact in both types).
 template <Elem E>
 __global__ void convert_kernel(const float* __restrict__ src, int64_t stride, int64_t rows, int64_t dim,
                                int row_bytes, float scale, uint32_t* __restrict__ dst, uint32_t* __restrict__ zeros,
                                int zero_count, const float* __restrict__ norms, int* __restrict__ int_norms,
-                               int2* __restrict__ c_pairs, int64_t norm_count) {
+                               int64_t norm_count) {
   constexpr int kPerWord = 4 / Mma<E>::kElemBytes;
   const int64_t words_per_row = row_bytes / 4, total = rows * words_per_row;
   const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (first < zero_count) zeros[first] = 0;
   // The conversion the walk did a tile (KeyMath<int>::norm), once.
-  for (int64_t i = first; i < norm_count; i += int64_t(gridDim.x) * blockDim.x) {
-    const int n = __float2int_rz(norms[i]);
-    int_norms[i] = n;
-    if (c_pairs) c_pairs[i] = make_int2(fold_c(n), i + 1 < norm_count ? fold_c(__float2int_rz(norms[i + 1])) : kFoldNever);
-  }
+  for (int64_t i = first; i < norm_count; i += int64_t(gridDim.x) * blockDim.x) int_norms[i] = __float2int_rz(norms[i]);
   for (int64_t w = first; w < total; w += int64_t(gridDim.x) * blockDim.x) {
     const int64_t r = w / words_per_row, c = (w % words_per_row) * kPerWord;
     dst[w] = pack_word<E>(src + r * stride, dim, c, scale);
@@ -234,9 +199,6 @@ __device__ __forceinline__ void cp_async16_u32(unsigned dst, const void* src, in
 }
 __device__ __forceinline__ void cp_async4_full(unsigned dst, const void* src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src));
-}
-__device__ __forceinline__ void cp_async8_full(unsigned dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(dst), "l"(src));
 }
 /// f(std::integral_constant<int, I>) for I = 0 .. N - 1: unrolled with the index a constant expression.
 template <int I, int N, class F>
@@ -345,10 +307,6 @@ struct KernelArgs {
   // null for inner product), never `norms`.
   bool lean;
   const int* int_norms;
-  // The folded walk (fused_kernel's kFold; fused_fold()): c_pairs[i] = (c(i), c(i + 1)) of squared L2's base rows
-  // (null for inner product: zeros), converted with int_norms.
-  const int2* c_pairs;
-  bool fold;  // the lean walk's 8-bit kernels fold the keys (read by the launcher)
 };
 
 /// Filter mode: every row's buffered entries (composite words with base-tile columns) appended to its candidate
@@ -574,9 +532,8 @@ __device__ void merge_few_splits(const KernelArgs& a, uint64_t* buf, int m0, int
 
 template <int kRowBytes, int kStages, class S>
 constexpr size_t shared_bytes() {
-  // buffers, tiles, the tiles' norms, the folded walk's start quads (kBN / 2 int4 a stage), the row counters, flag
   return size_t(S::kBM) * kBuf * 8 + size_t(kStages) * kBN * (kRowBytes + 16) + size_t(kStages) * kBN * 4 +
-         size_t(kStages) * kBN * 8 + 4 * S::kBM * 4 + 16;
+         4 * S::kBM * 4 + 16;
 }
 
 /// Keys in the accumulator's domain. 8-bit operands: integers (every key of fp16_exact data is an integer below
@@ -607,8 +564,6 @@ struct KeyMath<float> {
 /// The norms of the inner product's rows in the lean walk (0, as int or float): its loads read them instead of
 /// testing for a null pointer each tile.
 __device__ uint32_t g_zero_norms[kBN] = {};
-/// ... and the folded walk's start pairs for inner product (c = 0).
-__device__ __align__(16) int2 g_zero_pairs[kBN] = {};
 
 /// kLean (lists mode only): the walk with less issue per tile, the same results (fused_lean()):
 ///   * 8-bit operands read their norms as integers (KernelArgs::int_norms): no float-to-int conversion a tile;
@@ -616,28 +571,23 @@ __device__ __align__(16) int2 g_zero_pairs[kBN] = {};
 ///     for a full buffer once;
 ///   * a tile's loads are one cp.async a 16-byte chunk (the block's running pointer plus the thread's offset, then
 ///     constant offsets), the null test of the norms and the full-tile test hoisted out of the walk.
-template <Elem E, int kSteps, int kStages, class S, bool kFilter, bool kLean, bool kFold>
+template <Elem E, int kSteps, int kStages, class S, bool kFilter, bool kLean>
 __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(const KernelArgs a) {
   static_assert(!(kFilter && kLean), "the lean walk is the lists mode's");
   constexpr int kBM = S::kBM, kThreads = S::kThreads, kMt = S::kMt, kWarpRows = kMt * 16;
   using M = Mma<E>;
   using Acc = typename M::Acc;
   using K = KeyMath<Acc>;
-  static_assert(!kFold || (kLean && std::is_same_v<Acc, int>), "the folded keys are the lean 8-bit walk's");
   // The tile's norm slots: integers for the lean walk's 8-bit operands, else floats.
   using NormT = std::conditional_t<kLean && std::is_same_v<Acc, int>, int, float>;
   constexpr int kRowBytes = kSteps * 32, kPitch = kRowBytes + 16;  // +16 B: conflict-free fragment loads
   extern __shared__ __align__(16) unsigned char smem[];
   // The layout: buffers, tiles, the tiles' norms (words), then count, kept, tau and at_tile per row, and the flag.
   constexpr unsigned kTilesOffset = unsigned(kBM) * kBuf * 8, kNormsOffset = kTilesOffset + kStages * kBN * kPitch,
-                     kQuadsOffset = kNormsOffset + kStages * kBN * 4, kIntsOffset = kQuadsOffset + kStages * kBN * 8,
-                     kFlagOffset = kIntsOffset + 4 * kBM * 4;
+                     kIntsOffset = kNormsOffset + kStages * kBN * 4, kFlagOffset = kIntsOffset + 4 * kBM * 4;
   static_assert(sizeof(NormT) == 4 && kFlagOffset + 16 <= shared_bytes<kRowBytes, kStages, S>());
   unsigned char* tiles = smem + kTilesOffset;
   NormT* tile_norms = reinterpret_cast<NormT*>(smem + kNormsOffset);
-  // kFold: per stage, quad q = (c(2q), c(2q + 1), c(2q), c(2q + 1)) of the tile's rows 2q, 2q + 1: the C operand of
-  // the MMAs of the columns 2q, 2q + 1 (rows g and g + 8 of the accumulator start alike).
-  int4* tile_quads = reinterpret_cast<int4*>(smem + kQuadsOffset);
   int* ints = reinterpret_cast<int*>(smem + kIntsOffset);
   const Shared sh{reinterpret_cast<uint64_t*>(smem), ints, ints + kBM, reinterpret_cast<float*>(ints + 2 * kBM),
                   ints + 3 * kBM, reinterpret_cast<int*>(smem + kFlagOffset)};
@@ -686,10 +636,6 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
   const NormT* lean_norm_src = norm_rows ? static_cast<const NormT*>(norm_rows) + b_begin
                                          : reinterpret_cast<const NormT*>(g_zero_norms);
   const int lean_norm_step = norm_rows ? kBN : 0;
-  // kFold: the start pairs (KernelArgs::c_pairs; zeros for inner product, not advancing), two 8-byte halves a quad.
-  const int2* fold_src = a.c_pairs ? a.c_pairs + b_begin : g_zero_pairs;
-  const int fold_step = a.c_pairs ? kBN : 0;
-  const unsigned fold_dst = smem_u32(tile_quads) + (tid < kBN / 2 ? tid : 0) * 16;
   const unsigned lean_dst = smem_u32(tiles) + (tid / kChunks) * kPitch + (tid % kChunks) * 16;
   const unsigned lean_norm_dst = smem_u32(tile_norms) + norm_tid * 4;
   const int full_tiles = last_rows == kBN ? tiles_n : tiles_n - 1;  // tiles before a partial last one
@@ -702,13 +648,6 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
           cp_async16_full<i * kRowsPerPass * kPitch, i * kThreads * 16>(dst, lean_src + tid * 16);
       });
       if (tid < kBN) cp_async4_full(norm_dst, lean_norm_src + tid);
-      if constexpr (kFold) {
-        if (tid < kBN / 2) {
-          const unsigned q = fold_dst + stage * (kBN / 2 * 16);
-          cp_async8_full(q, fold_src + 2 * tid);
-          cp_async8_full(q + 8, fold_src + 2 * tid);
-        }
-      }
     } else {  // the last tile, partial: rows past the end are zeros with the norm never kept
 #pragma unroll
       for (int i = 0; i < kPerThread; ++i)
@@ -721,18 +660,9 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
         else if constexpr (std::is_same_v<NormT, int>) tile_norms[stage * kBN + tid] = INT_MAX;  // K::norm(+inf)
         else tile_norms[stage * kBN + tid] = INFINITY;
       }
-      if constexpr (kFold) {
-        if (tid < kBN / 2) {  // read now (the split's last tile, once): rows past its end start at kFoldNever
-          const int r = 2 * tid;
-          const int2 pair = r < last_rows ? fold_src[r] : make_int2(kFoldNever, kFoldNever);
-          const int c1 = r + 1 < last_rows ? pair.y : kFoldNever;
-          tile_quads[stage * (kBN / 2) + tid] = make_int4(pair.x, c1, pair.x, c1);
-        }
-      }
     }
     lean_src += kBN * kRowBytes;
     lean_norm_src += lean_norm_step;
-    fold_src += fold_step;
   };
   auto load_tile = [&](int t, int stage) {
     if constexpr (kLean) {
@@ -805,7 +735,6 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
             const unsigned other = __ldcg(a.shared_tau + m0 + row);
             if (other != 0u) tau[mt][h] = min(tau[mt][h], K::inclusive(key_from_ordered(~other)));
           }
-          if constexpr (kFold) tau[mt][h] = fold_threshold(tau[mt][h], scale);  // from here on a bound on acc
         }
       }
   };
@@ -840,20 +769,13 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
   // so the keys it could have stored before the buffer's end would be dropped anyway. (An OR of the threads' own
   // bits in the tile's barrier instead of the flag held a register over the appends: the 256-byte wide kernel
   // spilled with it.)
-  // kFold: key[] holds the accumulators and tau[] their bounds T (FoldKeys above): a key enters when acc > T, its
-  // exact value p + scale acc with p the parity of its row's norm (the tile's integer norms, stage tile_stage).
-  int tile_stage = 0;
-  auto passes = [&](int mt, int nb, int e, int h) {
-    if constexpr (kFold) return key[mt][nb][e] > tau[mt][h];
-    else return key[mt][nb][e] < tau[mt][h];
-  };
   auto append_row_lean = [&](int mt, int h, uint32_t col0) {
     const int row = wm * kWarpRows + mt * 16 + g + 8 * h;
     int n = 0;
 #pragma unroll
     for (int nb = 0; nb < kNb; ++nb)
 #pragma unroll
-      for (int j = 0; j < 2; ++j) n += passes(mt, nb, 2 * h + j, h);
+      for (int j = 0; j < 2; ++j) n += key[mt][nb][2 * h + j] < tau[mt][h];
     if (n == 0) return;
     int pos = atomicAdd(sh.count + row, n);
     if (pos + n > kBuf) {  // rare: the tile is taken back
@@ -864,15 +786,10 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
     for (int nb = 0; nb < kNb; ++nb)
 #pragma unroll
       for (int j = 0; j < 2; ++j)
-        if (passes(mt, nb, 2 * h + j, h)) {  // the same test again: no predicates held over the atomic
+        if (key[mt][nb][2 * h + j] < tau[mt][h]) {  // the same test again: no predicates held over the atomic
           const uint32_t col = col0 + nb * 8 + 2 * t4 + j;
-          Acc exact = key[mt][nb][2 * h + j];
-          if constexpr (kFold) {
-            const int norm = reinterpret_cast<const int*>(tile_norms)[tile_stage * kBN + wn * kWarpCols + nb * 8 + 2 * t4 + j];
-            exact = (norm & 1) + scale * exact;
-          }
           sh.buf[row * kBuf + pos++] =
-              composite_key(ordered_key_of_normal(K::to_float(exact)), col, kColumnBits);
+              composite_key(ordered_key_of_normal(K::to_float(key[mt][nb][2 * h + j])), col, kColumnBits);
         }
   };
   auto append = [&](int mt, int h, uint32_t col0) {
@@ -890,84 +807,54 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
     load_stage = load_stage + 1 == kStages ? 0 : load_stage + 1;
     const unsigned char* tile = tiles + stage * kBN * kPitch;
 
-    const uint32_t col0 = static_cast<uint32_t>(t) * kBN + wn * kWarpCols;  // the tile's first column of the warp
-    if constexpr (kFold) {
-      // The accumulators start at the columns' c (one int4 a column pair), the keys are the accumulators.
-      int4 start[kNb];
+    Acc acc[kMt][kNb][4];
 #pragma unroll
-      for (int nb = 0; nb < kNb; ++nb) start[nb] = tile_quads[stage * (kBN / 2) + (wn * kWarpCols + nb * 8) / 2 + t4];
+    for (int mt = 0; mt < kMt; ++mt)
 #pragma unroll
-      for (int ks = 0; ks < kSteps; ++ks) {
-        uint32_t r[4];
-        ldmatrix_x4(r, tile + ld_row * kPitch + ks * 32 + ld_byte);
+      for (int nb = 0; nb < kNb; ++nb)
 #pragma unroll
-        for (int mt = 0; mt < kMt; ++mt)
+        for (int e = 0; e < 4; ++e) acc[mt][nb][e] = Acc(0);
 #pragma unroll
-          for (int nb = 0; nb < kNb; ++nb) {
-            if (ks == 0) M::run_from(key[mt][nb], af[mt][ks], r[2 * nb], r[2 * nb + 1], start[nb]);
-            else M::run(key[mt][nb], af[mt][ks], r[2 * nb], r[2 * nb + 1]);
-          }
+    for (int ks = 0; ks < kSteps; ++ks) {
+      uint32_t r[4];
+      ldmatrix_x4(r, tile + ld_row * kPitch + ks * 32 + ld_byte);
+#pragma unroll
+      for (int mt = 0; mt < kMt; ++mt)
+#pragma unroll
+        for (int nb = 0; nb < kNb; ++nb) M::run(acc[mt][nb], af[mt][ks], r[2 * nb], r[2 * nb + 1]);
+    }
+
+    Acc norm[kNb][2];
+#pragma unroll
+    for (int nb = 0; nb < kNb; ++nb) {
+      if constexpr (std::is_same_v<NormT, int>) {  // the lean walk's 8-bit operands: integers already
+        const int2 n = *reinterpret_cast<const int2*>(tile_norms + stage * kBN + wn * kWarpCols + nb * 8 + 2 * t4);
+        norm[nb][0] = n.x;
+        norm[nb][1] = n.y;
+      } else {
+        const float2 n = *reinterpret_cast<const float2*>(tile_norms + stage * kBN + wn * kWarpCols + nb * 8 + 2 * t4);
+        norm[nb][0] = K::norm(n.x);
+        norm[nb][1] = K::norm(n.y);
       }
-      tile_stage = stage;
-      stage = stage + 1 == kStages ? 0 : stage + 1;
-      // Most accumulators are at or below their row's bound once it has settled: the largest of each row group's
-      // is tested first, the appends run only where one is above.
+    }
+    stage = stage + 1 == kStages ? 0 : stage + 1;
+    // Most keys are above their row's threshold once it has settled: the smallest of each row's keys is tested
+    // first, the appends run only where one is below.
+    const uint32_t col0 = static_cast<uint32_t>(t) * kBN + wn * kWarpCols;
 #pragma unroll
-      for (int mt = 0; mt < kMt; ++mt)
+    for (int mt = 0; mt < kMt; ++mt)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int most = max(max(key[mt][0][2 * h], key[mt][0][2 * h + 1]), max(key[mt][1][2 * h], key[mt][1][2 * h + 1]));
-          if (most > tau[mt][h]) append(mt, h, col0);
-        }
-    } else {
-      Acc acc[kMt][kNb][4];
-#pragma unroll
-      for (int mt = 0; mt < kMt; ++mt)
+      for (int h = 0; h < 2; ++h) {
+        Acc least = K::kNever;
 #pragma unroll
         for (int nb = 0; nb < kNb; ++nb)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) acc[mt][nb][e] = Acc(0);
-#pragma unroll
-      for (int ks = 0; ks < kSteps; ++ks) {
-        uint32_t r[4];
-        ldmatrix_x4(r, tile + ld_row * kPitch + ks * 32 + ld_byte);
-#pragma unroll
-        for (int mt = 0; mt < kMt; ++mt)
-#pragma unroll
-          for (int nb = 0; nb < kNb; ++nb) M::run(acc[mt][nb], af[mt][ks], r[2 * nb], r[2 * nb + 1]);
+          for (int j = 0; j < 2; ++j) {
+            key[mt][nb][2 * h + j] = K::key(norm[nb][j], scale, acc[mt][nb][2 * h + j]);
+            least = min(least, key[mt][nb][2 * h + j]);
+          }
+        if (least < tau[mt][h]) append(mt, h, col0);
       }
-
-      Acc norm[kNb][2];
-#pragma unroll
-      for (int nb = 0; nb < kNb; ++nb) {
-        if constexpr (std::is_same_v<NormT, int>) {  // the lean walk's 8-bit operands: integers already
-          const int2 n = *reinterpret_cast<const int2*>(tile_norms + stage * kBN + wn * kWarpCols + nb * 8 + 2 * t4);
-          norm[nb][0] = n.x;
-          norm[nb][1] = n.y;
-        } else {
-          const float2 n = *reinterpret_cast<const float2*>(tile_norms + stage * kBN + wn * kWarpCols + nb * 8 + 2 * t4);
-          norm[nb][0] = K::norm(n.x);
-          norm[nb][1] = K::norm(n.y);
-        }
-      }
-      stage = stage + 1 == kStages ? 0 : stage + 1;
-      // Most keys are above their row's threshold once it has settled: the smallest of each row's keys is tested
-      // first, the appends run only where one is below.
-#pragma unroll
-      for (int mt = 0; mt < kMt; ++mt)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          Acc least = K::kNever;
-#pragma unroll
-          for (int nb = 0; nb < kNb; ++nb)
-#pragma unroll
-            for (int j = 0; j < 2; ++j) {
-              key[mt][nb][2 * h + j] = K::key(norm[nb][j], scale, acc[mt][nb][2 * h + j]);
-              least = min(least, key[mt][nb][2 * h + j]);
-            }
-          if (least < tau[mt][h]) append(mt, h, col0);
-        }
-    }
     __syncthreads();
     if (*sh.flag) {  // a buffer overflowed: take the tile's appends back, cut every list to k, append again
       if (tid < kBM) sh.count[tid] = sh.at_tile[tid];
@@ -1105,31 +992,24 @@ bool fused_lean() {
   return !off;
 }
 
-/// The lean walk's 8-bit kernels fold the keys into the MMAs (fused_kernel's kFold); GKNN_FUSED_FOLD=0 runs the lean
-/// walk without it, to measure the two against each other (results are identical either way).
-bool fused_fold() {
-  static const bool off = detail::env_switch_off("GKNN_FUSED_FOLD");
-  return !off;
-}
-
 template <Elem E>
 void convert(const float* rows, int64_t stride, int64_t count, int64_t dim, int row_bytes, float scale, void* dst,
              cudaStream_t s, unsigned* zeros = nullptr, int zero_count = 0, const float* norms = nullptr,
-             int* int_norms = nullptr, int64_t norm_count = 0, int2* c_pairs = nullptr) {
+             int* int_norms = nullptr, int64_t norm_count = 0) {
   const int64_t words = std::max({count * row_bytes / 4, int64_t(zero_count), norm_count});
   if (words == 0) return;
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((words + 255) / 256, 1 << 16));
   convert_kernel<E><<<blocks, 256, 0, s>>>(rows, stride, count, dim, row_bytes, scale, static_cast<uint32_t*>(dst),
-                                           zeros, zero_count, norms, int_norms, c_pairs, norm_count);
+                                           zeros, zero_count, norms, int_norms, norm_count);
   GKNN_CUDA_CHECK_LAUNCH();
 }
 
-template <Elem E, int kSteps, class S, bool kFilter, bool kLean, bool kFold = false>
+template <Elem E, int kSteps, class S, bool kFilter, bool kLean>
 void launch_kernel(const KernelArgs& args, int64_t splits, int device, cudaStream_t s) {
   constexpr int kStages = kSteps >= 8 ? 2 : 3;
   constexpr size_t bytes = shared_bytes<kSteps * 32, kStages, S>();
   static_assert(bytes >= MergeShared::bytes(S::kThreads), "merge_splits reuses the shared memory");
-  auto* kernel = fused_kernel<E, kSteps, kStages, S, kFilter, kLean, kFold>;
+  auto* kernel = fused_kernel<E, kSteps, kStages, S, kFilter, kLean>;
   // Once per kernel and device (each device's context keeps its own attributes): the call costs microseconds,
   // which a one-query search feels.
   static std::atomic<uint64_t> attributed{0};
@@ -1150,11 +1030,6 @@ void launch_kernel(const KernelArgs& args, int64_t splits, int device, cudaStrea
 template <Elem E, int kSteps, class S, bool kFilter>
 void launch(const KernelArgs& args, int64_t splits, int device, cudaStream_t s) {
   if constexpr (!kFilter) {
-    // Rows of 256 bytes keep the lean walk: the start quads push the wide kernel past 128 registers (40 bytes of
-    // spills; its query fragments alone take 64).
-    if constexpr (E != Elem::F16 && kSteps <= 4) {
-      if (args.lean && args.fold) return launch_kernel<E, kSteps, S, false, true, true>(args, splits, device, s);
-    }
     if (args.lean) return launch_kernel<E, kSteps, S, false, true>(args, splits, device, s);
   }
   launch_kernel<E, kSteps, S, kFilter, false>(args, splits, device, s);
@@ -1196,7 +1071,7 @@ const unsigned char* base_operands(const DistanceInput& in, int row_bytes, bool 
 /// int_norms: in.nb entries for the lean walk's integer norms (KernelArgs::int_norms), where it reads them.
 template <Elem E>
 void convert_and_launch(const DistanceInput& in, KernelArgs args, int row_bytes, int64_t splits, bool kept,
-                        void* q_ops, void* b_ops, int* int_norms, int2* c_pairs, int device, cudaStream_t s) {
+                        void* q_ops, void* b_ops, int* int_norms, int device, cudaStream_t s) {
   const bool l2 = in.metric == Metric::SquaredL2;
   // f16 queries carry the factor (-2 q or -q: exact, even integers up to 4096 are fp16 values); 8-bit operands
   // cannot, so their keys apply it to the exact s32 dot product. The base's operands carry none (so a kept copy
@@ -1208,14 +1083,9 @@ void convert_and_launch(const DistanceInput& in, KernelArgs args, int row_bytes,
   const bool convert_norms = args.lean && E != Elem::F16 && args.norms;
   GKNN_EXPECT(!convert_norms || int_norms, ErrorCode::Internal, "fused kernel: no room for the integer norms");
   args.int_norms = convert_norms ? int_norms : nullptr;
-  // ... and the folded walk its start pairs (inner product: none, the kernel reads zeros).
-  args.fold = args.lean && E != Elem::F16 && fused_fold();
-  const bool convert_pairs = args.fold && convert_norms;
-  GKNN_EXPECT(!convert_pairs || c_pairs, ErrorCode::Internal, "fused kernel: no room for the folded start pairs");
-  args.c_pairs = convert_pairs ? c_pairs : nullptr;
   convert<E>(in.queries, in.query_stride, in.nq, in.dim, row_bytes, E == Elem::F16 ? factor : 1.f, q_ops, s,
              args.arrivals, zero_count, convert_norms ? args.norms : nullptr, convert_norms ? int_norms : nullptr,
-             convert_norms ? in.nb : 0, args.c_pairs ? c_pairs : nullptr);
+             convert_norms ? in.nb : 0);
   args.queries = static_cast<const unsigned char*>(q_ops);
   args.base = base_operands<E>(in, row_bytes, kept, b_ops, s);
   args.scale = E == Elem::F16 ? 1.f : factor;
@@ -1426,14 +1296,11 @@ FusedResult fused_search(const DistanceInput& in, const DataFacts& facts, int64_
   // The lean walk's integer norms (squared L2 on 8-bit operands), after the splits' keys.
   const bool lean = fused_lean();
   const size_t int_norm_bytes = lean && l2 && elem != Elem::F16 ? aligned(static_cast<size_t>(in.nb) * sizeof(int)) : 0;
-  // ... and the folded walk's start pairs after them (fused_fold()).
-  const size_t pair_bytes = int_norm_bytes && fused_fold() ? aligned(static_cast<size_t>(in.nb) * sizeof(int2)) : 0;
   // The splits' shared thresholds (KernelArgs::shared_tau) last: a word per query.
   const size_t tau_bytes = splits > 1 && fused_shared_threshold() ? aligned(static_cast<size_t>(in.nq) * sizeof(unsigned)) : 0;
-  const size_t norms_at = q_bytes + b_bytes + label_bytes + key_bytes, tau_at = norms_at + int_norm_bytes + pair_bytes;
+  const size_t tau_at = q_bytes + b_bytes + label_bytes + key_bytes + int_norm_bytes;
   auto* scratch = static_cast<unsigned char*>(ctx.workspace.get(tau_at + tau_bytes));
-  int* int_norms = int_norm_bytes ? reinterpret_cast<int*>(scratch + norms_at) : nullptr;
-  int2* c_pairs = pair_bytes ? reinterpret_cast<int2*>(scratch + norms_at + int_norm_bytes) : nullptr;
+  int* int_norms = int_norm_bytes ? reinterpret_cast<int*>(scratch + q_bytes + b_bytes + label_bytes + key_bytes) : nullptr;
 
   KernelArgs args{};
   args.early_cut = fused_early_cut();
@@ -1473,9 +1340,9 @@ FusedResult fused_search(const DistanceInput& in, const DataFacts& facts, int64_
   const int d = ctx.device;
   const cudaStream_t s = ctx.stream;
   switch (elem) {
-    case Elem::U8: convert_and_launch<Elem::U8>(in, args, row_bytes, splits, kept, q_ops, b_ops, int_norms, c_pairs, d, s); break;
-    case Elem::S8: convert_and_launch<Elem::S8>(in, args, row_bytes, splits, kept, q_ops, b_ops, int_norms, c_pairs, d, s); break;
-    case Elem::F16: convert_and_launch<Elem::F16>(in, args, row_bytes, splits, kept, q_ops, b_ops, int_norms, c_pairs, d, s); break;
+    case Elem::U8: convert_and_launch<Elem::U8>(in, args, row_bytes, splits, kept, q_ops, b_ops, int_norms, d, s); break;
+    case Elem::S8: convert_and_launch<Elem::S8>(in, args, row_bytes, splits, kept, q_ops, b_ops, int_norms, d, s); break;
+    case Elem::F16: convert_and_launch<Elem::F16>(in, args, row_bytes, splits, kept, q_ops, b_ops, int_norms, d, s); break;
   }
   return result;
 }
@@ -1497,12 +1364,10 @@ size_t fused_workspace(int64_t nq, int64_t nb, int64_t dim) {
   const size_t entries = std::min(static_cast<size_t>(bm) * (kWavesPerSplitPlan * per_sm * kMaxSms + qtiles) * kMaxFusedK,
                                   static_cast<size_t>(nq) * static_cast<size_t>(nb));
   // (A merge in the kernel keeps a counter per query tile where the keys would be: fewer than the entries.) The
-  // lean walk's integer norms and the folded walk's start pairs, then the splits' shared thresholds (a word per
-  // query) come last.
+  // lean walk's integer norms, then the splits' shared thresholds (a word per query) come last.
   const size_t fused = aligned(static_cast<size_t>(nq) * kMaxRowBytes) + aligned(static_cast<size_t>(nb) * kMaxRowBytes) +
                        aligned(entries * sizeof(int64_t)) + aligned(entries * sizeof(float)) +
-                       aligned(static_cast<size_t>(nb) * sizeof(int)) + aligned(static_cast<size_t>(nb) * sizeof(int2)) +
-                       aligned(static_cast<size_t>(nq) * sizeof(unsigned));
+                       aligned(static_cast<size_t>(nb) * sizeof(int)) + aligned(static_cast<size_t>(nq) * sizeof(unsigned));
   // k > kMaxFusedK: the filter rounds' scratch (the largest sample is the smallest k's).
   const size_t large = LargeKScratch(nullptr, nq, nb, sample_rows_for(nb, kMaxFusedK + 1), kMaxRowBytes, false).bytes;
   return std::max({fused, large, gemm_keys_workspace(nq, nb, dim, GemmPrecision::Fp16)});
