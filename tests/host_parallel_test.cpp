@@ -144,6 +144,30 @@ TEST(HostParallel, MemcpyIsExactForAnySize) {
   }
 }
 
+// Several ranges as one job (a result's values and indices copied out together): every byte of every range, parts
+// that span two ranges, empty ranges, nothing past any range's end.
+TEST(HostParallel, MemcpyRangesIsExactAcrossRangeBoundaries) {
+  TeamSize team(4);
+  const std::vector<std::vector<size_t>> layouts{{0, 0}, {1, 4095}, {size_t(1) << 19, 0, (size_t(3) << 20) + 7},
+                                                 {(size_t(256) << 10) + 3, (size_t(512) << 10) + 5}, {9, 1, size_t(9) << 20}};
+  for (const std::vector<size_t>& sizes : layouts)
+    for (size_t min_part : {size_t(1) << 19, size_t(128) << 10, size_t(1)}) {
+      std::vector<std::vector<unsigned char>> src, dst;
+      std::vector<CopyRange> ranges;
+      for (size_t r = 0; r < sizes.size(); ++r) {
+        src.emplace_back(sizes[r] + 1);
+        dst.emplace_back(sizes[r] + 1, 0xAB);
+        for (size_t i = 0; i < src.back().size(); ++i) src.back()[i] = static_cast<unsigned char>(i * 131 + 7 * r + 1);
+      }
+      for (size_t r = 0; r < sizes.size(); ++r) ranges.push_back({dst[r].data(), src[r].data(), sizes[r]});
+      parallel_memcpy_ranges(ranges.data(), static_cast<int>(ranges.size()), min_part);
+      for (size_t r = 0; r < sizes.size(); ++r) {
+        EXPECT_EQ(std::memcmp(dst[r].data(), src[r].data(), sizes[r]), 0) << "range " << r << " " << min_part;
+        EXPECT_EQ(dst[r][sizes[r]], 0xAB) << "wrote past range " << r << " " << min_part;
+      }
+    }
+}
+
 // Queries uploaded as bytes (cuda/pipeline/query_bytes.cuh): integers of the byte's range exactly, from strided rows
 // on any number of threads; what the caller's facts rule out (fractions, out of range, NaN, Inf) is defined, not UB.
 TEST(HostParallel, RowsPackAsBytesExactlyAndDefinedOutsideTheRange) {

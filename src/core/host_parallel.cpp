@@ -219,6 +219,26 @@ void parallel_memcpy(void* dst, const void* src, size_t bytes,
   });
 }
 
+void parallel_memcpy_ranges(const CopyRange* ranges, int count, size_t min_part) {
+  size_t total = 0;
+  for (int r = 0; r < count; ++r) total += ranges[r].bytes;
+  const int parts = host_parts(static_cast<int64_t>(total), static_cast<int64_t>(std::max<size_t>(min_part, 1)));
+  const size_t chunk = (total + parts - 1) / parts;
+  // Part p copies bytes [p chunk, (p + 1) chunk) of the ranges laid end to end.
+  auto copy_part = [&](int part) {
+    const size_t begin = std::min(total, static_cast<size_t>(part) * chunk), end = std::min(total, begin + chunk);
+    size_t at = 0;  // where range r starts in the joined bytes
+    for (int r = 0; r < count && at < end; at += ranges[r].bytes, ++r) {
+      const size_t lo = std::max(begin, at), hi = std::min(end, at + ranges[r].bytes);
+      if (lo < hi)
+        std::memcpy(static_cast<char*>(ranges[r].dst) + (lo - at), static_cast<const char*>(ranges[r].src) + (lo - at),
+                    hi - lo);
+    }
+  };
+  if (parts == 1) return copy_part(0);
+  host_parallel(parts, [&](int part) { copy_part(part); });
+}
+
 namespace {
 
 /// One row's bytes: the branch-free select keeps the loop vectorisable (a fraction truncates, which the caller's

@@ -80,6 +80,17 @@ void parallel_memcpy(void* dst, const void* src, size_t bytes,
                      const std::function<void(size_t begin, size_t end)>& after_part = {},
                      size_t min_part = size_t(1) << 19);
 
+/// One range of a copy made of several (parallel_memcpy_ranges).
+struct CopyRange {
+  void* dst;
+  const void* src;
+  size_t bytes;
+};
+/// memcpy of every range, as one job on the pool: the ranges' bytes are cut into parts of at least `min_part` bytes
+/// as if they were one copy (a part may span two ranges), so that copying two arrays out (a result's values and
+/// indices) wakes the pool's threads once, not once per array.
+void parallel_memcpy_ranges(const CopyRange* ranges, int count, size_t min_part = size_t(1) << 19);
+
 /// Rows [0, rows) of `cols` floats, `stride` floats apart, written contiguously as bytes to `dst` (rows x cols): each
 /// value that is an integer of the byte's range ([0, 255], or [-128, 127] stored as its two's complement when
 /// `is_signed`) exactly, anything else (a fraction, out of range, NaN) as 0, never undefined. Rows shared on the

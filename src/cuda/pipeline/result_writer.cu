@@ -108,9 +108,11 @@ int64_t ResultWriter::finish(int slot) {
                  n = static_cast<size_t>(std::min(s.chunk_rows, s.rows - c * s.chunk_rows) * k_);
     // After the last chunk's download nothing else is left to overlap: parts of 128 KiB (Garcia's 0.8 MB result
     // went out on one thread per array, ~86 us after its download in a profiled trace, H200).
+    // Both arrays as one job: the pool's threads are woken once (Garcia: 0.04 ms for 0.8 MB on the H100 in two).
     const HostWorkScope timed(timer_, HostWork::CopyOut);
-    parallel_memcpy(d.distances + at, s.pinned_values.data() + from, n * sizeof(float), {}, kCopyOutPartBytes);
-    parallel_memcpy(d.indices + at, s.pinned_indices.data() + from, n * sizeof(int64_t), {}, kCopyOutPartBytes);
+    const CopyRange ranges[2] = {{d.distances + at, s.pinned_values.data() + from, n * sizeof(float)},
+                                 {d.indices + at, s.pinned_indices.data() + from, n * sizeof(int64_t)}};
+    parallel_memcpy_ranges(ranges, 2, kCopyOutPartBytes);
   }
   return s.rows;
 }
