@@ -12,11 +12,9 @@ Usage (after building build-device with the Python module):
         --shapes 16384x4096x128x16,32768x4096x128x16,65536x4096x128x16
 """
 import argparse
-import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 from collections import defaultdict
 
@@ -24,6 +22,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "python"))
+import copy_trace  # noqa: E402
 from torch_common import import_torch_or_exit  # noqa: E402
 
 import gknn  # noqa: E402
@@ -52,12 +51,7 @@ def profile_shape(torch, n, q, d, k, warm, reps, distance):
             t0 = time.perf_counter()
             index.search(queries, k, distance=distance)
             walls.append((time.perf_counter() - t0) * 1e3)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "trace.json")
-        prof.export_chrome_trace(path)
-        with open(path) as f:
-            trace = json.load(f)
-    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    events = copy_trace.chrome_events(prof)
     per_kernel = defaultdict(list)
     for e in events:
         if e.get("ph") == "X" and e.get("cat", "") in ("kernel", "gpu_memcpy", "gpu_memset"):

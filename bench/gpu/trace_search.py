@@ -11,17 +11,16 @@ Usage (after building build-device with the Python module):
     PYTHONPATH=build-device/python python3 bench/gpu/trace_search.py [--n 1000000] [--q 1] [--k 100]
 """
 import argparse
-import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "python"))
+import copy_trace  # noqa: E402
 from torch_common import import_torch_or_exit  # noqa: E402
 
 import gknn  # noqa: E402
@@ -59,12 +58,7 @@ def main():
                 t0 = time.perf_counter()
                 index.search(queries, args.k, distance=args.distance)
                 walls.append((time.perf_counter() - t0) * 1e3)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "trace.json")
-        prof.export_chrome_trace(path)
-        with open(path) as f:
-            trace = json.load(f)
-    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    events = copy_trace.chrome_events(prof)
     last = [e for e in events if e.get("name") == f"search_{args.reps - 1}" and e.get("ph") == "X"]
     if not last:
         print("no record_function event for the last search in the trace")

@@ -33,6 +33,18 @@ class Trace:
         return f"{self.kernels} kernels; " + ("; ".join(parts) if parts else "no memcpy")
 
 
+def chrome_events(prof):
+    """The events of a finished torch.profiler.profile, as its Chrome trace lists them (dicts with "name", "cat",
+    "ph", "ts", "dur", "args"): kernels ("kernel"), copies ("gpu_memcpy"), host calls ("cuda_runtime", ...).
+    Shared by bench/gpu/trace_search.py and bench/gpu/fused_shapes.py."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "trace.json")
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            trace = json.load(f)
+    return trace["traceEvents"] if isinstance(trace, dict) else trace
+
+
 def traced(torch, run):
     """(run()'s result, Trace of what the CUDA devices did while it ran). Under compute-sanitizer
     (GKNN_TEST_SANITIZE=1, scripts/sanitize-gpu-tests.sh) the calling test is skipped: the sanitizer holds the CUDA
@@ -45,12 +57,7 @@ def traced(torch, run):
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
         result = run()
         torch.cuda.synchronize()
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "trace.json")
-        prof.export_chrome_trace(path)
-        with open(path) as f:
-            trace = json.load(f)
-    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    events = chrome_events(prof)
     copies, kernels = [], 0
     for event in events:
         category = event.get("cat", "")
