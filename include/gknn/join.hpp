@@ -35,7 +35,8 @@ struct JoinReport {
                                    ///< thread of its own beside epsilon, ordering and the first grid (overlapped)
   double epsilon_ms = 0;           ///< choosing epsilon by sampling
   double ordering_ms = 0;          ///< host grid + ordering the work queue by cell population
-  double upload_ms = 0;            ///< the GPU side's setup: the base (and R ⋈ S queries) copied to the device
+  double upload_ms = 0;            ///< the GPU side's setup: the base (and R ⋈ S queries) copied to the device, and
+                                   ///< the device and pinned buffers of the grid and the chunks allocated
   double index_ms = 0;             ///< the first GPU grid (built on the device; the upload apart)
   double index_alloc_ms = 0;       ///< of the GPU grids' builds (every one): host time allocating their buffers
   double cpu_index_ms = 0;         ///< the CPU kd-tree (built while the GPU already works)
@@ -44,10 +45,12 @@ struct JoinReport {
   // scatter of the rows into the result). The kernels and the downloads overlap the host's work, so these do not add
   // up to gpu_ms; the host ones (setup, wait, scatter) are in turn on the GPU thread, and with index_ms they do.
   double gpu_kernel_ms = 0;        ///< range-query kernels, device time (CUDA events), summed over chunks and batches
-  double gpu_setup_ms = 0;         ///< host: the chunks' buffers (device and pinned) allocated
+  double gpu_setup_ms = 0;         ///< host: the chunks' buffers sized (allocated by the searcher's setup, in
+                                   ///< upload_ms, unless a batch outgrows them) and a full self-join batch's
+                                   ///< cell order sorted into query ranges (a device sort)
   double gpu_wait_ms = 0;          ///< host: waiting for a chunk's rows to land in pinned memory (kernel + download)
-  double gpu_scatter_ms = 0;       ///< host: chunks' rows scattered from pinned memory into the result (page
-                                   ///< faults of result pages not yet populated included)
+  double gpu_scatter_ms = 0;       ///< host: chunks' rows copied (query ranges) or scattered from pinned memory
+                                   ///< into the result (page faults of result pages not yet populated included)
   double result_wait_ms = 0;       ///< writers waiting for the result's allocation (Output::ready; GPU thread only)
   double cpu_ms = 0;               ///< CPU workers: start (kd-tree build included) to the last worker's end
   double total_ms = 0;             ///< wall time of the call (the result's allocation included)

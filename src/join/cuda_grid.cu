@@ -19,8 +19,13 @@
 #include <cstring>
 #include <cstdlib>
 #include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <numeric>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_run_length_encode.cuh>
@@ -46,6 +51,126 @@ using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point start) { return std::chrono::duration<double, std::milli>(Clock::now() - start).count(); }
 
 constexpr int kBlock = 256;
+
+/// Page-locked host memory kept from one join to the next of the process, as the search Pipeline keeps its slots:
+/// a 10^7 x 16 join's chunks are ~70 MB of cudaMallocHost, which locks every page (and cudaFreeHost unlocks them),
+/// tens of ms of every call, and beside the result's page population a wait for the mmap lock besides (setup
+/// 73 ms on the H100, issue 14). Freed blocks are kept up to kPinnedKept bytes in all (portable: any device's
+/// context may copy from them); a request takes the smallest kept block that holds it. Never destroyed: the CUDA
+/// runtime may be gone when static objects are, and the process's exit frees the memory.
+class PinnedPool {
+ public:
+  static constexpr size_t kPinnedKept = size_t(256) << 20;
+  static PinnedPool& get() {
+    static PinnedPool* pool = new PinnedPool;
+    return *pool;
+  }
+  /// A block of at least `bytes` bytes; `held` is set to its size.
+  void* take(size_t bytes, size_t& held) {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      auto best = blocks_.end();
+      for (auto it = blocks_.begin(); it != blocks_.end(); ++it)
+        if (it->second >= bytes && (best == blocks_.end() || it->second < best->second)) best = it;
+      if (best != blocks_.end()) {
+        void* p = best->first;
+        held = best->second;
+        kept_ -= held;
+        blocks_.erase(best);
+        return p;
+      }
+    }
+    void* p = nullptr;
+    GKNN_CUDA_TRY(cudaHostAlloc(&p, bytes, cudaHostAllocPortable));
+    held = bytes;
+    return p;
+  }
+  /// Gives a block back (no copy into or out of it may be in flight).
+  void give(void* p, size_t held) noexcept {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      if (kept_ + held <= kPinnedKept) {
+        blocks_.emplace_back(p, held);
+        kept_ += held;
+        return;
+      }
+    }
+    GKNN_CUDA_TRY_NOTHROW(cudaFreeHost(p));
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::pair<void*, size_t>> blocks_;
+  size_t kept_ = 0;
+};
+
+/// An array of T in a PinnedPool block; move-only, given back when destroyed.
+template <class T>
+class PooledPinned {
+ public:
+  PooledPinned() = default;
+  explicit PooledPinned(size_t count) : size_(count) {
+    if (count > 0) ptr_ = static_cast<T*>(PinnedPool::get().take(count * sizeof(T), held_));
+  }
+  ~PooledPinned() {
+    if (ptr_) PinnedPool::get().give(ptr_, held_);
+  }
+  PooledPinned(PooledPinned&& o) noexcept
+      : ptr_(std::exchange(o.ptr_, nullptr)), size_(std::exchange(o.size_, 0)), held_(std::exchange(o.held_, 0)) {}
+  PooledPinned& operator=(PooledPinned&& o) noexcept {
+    std::swap(ptr_, o.ptr_);
+    std::swap(size_, o.size_);
+    std::swap(held_, o.held_);
+    return *this;
+  }
+  T* data() const noexcept { return ptr_; }
+  size_t size() const noexcept { return size_; }
+
+ private:
+  T* ptr_ = nullptr;
+  size_t size_ = 0;
+  size_t held_ = 0;
+};
+
+/// The base upload's staging slots (two pinned 32 MB slots: Stager), kept per device from one join to the next
+/// for the reason PinnedPool gives (64 MB locked and unlocked per call); at most two sets a device (joins at once).
+class StagingCache {
+ public:
+  using Slots = detail::cuda::StagingSlots<float>;
+  /// Slots of `device` (the current one: their events are made on it), for one upload at a time.
+  static std::unique_ptr<Slots> take(int device) {
+    {
+      const std::lock_guard<std::mutex> lock(mutex());
+      auto& kept = free_slots()[device];
+      if (!kept.empty()) {
+        std::unique_ptr<Slots> slots = std::move(kept.back());
+        kept.pop_back();
+        return slots;
+      }
+    }
+    return std::make_unique<Slots>();
+  }
+  /// Gives slots back (their copies finished).
+  static void give(int device, std::unique_ptr<Slots> slots) noexcept {
+    try {
+      const std::lock_guard<std::mutex> lock(mutex());
+      auto& kept = free_slots()[device];
+      if (kept.size() < 2) kept.push_back(std::move(slots));
+    } catch (...) {  // no room to keep them: freed
+    }
+  }
+
+ private:
+  // Never destroyed, as PinnedPool.
+  static std::mutex& mutex() {
+    static auto* m = new std::mutex;
+    return *m;
+  }
+  static std::map<int, std::vector<std::unique_ptr<Slots>>>& free_slots() {
+    static auto* slots = new std::map<int, std::vector<std::unique_ptr<Slots>>>;
+    return *slots;
+  }
+};
 // A chunk of range queries: small enough that the host's scatter of one overlaps the next one's kernel and that
 // the two chunks' pinned buffers stay cheap to allocate, large enough to fill the device.
 constexpr int64_t kChunkQueries = int64_t(1) << 18;
@@ -66,6 +191,13 @@ __global__ void gather_kernel(const float* points, int64_t n, int dim, const uin
   const int64_t p = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (p >= n) return;
   for (int j = 0; j < dim; ++j) sorted[p * dim + j] = points[int64_t(ids[p]) * dim + j];
+}
+
+/// The query range (id / range) of every cell-ordered point: the key by which CudaSearcher::order_by_range sorts
+/// the grid's cell order, stably, into query ranges each still in cell order.
+__global__ void range_keys_kernel(const uint32_t* ids, int64_t n, uint32_t range, uint32_t* keys) {
+  const int64_t p = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (p < n) keys[p] = ids[p] / range;
 }
 
 /// The exact float64 squared distance of the library's oracle (exact_key): one subtraction, one product, one sum
@@ -150,7 +282,12 @@ struct QueryBatch {
   int* list_n;        ///< count * t
   float* out_d;       ///< count * k
   uint32_t* out_i;    ///< base ids below 2^32 (the grid's limit): 8 bytes an entry down, not 12 (the host widens)
-  unsigned char* ok;
+  unsigned char* ok;   ///< count
+  /// Where a query's row goes in out_d / out_i / ok: at its slot, or (rows_by_query) at its query id less row_base.
+  /// A self-join's batch of every point runs its chunks as query ranges [row_base, row_base + count), each taken
+  /// in the grid's cell order, so that the rows come down in query order and the host copies them contiguously.
+  int64_t row_base = 0;
+  bool rows_by_query = false;
 };
 
 /// One lane's sorted candidate list (squared float64 distances, base ids below 2^32) and its length. In shared memory
@@ -183,7 +320,8 @@ __device__ void insert_sorted(const LaneList& l, int& n, int k, double d, uint32
   l.id(pos) = id;
 }
 
-/// Lane 0 of a certain query's group (`first` is its list): the k first of the group's t sorted lists.
+/// Lane 0 of a certain query's group (`first` is its list): the k first of the group's t sorted lists, as row
+/// `slot` of the batch's output.
 __device__ void merge_lists(const QueryBatch& b, int64_t slot, const LaneList& first) {
   const int t = b.t, k = b.k;
   int head[32];
@@ -386,13 +524,14 @@ __global__ void range_query_kernel(GridView grid, QueryBatch b) {
   *mine.n = n;
   __syncwarp(mask);  // the group's lists are visible to its lane 0
   if (lane != 0) return;
-  b.ok[slot] = certain ? 1 : 0;
+  const int64_t row = b.rows_by_query ? q - b.row_base : slot;
+  b.ok[row] = certain ? 1 : 0;
   if (certain) {
-    merge_lists(b, slot, mine);
+    merge_lists(b, row, mine);
   } else {  // the host skips a failed row but downloads the chunk's rows in one copy: defined, not left unwritten
     for (int r = 0; r < b.k; ++r) {
-      b.out_d[slot * b.k + r] = 0.f;
-      b.out_i[slot * b.k + r] = ~0u;
+      b.out_d[row * b.k + r] = 0.f;
+      b.out_i[row * b.k + r] = ~0u;
     }
   }
 }
@@ -414,6 +553,28 @@ Walk chosen_walk() {
   }();
   if (forced >= 0) return static_cast<Walk>(forced);
   return Walk::Dealt;
+}
+
+/// How a self-join's batch of every point is cut into chunks (GPU-only mode's first batch):
+///   Cells: ranges of the grid's cell order; each chunk's rows land all over the result, scattered by the host
+///     (before issue 14's query ranges: 130 ms of host scatter for 10^7 x 16 on the H100, for 50 ms of kernels).
+///   Queries: ranges of query ids, each taken in the grid's cell order (one stable sort of the cell order by range,
+///     order_by_range); the kernel writes a query's row at its id less the range's first, so a chunk comes down in
+///     query order and the host copies it into the result contiguously, each thread its own rows and pages. A
+///     block's queries are then a 1/ranges sample of the cell order, a few cells apart rather than in one cell,
+///     and each chunk sweeps the whole grid: more L2 traffic, to be measured against the scatter it saves.
+/// GKNN_JOIN_ROWS=cells or queries takes one (read once; any other non-empty value is refused). Default: queries.
+enum class Rows { Cells, Queries };
+
+Rows chosen_rows() {
+  static const Rows rows = [] {
+    const char* v = std::getenv("GKNN_JOIN_ROWS");
+    const std::string_view value = v ? v : "";
+    if (value.empty() || value == "queries") return Rows::Queries;
+    if (value == "cells") return Rows::Cells;
+    detail::fail(ErrorCode::InvalidArgument, "GKNN_JOIN_ROWS must be cells or queries (got '", value, "')");
+  }();
+  return rows;
 }
 
 /// The kernel instance of a dimension 1..kGridMaxDim and a walk.
@@ -536,9 +697,18 @@ class CudaSearcher final : public GridSearcher {
     near_first_.resize(order.size());
     GKNN_CUDA_TRY(cudaMemcpyAsync(near_first_.data(), order.data(), order.size() * sizeof(uint16_t),
                                   cudaMemcpyHostToDevice, stream_.get()));
+    reserve_buffers();
     // The copies above are on stream_, like every kernel that reads them; the sync is for the host memory they
     // read: the caller's rows, which it may change once knn_join has returned, and the local order table.
     stream_.sync();
+  }
+
+  /// No copy may be left in flight into the pinned blocks, which go back to PinnedPool for another join (a search
+  /// that threw may have left one).
+  ~CudaSearcher() override {
+    GKNN_CUDA_TRY_NOTHROW(cudaSetDevice(device_));
+    GKNN_CUDA_TRY_NOTHROW(cudaStreamSynchronize(stream_.get()));
+    GKNN_CUDA_TRY_NOTHROW(cudaStreamSynchronize(copies_.get()));
   }
 
   void build(const GridGeometry& geometry) override {
@@ -547,46 +717,51 @@ class CudaSearcher final : public GridSearcher {
     const int64_t n = problem_.base.rows;
     cudaStream_t s = stream_.get();
     // Every buffer is sized before the first launch: a resize that frees memory an enqueued launch still uses
-    // would rely on cudaFree waiting for the non-blocking stream.
+    // would rely on cudaFree waiting for the non-blocking stream. The constructor sized them all already
+    // (reserve_buffers): these resizes allocate nothing, unless a dense table outgrows its reservation.
     const auto allocation = Clock::now();
-    DeviceBuffer<uint64_t> keys{size_t(n)}, sorted_keys{size_t(n)};
-    DeviceBuffer<uint32_t> ids{size_t(n)};
-    DeviceBuffer<int64_t> counts{size_t(n)};
-    DeviceBuffer<int64_t> runs{1};
+    build_keys_.resize(size_t(n));
+    build_sorted_keys_.resize(size_t(n));
+    build_ids_.resize(size_t(n));
+    build_counts_.resize(size_t(n));
+    runs_.resize(1);
     ids_.resize(size_t(n));
     sorted_points_.resize(size_t(n * problem_.dim()));
     cell_keys_.resize(size_t(n));
     const int bits = key_bits(geometry);
-    size_t sort_bytes = 0, encode_bytes = 0;
-    GKNN_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, keys.data(), sorted_keys.data(), ids.data(),
-                                                  ids_.data(), n, 0, bits, s));
-    GKNN_CUDA_TRY(cub::DeviceRunLengthEncode::Encode(nullptr, encode_bytes, sorted_keys.data(), cell_keys_.data(),
-                                                     counts.data(), runs.data(), n, s));
-    temp_.resize(std::max(sort_bytes, encode_bytes));
+    temp_.resize(build_temp_bytes(n, bits));
     stages_.index_alloc_ms += ms_since(allocation);
-    cell_keys_kernel<<<unsigned((n + kBlock - 1) / kBlock), kBlock, 0, s>>>(base_.data(), n, geometry, keys.data(),
-                                                                             ids.data());
+    uint64_t* keys = build_keys_.data();
+    uint64_t* sorted_keys = build_sorted_keys_.data();
+    uint32_t* ids = build_ids_.data();
+    int64_t* counts = build_counts_.data();
+    size_t sort_bytes = 0, encode_bytes = 0;
+    GKNN_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, keys, sorted_keys, ids, ids_.data(), n, 0,
+                                                  bits, s));
+    GKNN_CUDA_TRY(cub::DeviceRunLengthEncode::Encode(nullptr, encode_bytes, sorted_keys, cell_keys_.data(), counts,
+                                                     runs_.data(), n, s));
+    cell_keys_kernel<<<unsigned((n + kBlock - 1) / kBlock), kBlock, 0, s>>>(base_.data(), n, geometry, keys, ids);
     GKNN_CUDA_CHECK_LAUNCH();
-    GKNN_CUDA_TRY(cub::DeviceRadixSort::SortPairs(temp_.data(), sort_bytes, keys.data(), sorted_keys.data(),
-                                                  ids.data(), ids_.data(), n, 0, bits, s));
+    GKNN_CUDA_TRY(cub::DeviceRadixSort::SortPairs(temp_.data(), sort_bytes, keys, sorted_keys, ids, ids_.data(), n,
+                                                  0, bits, s));
     gather_kernel<<<unsigned((n + kBlock - 1) / kBlock), kBlock, 0, s>>>(base_.data(), n, int(problem_.dim()),
                                                                           ids_.data(), sorted_points_.data());
     GKNN_CUDA_CHECK_LAUNCH();
-    GKNN_CUDA_TRY(cub::DeviceRunLengthEncode::Encode(temp_.data(), encode_bytes, sorted_keys.data(),
-                                                     cell_keys_.data(), counts.data(), runs.data(), n, s));
+    GKNN_CUDA_TRY(cub::DeviceRunLengthEncode::Encode(temp_.data(), encode_bytes, sorted_keys, cell_keys_.data(),
+                                                     counts, runs_.data(), n, s));
     int64_t cells = 0;
-    GKNN_CUDA_TRY(cudaMemcpyAsync(&cells, runs.data(), sizeof(int64_t), cudaMemcpyDeviceToHost, s));
+    GKNN_CUDA_TRY(cudaMemcpyAsync(&cells, runs_.data(), sizeof(int64_t), cudaMemcpyDeviceToHost, s));
     stream_.sync();  // nothing in flight: the buffers below may be reallocated
     cells_ = cells;
     // starts[0] = 0, starts[c + 1] = counts[0] + ... + counts[c].
     auto resizing = Clock::now();
     starts_.resize(size_t(cells + 1));
     size_t scan_bytes = 0;
-    GKNN_CUDA_TRY(cub::DeviceScan::InclusiveSum(nullptr, scan_bytes, counts.data(), starts_.data() + 1, cells, s));
+    GKNN_CUDA_TRY(cub::DeviceScan::InclusiveSum(nullptr, scan_bytes, counts, starts_.data() + 1, cells, s));
     temp_.resize(scan_bytes);
     stages_.index_alloc_ms += ms_since(resizing);
     GKNN_CUDA_TRY(cudaMemsetAsync(starts_.data(), 0, sizeof(int64_t), s));
-    GKNN_CUDA_TRY(cub::DeviceScan::InclusiveSum(temp_.data(), scan_bytes, counts.data(), starts_.data() + 1, cells, s));
+    GKNN_CUDA_TRY(cub::DeviceScan::InclusiveSum(temp_.data(), scan_bytes, counts, starts_.data() + 1, cells, s));
     // A dense key -> start table when the grid has at most max(4n, 2^20) cells in all, and at most 2^28 (2 GiB of
     // table; uniform sets have about n / k cells), so that the kernel's cell lookups are one load; sparse grids
     // (an exponential set's bounding box) keep the binary search over the non-empty cells.
@@ -601,7 +776,7 @@ class CudaSearcher final : public GridSearcher {
     } else {
       dense_.resize(0);
     }
-    stream_.sync();  // the temporaries above are freed on return
+    stream_.sync();
   }
 
   bool counts_histograms() const override { return true; }
@@ -628,21 +803,21 @@ class CudaSearcher final : public GridSearcher {
     const int64_t per_block = std::max<int64_t>(1, (int64_t(1) << 31) / m);
     const int64_t blocks = std::max<int64_t>(int64_t(sms) * 2, (n + per_block - 1) / per_block);
     cudaStream_t s = stream_.get();
-    DeviceBuffer<int64_t> rows_d{size_t(m)};
-    DeviceBuffer<unsigned long long> counts{size_t(binning.bins)};
+    hist_rows_.resize(size_t(m));  // reserved by the constructor for the usual sample and bins: no allocation
+    hist_counts_.resize(size_t(binning.bins));
     std::vector<unsigned long long> host(size_t(binning.bins));
-    GKNN_CUDA_TRY(cudaMemcpyAsync(rows_d.data(), rows.data(), size_t(m) * sizeof(int64_t), cudaMemcpyHostToDevice, s));
-    GKNN_CUDA_TRY(cudaMemsetAsync(counts.data(), 0, counts.bytes(), s));
-    kernel<<<unsigned(blocks), kBlock, shared, s>>>(base_.data(), n, rows_d.data(), m, binning, counts.data());
+    GKNN_CUDA_TRY(cudaMemcpyAsync(hist_rows_.data(), rows.data(), size_t(m) * sizeof(int64_t), cudaMemcpyHostToDevice, s));
+    GKNN_CUDA_TRY(cudaMemsetAsync(hist_counts_.data(), 0, hist_counts_.bytes(), s));
+    kernel<<<unsigned(blocks), kBlock, shared, s>>>(base_.data(), n, hist_rows_.data(), m, binning, hist_counts_.data());
     GKNN_CUDA_CHECK_LAUNCH();
-    GKNN_CUDA_TRY(cudaMemcpyAsync(host.data(), counts.data(), counts.bytes(), cudaMemcpyDeviceToHost, s));
+    GKNN_CUDA_TRY(cudaMemcpyAsync(host.data(), hist_counts_.data(), hist_counts_.bytes(), cudaMemcpyDeviceToHost, s));
     stream_.sync();
     for (size_t b = 0; b < host.size(); ++b) out[b] = static_cast<double>(host[b]);
     return out;
   }
 
   /// The ids in chunks of at most kChunkQueries (and kChunkBytes of results), two in flight: while the device
-  /// computes chunk c, the host scatters chunk c - 1 from its pinned copy into the result.
+  /// computes chunk c, the host writes chunk c - 1 from its pinned copy into the result.
   std::vector<int64_t> search(const std::vector<int64_t>& ids) override {
     GKNN_CUDA_TRY(cudaSetDevice(device_));
     // A batch of every point of a self-join runs in the grid's cell order: the queries of a block then share
@@ -653,8 +828,8 @@ class CudaSearcher final : public GridSearcher {
   }
 
   /// GPU-only mode's first batch. A self-join's runs in the grid's cell order, its query ids read by the kernel
-  /// from ids_ and each chunk's downloaded with its rows: no list on the host (at 10^7 points the queue's identity
-  /// list, its copy, and the whole cell order downloaded and widened to 64 bits: 80 + 80 + 40 + 80 MB).
+  /// from ids_ (or by_range_) and never listed on the host (at 10^7 points the queue's identity list, its copy, and
+  /// the whole cell order downloaded and widened to 64 bits: 80 + 80 + 40 + 80 MB).
   std::vector<int64_t> search_all() override {
     GKNN_CUDA_TRY(cudaSetDevice(device_));
     if (problem_.self) return search_chunks(nullptr, problem_.base.rows);
@@ -664,37 +839,113 @@ class CudaSearcher final : public GridSearcher {
   }
 
  private:
-  /// Queries ids[0, total), or, with ids null (a self-join's batch of every point), the base ids in the grid's
-  /// cell order: ids_[0, total) on the device.
+  /// Queries ids[0, total), or, with ids null (a self-join's batch of every point), every base id in the grid's
+  /// cell order: chunks of ids_ (Rows::Cells) or query ranges each in cell order (Rows::Queries, by_range_).
   std::vector<int64_t> search_chunks(const int64_t* ids, int64_t total) {
-    const int64_t k = problem_.k;
-    const LaunchShape shape = launch_shape(k, device_);
     const int dim = int(problem_.dim());
     const RangeQueryKernel kernel = range_query_kernel_for(dim, chosen_walk());
-    if (shape.shared_bytes > (size_t(48) << 10))
+    if (shape_.shared_bytes > (size_t(48) << 10))
       GKNN_CUDA_TRY(
-          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shape.shared_bytes)));
-    const size_t lane_list = size_t(k) * (sizeof(double) + sizeof(uint32_t)) + sizeof(int);
-    const size_t global_lists = shape.shared_bytes ? 0 : size_t(t_) * lane_list;
-    const size_t per_query = size_t(k) * (sizeof(float) + sizeof(uint32_t)) + sizeof(int64_t) + 1 + global_lists;
-    const int64_t chunk = std::clamp<int64_t>(int64_t(kChunkBytes / per_query), 1, kChunkQueries);
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shape_.shared_bytes)));
+    const int64_t chunk = chunk_;
     std::vector<int64_t> failed;
     if (total == 0) return failed;
-    // Both chunks' buffers before the first launch, timed apart (gpu_setup_ms): the pinned ones are ~34 MB a chunk
-    // at 2^18 queries and k = 16, allocated (and page-locked) once per searcher.
+    // Both chunks' buffers before the first launch, timed apart (gpu_setup_ms). The constructor sized them for the
+    // largest batch already (reserve_buffers), so nothing is allocated here; with query ranges also the sort of
+    // the cell order into them (a pass of radix sort over the ids, on the device).
     const auto setup = Clock::now();
     for (int64_t c = 0; c < std::min<int64_t>(2, (total + chunk - 1) / chunk); ++c)
-      reserve(chunks_[c], std::min(chunk, total), shape);
+      reserve(chunks_[c], std::min(chunk, total));
+    const bool by_query = ids == nullptr && chosen_rows() == Rows::Queries;
+    if (by_query) order_by_range(chunk);
     stages_.setup_ms += ms_since(setup);
     bool pending = false;  // the previous chunk's results are still on their way
     for (int64_t first = 0, c = 0; first < total; first += chunk, ++c) {
       const int64_t count = std::min(chunk, total - first);
-      enqueue(chunks_[c % 2], ids ? ids + first : nullptr, first, count, kernel, shape);
+      enqueue(chunks_[c % 2], ids ? ids + first : nullptr, by_query, first, count, kernel);
       if (pending) finish(chunks_[(c + 1) % 2], failed);
       pending = true;
     }
     if (pending) finish(chunks_[(total - 1) / chunk % 2], failed);
     return failed;
+  }
+
+  /// by_range_: the grid's cell order (ids_) sorted stably by query range (id / range), so that range r's ids lie at
+  /// [r * range, r * range + its size), in cell order (every base id is a query of a self-join's full batch, once).
+  /// The keys go through the build's key buffers, unused between builds (n 64-bit keys hold 2n 32-bit ones).
+  void order_by_range(int64_t range) {
+    const int64_t n = problem_.base.rows;
+    cudaStream_t s = stream_.get();
+    uint32_t* keys = reinterpret_cast<uint32_t*>(build_keys_.data());
+    uint32_t* sorted_keys = reinterpret_cast<uint32_t*>(build_sorted_keys_.data());
+    const int64_t ranges = (n + range - 1) / range;
+    int bits = 1;
+    while (bits < 32 && (int64_t(1) << bits) < ranges) ++bits;
+    by_range_.resize(size_t(n));
+    size_t bytes = 0;
+    GKNN_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys, sorted_keys, ids_.data(), by_range_.data(), n,
+                                                  0, bits, s));
+    temp_.resize(bytes);  // reserved (nothing in flight uses temp_ here: build synchronised)
+    range_keys_kernel<<<unsigned((n + kBlock - 1) / kBlock), kBlock, 0, s>>>(ids_.data(), n, uint32_t(range), keys);
+    GKNN_CUDA_CHECK_LAUNCH();
+    GKNN_CUDA_TRY(cub::DeviceRadixSort::SortPairs(temp_.data(), bytes, keys, sorted_keys, ids_.data(),
+                                                  by_range_.data(), n, 0, bits, s));
+  }
+
+  /// Temporary bytes of the grid build's CUB calls for n points and `bits` key bits (the scan's over at most n
+  /// cells is sized apart, after the run-length encoding).
+  size_t build_temp_bytes(int64_t n, int bits) const {
+    cudaStream_t s = stream_.get();
+    size_t sort_bytes = 0, encode_bytes = 0;
+    GKNN_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, build_keys_.data(), build_sorted_keys_.data(),
+                                                  build_ids_.data(), ids_.data(), n, 0, bits, s));
+    GKNN_CUDA_TRY(cub::DeviceRunLengthEncode::Encode(nullptr, encode_bytes, build_sorted_keys_.data(),
+                                                     cell_keys_.data(), build_counts_.data(), runs_.data(), n, s));
+    return std::max(sort_bytes, encode_bytes);
+  }
+
+  /// Every buffer the GPU side needs for the usual join, sized before knn_join starts the result's page population
+  /// (it does so once this searcher exists): cudaMalloc, cudaFree and cudaMallocHost map or unmap memory, so they
+  /// wait for the process's mmap lock, which the population's page faults take (read) slice after slice. Beside
+  /// the population the grid build's buffers took 58 ms and the chunks' pinned ones 73 ms of a 10^7 x 16 join
+  /// (H100, issue 14), the build's frees more. So the grid's arrays and its build's temporaries (kept across
+  /// builds: a re-index allocates nothing), the CUB temporaries at their largest (64 key bits, n cells), the
+  /// dense table for up to n cells, epsilon's histogram and both chunks are made here, once the base is up; a
+  /// larger dense table or histogram later grows its buffer then. The device holds about 40 bytes a point more
+  /// between builds than when the build's temporaries were freed (n = 10^7: 0.4 GB).
+  void reserve_buffers() {
+    const int64_t n = problem_.base.rows;
+    build_keys_.resize(size_t(n));
+    build_sorted_keys_.resize(size_t(n));
+    build_ids_.resize(size_t(n));
+    build_counts_.resize(size_t(n));
+    runs_.resize(1);
+    ids_.resize(size_t(n));
+    sorted_points_.resize(size_t(n * problem_.dim()));
+    cell_keys_.resize(size_t(n));
+    starts_.resize(size_t(n + 1));
+    dense_.resize(size_t(n + 1));  // a uniform set's grid has fewer cells than points
+    if (problem_.self) by_range_.resize(size_t(n));
+    size_t bytes = build_temp_bytes(n, 64), scan_bytes = 0, range_bytes = 0;
+    cudaStream_t s = stream_.get();
+    GKNN_CUDA_TRY(cub::DeviceScan::InclusiveSum(nullptr, scan_bytes, build_counts_.data(), starts_.data() + 1, n, s));
+    if (problem_.self) {
+      uint32_t* keys = reinterpret_cast<uint32_t*>(build_keys_.data());
+      GKNN_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, range_bytes, keys, keys, ids_.data(), by_range_.data(), n,
+                                                    0, 32, s));
+    }
+    temp_.resize(std::max({bytes, scan_bytes, range_bytes}));
+    hist_rows_.resize(512);       // epsilon.cpp samples 500 rows
+    hist_counts_.resize(10000);   // and bins 10 000 (select_epsilon's default)
+    shape_ = launch_shape(problem_.k, device_);
+    const size_t lane_list = size_t(problem_.k) * (sizeof(double) + sizeof(uint32_t)) + sizeof(int);
+    const size_t global_lists = shape_.shared_bytes ? 0 : size_t(t_) * lane_list;
+    const size_t per_query =
+        size_t(problem_.k) * (sizeof(float) + sizeof(uint32_t)) + sizeof(int64_t) + 1 + global_lists;
+    chunk_ = std::clamp<int64_t>(int64_t(kChunkBytes / per_query), 1, kChunkQueries);
+    const int64_t largest = std::min(chunk_, problem_.queries.rows);  // no batch holds more queries
+    for (int64_t c = 0; c < std::min<int64_t>(2, (problem_.queries.rows + chunk_ - 1) / chunk_); ++c)
+      reserve(chunks_[c], largest);
   }
 
   /// Makes `device` current before the members that allocate on it (the stream) are constructed.
@@ -708,12 +959,21 @@ class CudaSearcher final : public GridSearcher {
   /// has landed. The grid build's key kernel then read a stale tail of the base (intermittent wrong cells, issue 14).
   /// Through two pinned slots of 32 MB (staging.cuh: the host team packs a chunk while the previous one copies),
   /// not as one pageable copy: that took 2.4 s for 10^7 x 6 rows on the H100 (2026-11-24), beside the result's
-  /// page population on another thread. Synchronised before the slots are freed.
+  /// page population on another thread. The slots are kept for the next join (StagingCache), given back once
+  /// the copies are done (also when one throws).
   void upload(FloatView m, DeviceBuffer<float>& out) {
     out.resize(size_t(m.rows * m.cols));
     if (m.rows == 0) return;
     const int64_t chunk = std::min(m.rows, std::max<int64_t>(1, (int64_t(32) << 20) / (m.cols * 4)));
-    Stager<float> stager(m.data, m.row_stride(), m.cols, chunk, stream_.get(), nullptr);
+    struct Kept {
+      int device;
+      cudaStream_t stream;
+      std::unique_ptr<StagingCache::Slots> slots;
+      ~Kept() {
+        if (cudaStreamSynchronize(stream) == cudaSuccess) StagingCache::give(device, std::move(slots));
+      }
+    } kept{device_, stream_.get(), StagingCache::take(device_)};
+    Stager<float> stager(m.data, m.row_stride(), m.cols, chunk, stream_.get(), nullptr, kept.slots.get());
     for (int64_t r0 = 0; r0 < m.rows; r0 += chunk) {
       stager.upload_into(out.data() + r0 * m.cols, r0, std::min(chunk, m.rows - r0), stream_.get());
       stager.release(stream_.get());
@@ -724,8 +984,10 @@ class CudaSearcher final : public GridSearcher {
   /// The buffers of one chunk in flight: its query ids, the lanes' global lists (when they do not fit shared
   /// memory), its results on the device and their pinned copies.
   struct Chunk {
+    int64_t first = 0;  ///< its first query (by_query) or its first position in the batch
     int64_t count = 0;
     bool in_cell_order = false;  ///< its queries are ids_[first, first + count): host_cell_ids holds them
+    bool by_query = false;       ///< its queries are the ids [first, first + count), rows in query order
     DeviceBuffer<int64_t> query_ids;
     DeviceBuffer<double> list_d;
     DeviceBuffer<uint32_t> list_i;
@@ -733,21 +995,21 @@ class CudaSearcher final : public GridSearcher {
     DeviceBuffer<float> out_d;
     DeviceBuffer<uint32_t> out_i;
     DeviceBuffer<unsigned char> ok;
-    PinnedBuffer<int64_t> host_ids;
-    PinnedBuffer<uint32_t> host_cell_ids;
-    PinnedBuffer<float> host_d;
-    PinnedBuffer<uint32_t> host_i;
-    PinnedBuffer<unsigned char> host_ok;
+    PooledPinned<int64_t> host_ids;  // kept for the next join (PinnedPool)
+    PooledPinned<uint32_t> host_cell_ids;
+    PooledPinned<float> host_d;
+    PooledPinned<uint32_t> host_i;
+    PooledPinned<unsigned char> host_ok;
     Event launched;  ///< before its kernel (on stream_), timed: gpu_kernel_ms
     Event computed;  ///< its kernel ran (on stream_)
     Event done{cudaEventDisableTiming};  ///< its rows are in the pinned buffers (on copies_)
   };
 
   /// Sizes c's buffers for chunks of up to `count` queries.
-  void reserve(Chunk& c, int64_t count, const LaunchShape& shape) {
+  void reserve(Chunk& c, int64_t count) {
     const int64_t k = problem_.k;
     c.query_ids.resize(size_t(count));
-    if (!shape.shared_bytes) {
+    if (!shape_.shared_bytes) {
       c.list_d.resize(size_t(count * t_ * k));
       c.list_i.resize(size_t(count * t_ * k));
       c.list_n.resize(size_t(count * t_));
@@ -756,25 +1018,27 @@ class CudaSearcher final : public GridSearcher {
     c.out_i.resize(size_t(count * k));
     c.ok.resize(size_t(count));
     if (c.host_ok.size() < size_t(count)) {  // page-locked, so the copies run at full bandwidth and asynchronously
-      c.host_ids = PinnedBuffer<int64_t>(size_t(count));
-      c.host_cell_ids = PinnedBuffer<uint32_t>(size_t(count));
-      c.host_d = PinnedBuffer<float>(size_t(count * k));
-      c.host_i = PinnedBuffer<uint32_t>(size_t(count * k));
-      c.host_ok = PinnedBuffer<unsigned char>(size_t(count));
+      c.host_ids = PooledPinned<int64_t>(size_t(count));
+      c.host_cell_ids = PooledPinned<uint32_t>(size_t(count));
+      c.host_d = PooledPinned<float>(size_t(count * k));
+      c.host_i = PooledPinned<uint32_t>(size_t(count * k));
+      c.host_ok = PooledPinned<unsigned char>(size_t(count));
     }
   }
 
-  /// Uploads `count` query ids (ids null: the kernel reads ids_[first, first + count), downloaded with the rows),
-  /// launches their range queries and the download of their rows into `c`'s pinned buffers; returns at once. `c`
-  /// is free: its previous chunk was finished.
-  void enqueue(Chunk& c, const int64_t* ids, int64_t first, int64_t count, RangeQueryKernel kernel,
-               const LaunchShape& shape) {
+  /// Uploads `count` query ids (ids null: the kernel reads ids_[first, first + count), downloaded with the rows,
+  /// or with by_query by_range_[first, first + count), the ids [first, first + count)), launches their range
+  /// queries and the download of their rows into `c`'s pinned buffers; returns at once. `c` is free: its previous
+  /// chunk was finished.
+  void enqueue(Chunk& c, const int64_t* ids, bool by_query, int64_t first, int64_t count, RangeQueryKernel kernel) {
     const int64_t k = problem_.k;
     cudaStream_t s = stream_.get();
+    c.first = first;
     c.count = count;
-    c.in_cell_order = ids == nullptr;
-    reserve(c, count, shape);  // sized by search_chunks already: nothing allocated here
-    const uint32_t* cell_ids = ids ? nullptr : ids_.data() + first;
+    c.by_query = ids == nullptr && by_query;
+    c.in_cell_order = ids == nullptr && !by_query;
+    reserve(c, count);  // sized by the constructor already: nothing allocated here
+    const uint32_t* cell_ids = ids ? nullptr : (c.by_query ? by_range_.data() : ids_.data()) + first;
     if (ids) {  // the host copy stays for finish(): the scatter reads its query ids from it
       std::memcpy(c.host_ids.data(), ids, size_t(count) * sizeof(int64_t));
       GKNN_CUDA_TRY(cudaMemcpyAsync(c.query_ids.data(), c.host_ids.data(), size_t(count) * sizeof(int64_t),
@@ -782,14 +1046,16 @@ class CudaSearcher final : public GridSearcher {
     }
     const GridView grid{geometry_, cell_keys_.data(), starts_.data(), ids_.data(), sorted_points_.data(), cells_,
                         dense_.size() ? dense_.data() : nullptr, near_first_.data()};
-    const QueryBatch batch{problem_.self ? base_.data() : queries_.data(), c.query_ids.data(), cell_ids, count, int(k),
-                           t_, rings_, problem_.self, problem_.metric == Metric::L2, shape.shared_bytes > 0,
-                           c.list_d.data(), c.list_i.data(), c.list_n.data(), c.out_d.data(), c.out_i.data(),
-                           c.ok.data()};
+    QueryBatch batch{problem_.self ? base_.data() : queries_.data(), c.query_ids.data(), cell_ids, count, int(k),
+                     t_, rings_, problem_.self, problem_.metric == Metric::L2, shape_.shared_bytes > 0,
+                     c.list_d.data(), c.list_i.data(), c.list_n.data(), c.out_d.data(), c.out_i.data(),
+                     c.ok.data()};
+    batch.row_base = first;
+    batch.rows_by_query = c.by_query;
     const int64_t threads = count * t_;
     c.launched.record(s);
-    kernel<<<unsigned((threads + shape.threads - 1) / shape.threads), shape.threads, shape.shared_bytes, s>>>(grid,
-                                                                                                           batch);
+    kernel<<<unsigned((threads + shape_.threads - 1) / shape_.threads), shape_.threads, shape_.shared_bytes, s>>>(
+        grid, batch);
     GKNN_CUDA_CHECK_LAUNCH();
     // The rows go down on copies_, so that the next chunk's kernel runs during the download (one stream ran them
     // in turn: 10^7 x 16 rows are 1.9 GB, tens of ms of a kernel-idle device). The next use of c's buffers, device
@@ -797,17 +1063,21 @@ class CudaSearcher final : public GridSearcher {
     c.computed.record(s);
     cudaStream_t down = copies_.get();
     GKNN_CUDA_TRY(cudaStreamWaitEvent(down, c.computed.get(), 0));
-    GKNN_CUDA_TRY(cudaMemcpyAsync(c.host_d.data(), c.out_d.data(), c.out_d.bytes(), cudaMemcpyDeviceToHost, down));
-    GKNN_CUDA_TRY(cudaMemcpyAsync(c.host_i.data(), c.out_i.data(), c.out_i.bytes(), cudaMemcpyDeviceToHost, down));
-    GKNN_CUDA_TRY(cudaMemcpyAsync(c.host_ok.data(), c.ok.data(), c.ok.bytes(), cudaMemcpyDeviceToHost, down));
-    if (cell_ids)
+    const size_t entries = size_t(count * k);
+    GKNN_CUDA_TRY(cudaMemcpyAsync(c.host_d.data(), c.out_d.data(), entries * sizeof(float), cudaMemcpyDeviceToHost,
+                                  down));
+    GKNN_CUDA_TRY(cudaMemcpyAsync(c.host_i.data(), c.out_i.data(), entries * sizeof(uint32_t),
+                                  cudaMemcpyDeviceToHost, down));
+    GKNN_CUDA_TRY(cudaMemcpyAsync(c.host_ok.data(), c.ok.data(), size_t(count), cudaMemcpyDeviceToHost, down));
+    if (c.in_cell_order)
       GKNN_CUDA_TRY(cudaMemcpyAsync(c.host_cell_ids.data(), cell_ids, size_t(count) * sizeof(uint32_t),
                                     cudaMemcpyDeviceToHost, down));
     c.done.record(down);
   }
 
-  /// Waits for chunk `c` and writes its certain rows (query ids in c.host_ids, or c.host_cell_ids in cell order);
-  /// the failed ids are appended in order. Each step timed apart (GpuStages).
+  /// Waits for chunk `c` and writes its certain rows (query ids in c.host_ids, or c.host_cell_ids in cell order,
+  /// or the range [c.first, c.first + c.count) in query order); the failed ids are appended in order. Each step
+  /// timed apart (GpuStages).
   void finish(Chunk& c, std::vector<int64_t>& failed) {
     auto step = Clock::now();
     GKNN_CUDA_TRY(cudaEventSynchronize(c.done.get()));
@@ -817,8 +1087,11 @@ class CudaSearcher final : public GridSearcher {
     output_.wait_ready();
     stages_.result_wait_ms += ms_since(step);
     step = Clock::now();
-    output_.scatter(problem_.k, c.in_cell_order ? nullptr : c.host_ids.data(), c.host_cell_ids.data(), c.count,
-                    c.host_d.data(), c.host_i.data(), c.host_ok.data(), failed);
+    if (c.by_query)
+      output_.copy_rows(problem_.k, c.first, c.count, c.host_d.data(), c.host_i.data(), c.host_ok.data(), failed);
+    else
+      output_.scatter(problem_.k, c.in_cell_order ? nullptr : c.host_ids.data(), c.host_cell_ids.data(), c.count,
+                      c.host_d.data(), c.host_i.data(), c.host_ok.data(), failed);
     stages_.scatter_ms += ms_since(step);
   }
 
@@ -835,9 +1108,20 @@ class CudaSearcher final : public GridSearcher {
   DeviceBuffer<int64_t> starts_;
   DeviceBuffer<int64_t> dense_;  ///< GridView::dense (size 0: none)
   DeviceBuffer<uint32_t> ids_;
+  DeviceBuffer<uint32_t> by_range_;  ///< ids_ sorted stably into query ranges (order_by_range; self-joins)
   DeviceBuffer<uint16_t> near_first_;  ///< GridView::near_first
   DeviceBuffer<unsigned char> temp_;
+  // The grid build's temporaries, kept (reserve_buffers): the cell key of every point, sorted, the ids to sort
+  // with them, the cells' counts and how many cells there are.
+  DeviceBuffer<uint64_t> build_keys_, build_sorted_keys_;
+  DeviceBuffer<uint32_t> build_ids_;
+  DeviceBuffer<int64_t> build_counts_;
+  DeviceBuffer<int64_t> runs_;
+  DeviceBuffer<int64_t> hist_rows_;  ///< epsilon's sampled rows (sample_histogram)
+  DeviceBuffer<unsigned long long> hist_counts_;
   int64_t cells_ = 0;
+  LaunchShape shape_;
+  int64_t chunk_ = 1;  ///< queries per chunk (kChunkQueries, fewer where kChunkBytes of results is less)
   std::array<Chunk, 2> chunks_;
   GpuStages stages_;
 };

@@ -74,4 +74,22 @@ void Output::scatter(int64_t k, const int64_t* ids, const uint32_t* cell_ids, in
     if (!ok[s]) failed.push_back(id(s));
 }
 
+void Output::copy_rows(int64_t k, int64_t first, int64_t count, const float* distances, const uint32_t* indices,
+                       const unsigned char* ok, std::vector<int64_t>& failed) const {
+  wait_ready();
+  float* out_d = result->distances.data() + first * k;
+  int64_t* out_i = result->indices.data() + first * k;
+  // Parts of at least 2^16 entries as in scatter; a part is a stretch of consecutive rows of the result, so its
+  // writes stream (no row's cache lines or page shared with another thread's, but at the part's two ends).
+  host_for(count, k, int64_t(1) << 16, 0, [&](int64_t s) {
+    if (!ok[s]) return;  // its row is written by the batch that answers it (perhaps a CPU worker): not here
+    std::copy(distances + s * k, distances + (s + 1) * k, out_d + s * k);
+    const uint32_t* from = indices + s * k;
+    int64_t* to = out_i + s * k;
+    for (int64_t j = 0; j < k; ++j) to[j] = from[j];
+  });
+  for (int64_t s = 0; s < count; ++s)
+    if (!ok[s]) failed.push_back(first + s);
+}
+
 }  // namespace gknn::detail::join

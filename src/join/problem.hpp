@@ -42,6 +42,11 @@ struct Output {
   /// `failed`, in order. Parallel over the rows, on the host pool.
   void scatter(int64_t k, const int64_t* ids, const uint32_t* cell_ids, int64_t count, const float* distances,
                const uint32_t* indices, const unsigned char* ok, std::vector<int64_t>& failed) const;
+  /// Rows computed elsewhere in query order: slot s is query first + s, written when ok[s] (base ids widened); the
+  /// ids of the others are appended to `failed`, ascending. Contiguous ranges of rows on the host pool: each thread
+  /// writes (and faults in) its own stretch of the result, where scatter's rows land all over it.
+  void copy_rows(int64_t k, int64_t first, int64_t count, const float* distances, const uint32_t* indices,
+                 const unsigned char* ok, std::vector<int64_t>& failed) const;
 };
 
 /// Throws InvalidArgument naming the first JoinParams field out of its range (or an unsupported metric).
