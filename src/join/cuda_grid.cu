@@ -720,14 +720,7 @@ class CudaSearcher final : public GridSearcher {
     // would rely on cudaFree waiting for the non-blocking stream. The constructor sized them all already
     // (reserve_buffers): these resizes allocate nothing, unless a dense table outgrows its reservation.
     const auto allocation = Clock::now();
-    build_keys_.resize(size_t(n));
-    build_sorted_keys_.resize(size_t(n));
-    build_ids_.resize(size_t(n));
-    build_counts_.resize(size_t(n));
-    runs_.resize(1);
-    ids_.resize(size_t(n));
-    sorted_points_.resize(size_t(n * problem_.dim()));
-    cell_keys_.resize(size_t(n));
+    size_grid_buffers(n);
     const int bits = key_bits(geometry);
     temp_.resize(build_temp_bytes(n, bits));
     stages_.index_alloc_ms += ms_since(allocation);
@@ -904,6 +897,18 @@ class CudaSearcher final : public GridSearcher {
     return std::max(sort_bytes, encode_bytes);
   }
 
+  /// The grid's arrays and its build's keys for n points (CUB's temporaries are sized apart).
+  void size_grid_buffers(int64_t n) {
+    build_keys_.resize(size_t(n));
+    build_sorted_keys_.resize(size_t(n));
+    build_ids_.resize(size_t(n));
+    build_counts_.resize(size_t(n));
+    runs_.resize(1);
+    ids_.resize(size_t(n));
+    sorted_points_.resize(size_t(n * problem_.dim()));
+    cell_keys_.resize(size_t(n));
+  }
+
   /// Every buffer the GPU side needs for the usual join, sized before knn_join starts the result's page population
   /// (it does so once this searcher exists): cudaMalloc, cudaFree and cudaMallocHost map or unmap memory, so they
   /// wait for the process's mmap lock, which the population's page faults take (read) slice after slice. Beside
@@ -915,14 +920,7 @@ class CudaSearcher final : public GridSearcher {
   /// between builds than when the build's temporaries were freed (n = 10^7: 0.4 GB).
   void reserve_buffers() {
     const int64_t n = problem_.base.rows;
-    build_keys_.resize(size_t(n));
-    build_sorted_keys_.resize(size_t(n));
-    build_ids_.resize(size_t(n));
-    build_counts_.resize(size_t(n));
-    runs_.resize(1);
-    ids_.resize(size_t(n));
-    sorted_points_.resize(size_t(n * problem_.dim()));
-    cell_keys_.resize(size_t(n));
+    size_grid_buffers(n);
     starts_.resize(size_t(n + 1));
     dense_.resize(size_t(n + 1));  // a uniform set's grid has fewer cells than points
     if (problem_.self) by_range_.resize(size_t(n));
