@@ -1,6 +1,7 @@
 // join_test.cpp: the kNN join on the CPU: every mode that runs without a GPU (cpu, round robin, and the GPU side
 // emulated on the host grid in hybrid and GPU-only runs) returns exactly the float64 oracle's ids and distances.
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <mutex>
 #include <vector>
@@ -63,6 +64,54 @@ JoinParams small_batches() {
   p.cpu_window = 0.3;
   p.cpu_threads = 2;
   return p;
+}
+
+// The GPU side's rows into the result (Output::scatter in the grid's cell order or by query ids, Output::copy_rows
+// for query ranges): each certain slot lands whole at its row with its 32-bit ids widened, a failed slot's row is
+// left to its later batch and its query appended to `failed` in slot order; enough slots for several parts.
+TEST(JoinOutput, GpuRowsLandAtTheirRowsAndFailedOnesAreListed) {
+  const int64_t rows = 200000, k = 3, count = 150000, first = 40000;
+  std::vector<float> distances(static_cast<size_t>(count * k));
+  std::vector<uint32_t> indices(static_cast<size_t>(count * k));
+  std::vector<unsigned char> ok(static_cast<size_t>(count));
+  std::vector<int64_t> ids(static_cast<size_t>(count));
+  std::vector<uint32_t> cell_ids(static_cast<size_t>(count));
+  for (int64_t s = 0; s < count; ++s) {
+    ok[size_t(s)] = s % 7 != 3;
+    ids[size_t(s)] = (s * 7919) % rows;  // a permutation of part of the rows (7919 is prime, rows is not its multiple)
+    cell_ids[size_t(s)] = uint32_t(ids[size_t(s)]);
+    for (int64_t j = 0; j < k; ++j) {
+      distances[size_t(s * k + j)] = float(s) + float(j) / 4;
+      indices[size_t(s * k + j)] = uint32_t(4000000000u - uint32_t(s * k + j));  // above 2^31: widened unsigned
+    }
+  }
+  enum class Call { ScatterIds, ScatterCells, CopyRows };
+  for (Call call : {Call::ScatterIds, Call::ScatterCells, Call::CopyRows}) {
+    Result result;
+    result.rows = rows;
+    result.k = k;
+    result.distances.assign(size_t(rows * k), -1.f);
+    result.indices.assign(size_t(rows * k), -7);
+    const Output output{&result, {}};
+    std::vector<int64_t> failed;
+    if (call == Call::CopyRows)
+      output.copy_rows(k, first, count, distances.data(), indices.data(), ok.data(), failed);
+    else
+      output.scatter(k, call == Call::ScatterIds ? ids.data() : nullptr, cell_ids.data(), count, distances.data(),
+                     indices.data(), ok.data(), failed);
+    std::vector<int64_t> want_failed;
+    for (int64_t s = 0; s < count; ++s) {
+      const int64_t row = call == Call::CopyRows ? first + s : ids[size_t(s)];
+      if (!ok[size_t(s)]) want_failed.push_back(row);
+      for (int64_t j = 0; j < k; ++j) {
+        const float want_d = ok[size_t(s)] ? distances[size_t(s * k + j)] : -1.f;
+        const int64_t want_i = ok[size_t(s)] ? int64_t(indices[size_t(s * k + j)]) : -7;
+        ASSERT_EQ(result.distances[size_t(row * k + j)], want_d) << int(call) << " slot " << s;
+        ASSERT_EQ(result.indices[size_t(row * k + j)], want_i) << int(call) << " slot " << s;
+      }
+    }
+    EXPECT_EQ(failed, want_failed) << int(call);
+  }
 }
 
 TEST(JoinProgress, FractionsThatCrossReachTheUserInOrder) {

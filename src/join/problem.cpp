@@ -51,45 +51,47 @@ void Output::write_row(const Problem& problem, int64_t row, const std::vector<Ca
   }
 }
 
-void Output::scatter(int64_t k, const int64_t* ids, const uint32_t* cell_ids, int64_t count, const float* distances,
-                     const uint32_t* indices, const unsigned char* ok, std::vector<int64_t>& failed) const {
-  wait_ready();
-  const auto id = [&](int64_t s) { return ids ? ids[s] : int64_t(cell_ids[s]); };
-  float* out_d = result->distances.data();
-  int64_t* out_i = result->indices.data();
-  // On the host pool, not an OpenMP team: the GPU thread calls this once per chunk (39 chunks for 10^7 queries) and
-  // waits on the device in between, where a team would spin on every core (GOMP_SPINCOUNT) beside the result's
-  // page population. Parts of at least 2^16 entries (~0.8 MB of rows): a 2^18-query chunk at k = 16 takes the
-  // whole team. The rows land all over the result (the queries ran in the grid's cell order), so each part also
-  // takes the page faults of the result pages the population has not reached yet.
+namespace {
+
+/// Slot s of `distances`/`indices` (k each; 32-bit base ids, widened) into result row row_of(s) where ok[s], on the
+/// host pool; the rows of the others appended to `failed`, in slot order. Parts of at least 2^16 entries (~0.8 MB of
+/// rows: a 2^18-query chunk at k = 16 takes the whole team), each a stretch of consecutive slots. On the host pool,
+/// not an OpenMP team: the GPU thread calls this once per chunk (39 chunks for 10^7 queries) and waits on the device
+/// in between, where a team would spin on every core (GOMP_SPINCOUNT) beside the result's page population.
+template <class RowOf>
+void write_slots(Result& result, int64_t k, int64_t count, const float* distances, const uint32_t* indices,
+                 const unsigned char* ok, std::vector<int64_t>& failed, RowOf row_of) {
+  float* out_d = result.distances.data();
+  int64_t* out_i = result.indices.data();
   host_for(count, k, int64_t(1) << 16, 0, [&](int64_t s) {
-    if (!ok[s]) return;
-    const int64_t row = id(s);
+    if (!ok[s]) return;  // its row is written by the batch that answers it (perhaps a CPU worker): not here
+    const int64_t row = row_of(s);
     std::copy(distances + s * k, distances + (s + 1) * k, out_d + row * k);
     const uint32_t* from = indices + s * k;
     int64_t* to = out_i + row * k;
     for (int64_t j = 0; j < k; ++j) to[j] = from[j];
   });
   for (int64_t s = 0; s < count; ++s)
-    if (!ok[s]) failed.push_back(id(s));
+    if (!ok[s]) failed.push_back(row_of(s));
+}
+
+}  // namespace
+
+void Output::scatter(int64_t k, const int64_t* ids, const uint32_t* cell_ids, int64_t count, const float* distances,
+                     const uint32_t* indices, const unsigned char* ok, std::vector<int64_t>& failed) const {
+  wait_ready();
+  // The rows land all over the result (the queries ran in the grid's cell order), so each part also takes the page
+  // faults of the result pages the population has not reached yet.
+  write_slots(*result, k, count, distances, indices, ok, failed,
+              [&](int64_t s) { return ids ? ids[s] : int64_t(cell_ids[s]); });
 }
 
 void Output::copy_rows(int64_t k, int64_t first, int64_t count, const float* distances, const uint32_t* indices,
                        const unsigned char* ok, std::vector<int64_t>& failed) const {
   wait_ready();
-  float* out_d = result->distances.data() + first * k;
-  int64_t* out_i = result->indices.data() + first * k;
-  // Parts of at least 2^16 entries as in scatter; a part is a stretch of consecutive rows of the result, so its
-  // writes stream (no row's cache lines or page shared with another thread's, but at the part's two ends).
-  host_for(count, k, int64_t(1) << 16, 0, [&](int64_t s) {
-    if (!ok[s]) return;  // its row is written by the batch that answers it (perhaps a CPU worker): not here
-    std::copy(distances + s * k, distances + (s + 1) * k, out_d + s * k);
-    const uint32_t* from = indices + s * k;
-    int64_t* to = out_i + s * k;
-    for (int64_t j = 0; j < k; ++j) to[j] = from[j];
-  });
-  for (int64_t s = 0; s < count; ++s)
-    if (!ok[s]) failed.push_back(first + s);
+  // A part is a stretch of consecutive rows of the result, so its writes stream (no row's cache lines or page
+  // shared with another thread's, but at the part's two ends).
+  write_slots(*result, k, count, distances, indices, ok, failed, [first](int64_t s) { return first + s; });
 }
 
 }  // namespace gknn::detail::join
