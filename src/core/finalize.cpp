@@ -1,6 +1,7 @@
 #include "core/finalize.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <new>
@@ -117,6 +118,19 @@ Result allocate_result(int64_t rows, int64_t k) {
 namespace {
 
 #ifdef __linux__
+/// Threads of a population: half the hardware threads, at most 8 (the other half copies rows into the pages
+/// meanwhile); GKNN_POPULATE_THREADS=N sets it (issue 14's A/B: a GPU-only join leaves the CPUs idle otherwise).
+size_t population_threads() {
+  static const size_t threads = [] {
+    const size_t hardware = std::max(1u, std::thread::hardware_concurrency());
+    const char* v = std::getenv("GKNN_POPULATE_THREADS");
+    const long set = v ? std::strtol(v, nullptr, 10) : 0;
+    if (set > 0) return std::min<size_t>(size_t(set), 64);
+    return std::min<size_t>(8, std::max<size_t>(1, hardware / 2));
+  }();
+  return threads;
+}
+
 /// Has the pages of [begin, end) allocated for writing, in parallel parts: the kernel populates them (madvise
 /// MADV_POPULATE_WRITE, Linux >= 5.14); where it refuses, each part writes one byte per page (the contents are
 /// uninitialised anyway), so the page faults are taken here, on several threads, not at the first copy-out.
@@ -128,8 +142,7 @@ void populate(void* begin, void* end) {
   if (e <= b) return;
   const size_t bytes = e - b;
   // Huge pages: populate_result asked for them (advise_huge) before any part of the result was populated.
-  const size_t hardware = std::max(1u, std::thread::hardware_concurrency());
-  const size_t parts = std::clamp<size_t>(bytes / kPart, 1, std::min<size_t>(8, std::max<size_t>(1, hardware / 2)));
+  const size_t parts = std::clamp<size_t>(bytes / kPart, 1, population_threads());
   const size_t chunk = (bytes / parts + kPage - 1) & ~(kPage - 1);
   // Each thread's part in slices of 4 MiB, one madvise call each: a call holds the process's mmap lock (read) for
   // its whole range, and an mmap-side writer (cudaMalloc, cudaMallocHost, cudaFree) waits for every reader, while

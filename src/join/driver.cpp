@@ -18,6 +18,7 @@
 #include "join/epsilon.hpp"
 #include "join/grid.hpp"
 #include "join/kdtree.hpp"
+#include "join/trace.hpp"
 #include "join/work_queue.hpp"
 
 namespace gknn::detail::join {
@@ -115,6 +116,7 @@ void run_gpu(const Problem& problem, const JoinParams& params, GpuSide& gpu, Wor
       report.reindexings += 1;
     }
     queue.gpu_returned(failed, answered);
+    trace_mark("GPU batch done");
     report_progress(params, queue.done(), queue.total());
   }
 }
@@ -168,9 +170,11 @@ void run_join(const Problem& problem, const Output& output, JoinMode mode, const
   if (uses_gpu) {
     gpu.searcher = make_searcher();  // the base's upload (and the query rows' for R ⋈ S)
     report.upload_ms = ms_since(phase);
+    trace_mark("searcher made (base uploaded)");
     phase = Clock::now();
   }
   gpu.box = bounding_box(problem.base);
+  trace_mark("bounding box");
   if (params.epsilon > 0) {
     gpu.eps_min = params.epsilon;
   } else {
@@ -191,6 +195,7 @@ void run_join(const Problem& problem, const Output& output, JoinMode mode, const
   gpu.eps = gpu.eps_min;
   report.epsilon_min = gpu.eps_min;
   report.epsilon_ms = ms_since(phase);
+  trace_mark("epsilon chosen");
   phase = Clock::now();
   const GridGeometry geometry = make_geometry(gpu.box.lo, gpu.box.hi, int(problem.dim()), gpu.eps);
   report.epsilon_final = geometry.side;
@@ -200,6 +205,7 @@ void run_join(const Problem& problem, const Output& output, JoinMode mode, const
   WorkQueue queue = mode == JoinMode::Gpu ? WorkQueue(problem.queries.rows, queue_params)
                                           : WorkQueue(order_by_population(problem, geometry), queue_params);
   report.ordering_ms = ms_since(phase);
+  trace_mark("queue ordered");
 
   // The kd-tree is built beside the GPU's first grid and batches: the CPU workers start when it is ready.
   const auto work_start = Clock::now();
@@ -243,7 +249,9 @@ void run_join(const Problem& problem, const Output& output, JoinMode mode, const
       phase = Clock::now();
       gpu.searcher->build(geometry);  // made (the base uploaded) before epsilon, above
       report.index_ms = ms_since(phase);
+      trace_mark("first grid built");
       run_gpu(problem, params, gpu, queue, report);
+      trace_mark("GPU side done");
       const GpuStages stages = gpu.searcher->stages();
       report.gpu_kernel_ms = stages.kernel_ms;
       report.gpu_setup_ms = stages.setup_ms;

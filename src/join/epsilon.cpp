@@ -10,6 +10,7 @@
 #include "gknn/error.hpp"
 #include "join/grid.hpp"
 #include "join/problem.hpp"
+#include "join/trace.hpp"
 
 namespace gknn::detail::join {
 namespace {
@@ -129,6 +130,7 @@ EpsilonChoice choose(FloatView base, int64_t k, int n_bins, EpsilonHistogram his
   EpsilonChoice choice;
   const int64_t mean_sample = std::clamp<int64_t>((n + 999) / 1000, std::min<int64_t>(n, 2), 4096);
   choice.eps_mean = mean_pairwise_distance(base, sample_rows(n, mean_sample, 0x5eed0001));
+  trace_mark("epsilon: eps_mean of the sample");
   if (!(choice.eps_mean > 0)) choice.eps_mean = diagonal(base);
   if (!(choice.eps_mean > 0)) {  // every point equal: any cell side holds them all
     choice.eps_min = choice.eps_mean = 1.0;
@@ -154,6 +156,7 @@ EpsilonChoice choose(FloatView base, int64_t k, int n_bins, EpsilonHistogram his
   const std::vector<int64_t> tenth(queries.begin(), queries.begin() + static_cast<std::ptrdiff_t>(probed));
   std::vector<double> probe_counts;
   if (histogram != EpsilonHistogram::Whole) probe_counts = source.count(tenth, seed);
+  trace_mark("epsilon: the probe's histogram");
   const int probe = histogram == EpsilonHistogram::Whole
                         ? -1
                         : first_bin_reaching(probe_counts, double(step) / double(tenth.size()), 4.0 * double(k));

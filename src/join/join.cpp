@@ -15,6 +15,7 @@
 #include "join/driver.hpp"
 #include "join/grid_geometry.hpp"
 #include "join/kdtree.hpp"
+#include "join/trace.hpp"
 
 namespace gknn {
 namespace {
@@ -139,6 +140,7 @@ Result run_join(const Problem& problem, const JoinParams& params) {
       const auto allocation = std::chrono::steady_clock::now();
       try {
         result = detail::allocate_result(problem.queries.rows, problem.k);
+        detail::join::trace_mark("result allocated");
       } catch (...) {
         allocated.set_exception(std::current_exception());
         return;
@@ -150,6 +152,7 @@ Result run_join(const Problem& problem, const JoinParams& params) {
       }
       report.result_ms =
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - allocation).count();
+      detail::join::trace_mark("result populated");
     });
   };
   struct JoinOnExit {
@@ -165,9 +168,11 @@ Result run_join(const Problem& problem, const JoinParams& params) {
     return searcher;
   };
   detail::join::run_join(problem, output, mode, params, make_searcher, report);
+  detail::join::trace_mark("driver returned (GPU side torn down)");
   start_allocation();  // a join that made no searcher (none needed) still returns an allocated result
   output.wait_ready();  // a join with nothing to write (no query rows) still returns an allocated result
   allocator.join();     // the population (it may outlast the writers) and its report.result_ms
+  detail::join::trace_mark("allocator joined");
   report.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return result;
 }
@@ -185,7 +190,9 @@ Result run(const Problem& problem, const JoinParams& params) {
 }  // namespace
 
 Result knn_join(FloatView points, int64_t k, const JoinParams& params) {
+  detail::join::trace_begin();
   detail::validate_matrix(points, "points", false);
+  detail::join::trace_mark("points validated");
   GKNN_EXPECT(k > 0, ErrorCode::InvalidArgument, "knn_join: k must be positive (got ", k, ")");
   GKNN_EXPECT(k < points.rows, ErrorCode::InvalidArgument, "knn_join: k = ", k, " must be smaller than the number of points (",
               points.rows, "): each point has only ", points.rows - 1, " other points");
