@@ -53,7 +53,7 @@ std::vector<int64_t> split_ints(const std::string& s) {
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "gknn_join_bench: %s\nusage: gknn_join_bench [--points N] [--k LIST] [--dims LIST] [--dists unif,expo] "
-               "[--modes hybrid,cpu,gpu,round_robin,gpu+rings,hybrid+rings] [--t-sweep LIST|none] [--thread-sweep LIST] [--reps N] "
+               "[--modes hybrid,cpu,gpu,round_robin,gpu+rings[N],hybrid+rings[N]] [--t-sweep LIST|none] [--thread-sweep LIST] [--reps N] "
                "[--csv FILE] [--md FILE] [--data-dir DIR]\n",
                why);
   std::exit(2);
@@ -130,10 +130,14 @@ Row run(const HostMatrix<float>& points, const std::string& set, int64_t k, cons
   row.t = t;
   row.threads = threads;
   JoinParams params;
-  // "gpu+rings": the mode with queries growing outward in the kernel (JoinParams::rings = 0, beyond the seed).
+  // "gpu+rings": the mode with queries growing outward in the kernel (JoinParams::rings = 0, automatic, beyond the
+  // seed); "gpu+rings3": at most 3 rings.
   const size_t plus = mode.find("+rings");
   params.mode = parse_join_mode(mode.substr(0, plus));
-  if (plus != std::string::npos) params.rings = 0;
+  if (plus != std::string::npos) {
+    const std::string count = mode.substr(plus + 6);
+    params.rings = count.empty() ? 0 : std::stoi(count);
+  }
   params.threads_per_query = t;
   params.cpu_threads = threads;
   JoinReport report;
@@ -229,6 +233,12 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
   try {
     if (!a.data_dir.empty()) std::filesystem::create_directories(a.data_dir);  // for the peer's files
+    if (gpu) {  // warm-up: the CUDA context's creation (~170 ms on the H100) is not the first set's time
+      const HostMatrix<float> small = make_set("unif", 4096, 2);
+      JoinParams warm;
+      warm.mode = JoinMode::Gpu;
+      (void)knn_join(small.view(), 8, warm);
+    }
     for (const std::string& dist : a.dists)
       for (int64_t d : a.dims) {
         const std::string set = set_name(dist, d);

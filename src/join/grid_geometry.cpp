@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "gknn/error.hpp"
 
@@ -34,10 +35,17 @@ int max_rings(int rings, int dim) {
                 " cells per query, more than 2^31 - 1; use fewer rings (0 = automatic)");
     return rings;
   }
-  // Ring r enumerates its whole cube, (2r + 1)^d offsets: keep the sum over the rings within 20 000.
+  // Ring r enumerates its whole cube, (2r + 1)^d offsets: keep the sum over the rings within a budget of 20 000
+  // (GKNN_JOIN_RING_CELLS=N another, for issue 14's A/B on exponential sets, where the queries that fail enumerate
+  // all of it; read once).
+  static const double budget = [] {
+    const char* v = std::getenv("GKNN_JOIN_RING_CELLS");
+    const double set = v ? std::strtod(v, nullptr) : 0;
+    return set > 0 ? set : 20000.0;
+  }();
   int r = 1;
   double visited = std::pow(3.0, dim);
-  while (visited + std::pow(2.0 * (r + 1) + 1, dim) <= 20000) visited += std::pow(2.0 * (++r) + 1, dim);
+  while (visited + std::pow(2.0 * (r + 1) + 1, dim) <= budget) visited += std::pow(2.0 * (++r) + 1, dim);
   return r;
 }
 
