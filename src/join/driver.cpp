@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <future>
 #include <mutex>
@@ -72,6 +74,17 @@ int64_t cpu_batch(const Problem& problem, const Output& output, const KdTree& tr
   return static_cast<int64_t>(ids.size());
 }
 
+/// The side's growth per re-indexing of GPU-only mode beyond the seed: 2 (the cells' volume 2^d times larger), or
+/// the d-th root of GKNN_JOIN_GROWTH_VOLUME (issue 14's A/B: in 6-D a doubled side makes the next level's cells 64
+/// times fuller, and a query that needed a little more than the last side scans up to 64 times the points it needs).
+double growth_factor(int dim) {
+  static const double volume = [] {
+    const char* v = std::getenv("GKNN_JOIN_GROWTH_VOLUME");
+    return v ? std::strtod(v, nullptr) : 0.0;
+  }();
+  return volume > 1 ? std::pow(volume, 1.0 / dim) : 2.0;
+}
+
 /// The seed's epsilon growth (eps += eps_min / 2 when over 25% of a batch failed); after 16 such steps it doubles
 /// instead, so that a far outlier costs O(log) re-indexings in GPU-only mode rather than millions. In GPU-only mode
 /// beyond the seed (queries that may grow rings, JoinParams::rings != 1) the next batch is exactly the failed
@@ -79,8 +92,8 @@ int64_t cpu_batch(const Problem& problem, const Output& output, const KdTree& tr
 /// exponential set), so the next cells are rings / 2 (at least 2) times larger: a few re-indexings, not 19
 /// (EXPO2D, 10^7 points, K = 32, on the H100).
 /// Hybrid keeps the seed's growth: its later GPU batches still hold dense queries, which huge cells would slow.
-double grown_epsilon(double eps, double eps_min, int64_t reindexings, int rings, bool gpu_only_growing) {
-  if (gpu_only_growing) return eps * std::max(2.0, rings / 2.0);
+double grown_epsilon(double eps, double eps_min, int64_t reindexings, int rings, int dim, bool gpu_only_growing) {
+  if (gpu_only_growing) return eps * std::max(growth_factor(dim), rings / 2.0);
   return reindexings < 16 ? eps + 0.5 * eps_min : 2 * eps;
 }
 
@@ -114,14 +127,19 @@ void run_gpu(const Problem& problem, const JoinParams& params, GpuSide& gpu, Wor
     const bool growing = report.mode == JoinMode::Gpu && params.rings != 1;
     if (static_cast<int64_t>(failed.size()) * 4 > batch || (growing && !failed.empty())) {
       gpu.eps = grown_epsilon(gpu.eps, gpu.eps_min, report.reindexings, max_rings(params.rings, int(problem.dim())),
-                              growing);
+                              int(problem.dim()), growing);
       const GridGeometry geometry = make_geometry(gpu.box.lo, gpu.box.hi, int(problem.dim()), gpu.eps);
       gpu.searcher->build(geometry);
       report.epsilon_final = geometry.side;
       report.reindexings += 1;
     }
     queue.gpu_returned(failed, answered);
-    trace_mark("GPU batch done");
+    if (trace_on()) {
+      char what[160];
+      std::snprintf(what, sizeof what, "GPU batch done: %lld queries, %lld failed, side %.4g, %lld re-indexings",
+                    (long long)batch, (long long)failed.size(), gpu.eps, (long long)report.reindexings);
+      trace_mark(what);
+    }
     report_progress(params, queue.done(), queue.total());
   }
 }
