@@ -80,6 +80,23 @@ TEST(JoinGpu, GrowingRingsMatchTheOracle) {
   }
 }
 
+// GPU-only with growing rings hands its last failed queries (the far outlier here) to the exact brute force
+// (gknn::search on the device, each list re-ranked in float64): the rows equal the oracle's, ids and distances.
+TEST(JoinGpu, LastFailedQueriesGoToTheBruteForceExactly) {
+  const HostMatrix<float> points = outlier_points(2048, 3, 33);
+  const FloatView v = points.view();
+  for (Metric metric : {Metric::SquaredL2, Metric::L2}) {
+    JoinReport report;
+    JoinParams params = gpu_params(JoinMode::Gpu);
+    params.rings = 0;
+    params.metric = metric;
+    params.report = &report;
+    EXPECT_EQ(compare_join(knn_join(v, 6, params), join_oracle(v, v, 6, true, metric)), "") << to_string(metric);
+    EXPECT_EQ(report.brute_force_queries, 1);
+    EXPECT_EQ(report.gpu_queries + report.brute_force_queries, 2048);
+  }
+}
+
 // Sanitized: 800 points, t = 1, 4, 32 (a lane per query, a part of a warp, a whole warp; the six took initcheck past
 // 160 s, and 2000 points racecheck 107 s, 2026-11-25).
 TEST(JoinGpu, EveryThreadsPerQuery) {

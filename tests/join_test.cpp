@@ -221,6 +221,32 @@ TEST(JoinCpu, OutlierNeedsFewReindexingsInGpuOnlyMode) {
   EXPECT_LT(report.reindexings, 16 + 40);  // linear steps, then doubling up to the million-unit gap
 }
 
+// GPU-only beyond the seed: the last few failed queries (here the far outlier: 1 <= n / 1024) go to the exact brute
+// force instead of ever coarser grids, and come back exact (self-join: the query itself dropped by index; R ⋈ S:
+// nothing dropped), for both metrics.
+TEST(JoinCpu, GpuOnlyTailGoesToTheBruteForceExactly) {
+  const HostMatrix<float> points = outlier_points(2048, 3, 33);
+  const FloatView v = points.view();
+  for (Metric metric : {Metric::SquaredL2, Metric::L2}) {
+    JoinParams params;
+    params.rings = 0;
+    params.metric = metric;
+    JoinReport report;
+    const Result got = emulated_join(v, v, 6, true, JoinMode::Gpu, params, report);
+    EXPECT_EQ(compare_join(got, join_oracle(v, v, 6, true, metric)), "") << to_string(metric);
+    EXPECT_EQ(report.brute_force_queries, 1);
+    EXPECT_EQ(report.gpu_queries + report.brute_force_queries, 2048);
+    EXPECT_EQ(report.reindexings, 0);
+  }
+  const HostMatrix<float> base = random_matrix(2048, 3, 34);
+  JoinParams params;
+  params.rings = 0;
+  JoinReport report;
+  const Result got = emulated_join(base.view(), v, 5, false, JoinMode::Gpu, params, report);
+  EXPECT_EQ(compare_join(got, join_oracle(base.view(), v, 5, false)), "");
+  EXPECT_EQ(report.brute_force_queries, 1);
+}
+
 TEST(JoinCpu, MetricL2) {
   const HostMatrix<float> points = random_matrix(700, 3, 33);
   const FloatView v = points.view();

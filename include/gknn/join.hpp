@@ -75,7 +75,7 @@ struct JoinParams {
   int threads_per_query = 8;          ///< t: GPU threads sharing one query's candidates; 1, 2, 4, 8, 16 or 32
   int rings = 1;                      ///< rings of cells a GPU query may grow through before it fails: 1 = the
                                       ///< seed's 3^d cells; > 1 beyond the seed (fewer failed queries); 0 = auto
-                                      ///< (the most that keep the cells visited within 20 000)
+                                      ///< (the most that keep the cells visited within 800)
   double n_large = 0.4;               ///< first monolithic GPU batch, fraction of the points (halved each round)
   double n_small = 0.005;             ///< GPU batch after the monolithic rounds
   double n_cpu = 0.005;               ///< CPU batch

@@ -17,6 +17,8 @@
 
 #include "core/host_parallel.hpp"
 #include "gknn/error.hpp"
+#include "gknn/io.hpp"
+#include "gknn/search.hpp"
 #include "join/epsilon.hpp"
 #include "join/grid.hpp"
 #include "join/kdtree.hpp"
@@ -74,15 +76,19 @@ int64_t cpu_batch(const Problem& problem, const Output& output, const KdTree& tr
   return static_cast<int64_t>(ids.size());
 }
 
-/// The side's growth per re-indexing of GPU-only mode beyond the seed: 2 (the cells' volume 2^d times larger), or
-/// the d-th root of GKNN_JOIN_GROWTH_VOLUME (issue 14's A/B: in 6-D a doubled side makes the next level's cells 64
-/// times fuller, and a query that needed a little more than the last side scans up to 64 times the points it needs).
+/// The side's growth per re-indexing of GPU-only mode beyond the seed: 2 up to 4-D; from 5-D the cells' volume 8
+/// times larger (a side x 1.41 in 6-D), where a doubled side makes the next level's cells 64 times fuller and a
+/// query that needed a little more than the last side scans up to 64 times the points it needs. Measured on the
+/// H100 (10^7 points, K = 32, 2026-11-28, the ring budget at 800 cells): EXPO6D 6.96 s doubling, 5.77 s with x8
+/// volumes, 6.44 with x16, 7.08 with x4; EXPO4D 1.06 doubling, 1.12 with x8. GKNN_JOIN_GROWTH_VOLUME=V takes V
+/// for every dimension (read once), for such A/Bs.
 double growth_factor(int dim) {
   static const double volume = [] {
     const char* v = std::getenv("GKNN_JOIN_GROWTH_VOLUME");
     return v ? std::strtod(v, nullptr) : 0.0;
   }();
-  return volume > 1 ? std::pow(volume, 1.0 / dim) : 2.0;
+  if (volume > 1) return std::pow(volume, 1.0 / dim);
+  return dim <= 4 ? 2.0 : std::pow(8.0, 1.0 / dim);
 }
 
 /// The seed's epsilon growth (eps += eps_min / 2 when over 25% of a batch failed); after 16 such steps it doubles
@@ -104,7 +110,46 @@ struct GpuSide {
   double eps_min = 0;
 };
 
-void run_gpu(const Problem& problem, const JoinParams& params, GpuSide& gpu, WorkQueue& queue, JoinReport& report) {
+/// GPU-only mode beyond the seed hands its last failed queries to the exact brute force instead of another, coarser
+/// grid: when at most n / 1024 of them are left and they make at most 2^35 query-base pairs (3 436 queries at 10^7
+/// points). There the grid had become the wrong tool: a sparse outlier's cells at a coarse side take in the dense
+/// core, millions of points scanned by the 8 threads of one query, 121 queries on a GPU of 132 SMs (EXPO6D, 10^7
+/// points, K = 32, H100, 2026-11-28: the last three levels, 5 149 queries, took 2.8 of 5.8 s).
+bool brute_force_tail(const Problem& problem, int64_t failed) {
+  return failed > 0 && failed <= problem.base.rows / 1024 && double(failed) * double(problem.base.rows) <= 0x1p35;
+}
+
+/// The exact rows of `ids` by gknn::search (k + 1 for a self-join, the query itself then dropped by index), each
+/// list re-ranked in float64 (the join's exact distances, whatever precision the search computed in) before it is
+/// written: the search's set is exact in the total order, so the re-ranked list is the join's.
+void brute_force_rows(const Problem& problem, const Output& output, const JoinParams& params,
+                      const std::vector<int64_t>& ids) {
+  const int64_t dim = problem.dim(), rows = static_cast<int64_t>(ids.size());
+  HostMatrix<float> queries(rows, dim);
+  for (int64_t r = 0; r < rows; ++r)
+    std::copy_n(problem.queries.row(ids[size_t(r)]), dim, queries.row(r));
+  SearchParams search_params;
+  search_params.k = std::min(problem.k + (problem.self ? 1 : 0), problem.base.rows);
+  search_params.metric = Metric::SquaredL2;
+  search_params.device = params.device;
+  const Result all = search(problem.base, queries.view(), search_params);
+  std::vector<Candidate> list;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t q = ids[size_t(r)];
+    list.clear();
+    for (int64_t j = 0; j < all.k; ++j) {
+      const int64_t i = all.index(r, j);
+      if (i < 0 || i == problem.excluded(q)) continue;
+      list.emplace_back(squared_distance(problem.queries.row(q), problem.base.row(i), dim), i);
+    }
+    std::sort(list.begin(), list.end());
+    if (static_cast<int64_t>(list.size()) > problem.k) list.resize(size_t(problem.k));
+    output.write_row(problem, q, list);
+  }
+}
+
+void run_gpu(const Problem& problem, const Output& output, const JoinParams& params, GpuSide& gpu, WorkQueue& queue,
+             JoinReport& report) {
   for (;;) {
     std::vector<int64_t> failed;
     int64_t batch = 0;
@@ -125,6 +170,13 @@ void run_gpu(const Problem& problem, const JoinParams& params, GpuSide& gpu, Wor
     // the same grid and rings would fail again (the seed's 25% rule re-ran them once in vain: 2.26 M queries of
     // EXPO6D at 10^7 points, K = 32, 1.16 of its 11.1 s on the H100, 2026-11-28).
     const bool growing = report.mode == JoinMode::Gpu && params.rings != 1;
+    if (growing && brute_force_tail(problem, static_cast<int64_t>(failed.size()))) {
+      brute_force_rows(problem, output, params, failed);
+      report.brute_force_queries += static_cast<int64_t>(failed.size());
+      queue.gpu_returned({}, static_cast<int64_t>(batch));
+      trace_mark("GPU-only tail done by brute force");
+      continue;
+    }
     if (static_cast<int64_t>(failed.size()) * 4 > batch || (growing && !failed.empty())) {
       gpu.eps = grown_epsilon(gpu.eps, gpu.eps_min, report.reindexings, max_rings(params.rings, int(problem.dim())),
                               int(problem.dim()), growing);
@@ -273,7 +325,7 @@ void run_join(const Problem& problem, const Output& output, JoinMode mode, const
       gpu.searcher->build(geometry);  // made (the base uploaded) before epsilon, above
       report.index_ms = ms_since(phase);
       trace_mark("first grid built");
-      run_gpu(problem, params, gpu, queue, report);
+      run_gpu(problem, output, params, gpu, queue, report);
       trace_mark("GPU side done");
       const GpuStages stages = gpu.searcher->stages();
       report.gpu_kernel_ms = stages.kernel_ms;
