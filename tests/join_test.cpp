@@ -231,9 +231,12 @@ TEST(JoinCpu, GpuOnlyTailGoesToTheBruteForceExactly) {
     JoinParams params;
     params.rings = 0;
     params.metric = metric;
+    double last = -1;
+    params.progress = [&](double fraction) { last = fraction; };
     JoinReport report;
     const Result got = emulated_join(v, v, 6, true, JoinMode::Gpu, params, report);
     EXPECT_EQ(compare_join(got, join_oracle(v, v, 6, true, metric)), "") << to_string(metric);
+    EXPECT_EQ(last, 1.0);  // the brute force's rows are reported done too
     EXPECT_EQ(report.brute_force_queries, 1);
     EXPECT_EQ(report.gpu_queries + report.brute_force_queries, 2048);
     EXPECT_EQ(report.reindexings, 0);

@@ -175,6 +175,7 @@ void run_gpu(const Problem& problem, const Output& output, const JoinParams& par
       report.brute_force_queries += static_cast<int64_t>(failed.size());
       queue.gpu_returned({}, static_cast<int64_t>(batch));
       trace_mark("GPU-only tail done by brute force");
+      report_progress(params, queue.done(), queue.total());
       continue;
     }
     if (static_cast<int64_t>(failed.size()) * 4 > batch || (growing && !failed.empty())) {
