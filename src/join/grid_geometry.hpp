@@ -75,7 +75,7 @@ struct GridGeometry {
 };
 
 /// How many rings a query may grow before it fails: `rings` when > 0; 0 = as many as keep the cells enumerated
-/// over all rings within 20 000 (1-D: 140, 2-D: 23, 3-D: 9, 4-D: 4, 5/6-D: 2, 7/8-D: 1).
+/// over all rings within 800 (1-D: 27, 2-D: 7, 3-D: 3, 4-D: 2, 5- to 8-D: 1; GKNN_JOIN_RING_CELLS another budget).
 int max_rings(int rings, int dim);
 
 /// The grid of side >= eps over [lo, hi]: sides grow where needed so that no dimension has more than
