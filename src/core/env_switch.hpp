@@ -20,4 +20,12 @@ inline bool env_switch_off(const char* name) {
   return v && std::string_view(v) == "0";
 }
 
+/// A measurement knob's number (GKNN_JOIN_RING_CELLS=800): its value where the variable holds a positive number,
+/// else `fallback` (unset, empty, 0, negative or not a number).
+inline double env_positive(const char* name, double fallback) {
+  const char* v = std::getenv(name);
+  const double set = v ? std::strtod(v, nullptr) : 0.0;
+  return set > 0 ? set : fallback;
+}
+
 }  // namespace gknn::detail

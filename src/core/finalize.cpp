@@ -1,7 +1,6 @@
 #include "core/finalize.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <new>
@@ -13,6 +12,7 @@
 #include <sys/mman.h>
 #endif
 
+#include "core/env_switch.hpp"
 #include "core/host_parallel.hpp"
 #include "core/keys.hpp"
 #include "gknn/error.hpp"
@@ -123,10 +123,8 @@ namespace {
 size_t population_threads() {
   static const size_t threads = [] {
     const size_t hardware = std::max(1u, std::thread::hardware_concurrency());
-    const char* v = std::getenv("GKNN_POPULATE_THREADS");
-    const long set = v ? std::strtol(v, nullptr, 10) : 0;
-    if (set > 0) return std::min<size_t>(size_t(set), 64);
-    return std::min<size_t>(8, std::max<size_t>(1, hardware / 2));
+    const size_t fallback = std::min<size_t>(8, std::max<size_t>(1, hardware / 2));
+    return std::clamp<size_t>(size_t(env_positive("GKNN_POPULATE_THREADS", double(fallback))), 1, 64);
   }();
   return threads;
 }

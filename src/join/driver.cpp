@@ -4,7 +4,6 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <exception>
 #include <future>
 #include <mutex>
@@ -15,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/env_switch.hpp"
 #include "core/host_parallel.hpp"
 #include "gknn/error.hpp"
 #include "gknn/io.hpp"
@@ -83,10 +83,7 @@ int64_t cpu_batch(const Problem& problem, const Output& output, const KdTree& tr
 /// volumes, 6.44 with x16, 7.08 with x4; EXPO4D 1.06 doubling, 1.12 with x8. GKNN_JOIN_GROWTH_VOLUME=V takes V
 /// for every dimension (read once), for such A/Bs.
 double growth_factor(int dim) {
-  static const double volume = [] {
-    const char* v = std::getenv("GKNN_JOIN_GROWTH_VOLUME");
-    return v ? std::strtod(v, nullptr) : 0.0;
-  }();
+  static const double volume = env_positive("GKNN_JOIN_GROWTH_VOLUME", 0.0);
   if (volume > 1) return std::pow(volume, 1.0 / dim);
   return dim <= 4 ? 2.0 : std::pow(8.0, 1.0 / dim);
 }

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 
+#include "core/env_switch.hpp"
 #include "gknn/error.hpp"
 
 namespace gknn::detail::join {
@@ -40,11 +40,7 @@ int max_rings(int rings, int dim) {
   // 10^7 points, K = 32 on the H100 (2026-11-28), EXPO4D 3.31 s with a budget of 20 000 (4 rings), 1.04 with 800;
   // EXPO6D 9.88 -> 6.96; EXPO2D 0.58 -> 0.51 (budget 100); the uniform sets, which fail nowhere, unchanged.
   // GKNN_JOIN_RING_CELLS=N another budget (read once), for such A/Bs.
-  static const double budget = [] {
-    const char* v = std::getenv("GKNN_JOIN_RING_CELLS");
-    const double set = v ? std::strtod(v, nullptr) : 0;
-    return set > 0 ? set : 800.0;
-  }();
+  static const double budget = env_positive("GKNN_JOIN_RING_CELLS", 800.0);
   int r = 1;
   double visited = std::pow(3.0, dim);
   while (visited + std::pow(2.0 * (r + 1) + 1, dim) <= budget) visited += std::pow(2.0 * (++r) + 1, dim);

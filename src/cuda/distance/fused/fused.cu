@@ -945,10 +945,7 @@ int row_bytes_for(int64_t dim, Elem e) {
 /// GKNN_FUSED_SPLITS=N (N >= 1): N splits wherever split_count() plans, within its limit of rows a split; to measure
 /// the plan's cost model against other counts (0 or unset: the plan).
 int64_t forced_split_count() {
-  static const int64_t forced = [] {
-    const char* v = std::getenv("GKNN_FUSED_SPLITS");
-    return v ? std::max<int64_t>(0, std::atoll(v)) : int64_t(0);
-  }();
+  static const int64_t forced = static_cast<int64_t>(detail::env_positive("GKNN_FUSED_SPLITS", 0.0));
   return forced;
 }
 
