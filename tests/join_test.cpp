@@ -17,6 +17,7 @@
 #include "join/kdtree.hpp"
 #include "join/work_queue.hpp"
 #include "join_common.hpp"
+#include "plan/join_plan.hpp"
 #include "testing/expect_error.hpp"
 
 namespace gknn::testing {
@@ -38,7 +39,11 @@ Result emulated_join(FloatView base, FloatView queries, int64_t k, bool self, Jo
   result.indices.assign(size_t(result.rows * k), -7);
   const Problem problem{base, queries, k, self, params.metric};
   const Output output{&result, {}};  // allocated above: nothing to wait for
-  detail::join::run_join(problem, output, mode, params, [&] { return make_host_searcher(problem, output, detail::join::max_rings(params.rings, int(base.cols))); }, report);
+  JoinParams resolved = params;  // as knn_join resolves them: an explicit mode's default is the seed's one ring
+  if (resolved.rings < 0) resolved.rings = 1;
+  detail::join::run_join(problem, output, mode, resolved, [&] {
+    return make_host_searcher(problem, output, detail::join::max_rings(resolved.rings, int(base.cols)));
+  }, report);
   return result;
 }
 
@@ -163,6 +168,35 @@ TEST(JoinCpu, EveryModeMatchesTheOracle) {
       if (mode == JoinMode::Gpu) {
         EXPECT_EQ(report.cpu_queries, 0) << c.name;
       }
+    }
+  }
+}
+
+// The kd-tree is a forest of median-cut parts: every point's list, searched part by part with the box test between
+// them, equals the oracle's whatever the cut (ties and duplicates across the parts' borders included).
+TEST(JoinCpu, KdTreeForestMatchesTheOracleForEveryPartCount) {
+  if (!have_kdtree()) GTEST_SKIP() << "no kd-tree in this build (nanoflann)";
+  for (const JoinCase& c : join_cases()) {
+    const FloatView v = c.points.view();
+    const Result want = join_oracle(v, v, c.k, true);
+    for (int parts : {1, 2, 8, 64}) {
+      const KdTree tree(v, parts);
+      Result got;
+      got.rows = v.rows;
+      got.k = c.k;
+      got.indices.resize(size_t(v.rows * c.k));
+      got.distances.resize(size_t(v.rows * c.k));
+      for (int64_t i = 0; i < v.rows; ++i) {
+        detail::join::BoundedNeighbours best(c.k);
+        tree.search(v.row(i), i, best);
+        const std::vector<detail::join::Candidate> sorted = best.sorted();
+        ASSERT_EQ(int64_t(sorted.size()), c.k) << c.name << " parts " << parts << " row " << i;
+        for (int64_t j = 0; j < c.k; ++j) {
+          got.indices[size_t(i * c.k + j)] = sorted[size_t(j)].second;
+          got.distances[size_t(i * c.k + j)] = float(sorted[size_t(j)].first);
+        }
+      }
+      EXPECT_EQ(compare_join(got, want), "") << c.name << " parts " << parts;
     }
   }
 }
@@ -527,7 +561,7 @@ TEST(JoinCpu, Errors) {
   p.metric = Metric::Cosine;
   expect_error([&] { knn_join(points.view(), 3, p); }, ErrorCode::InvalidArgument, {"metric"});
   p = {};
-  p.rings = -1;
+  p.rings = -2;
   expect_error([&] { knn_join(points.view(), 3, p); }, ErrorCode::InvalidArgument, {"rings"});
   if (have_kdtree()) {  // the mode is resolved (and refused without the tree) before the rings are checked
     p.rings = 64;        // (2 * 64 + 1)^8 cells per query: the enumeration's 32-bit offsets would wrap
@@ -548,6 +582,85 @@ TEST(JoinCpu, Errors) {
   }
   expect_error([&] { parse_join_mode("fast"); }, ErrorCode::InvalidArgument, {"fast", "hybrid"});
   EXPECT_EQ(parse_join_mode("round-robin"), JoinMode::RoundRobin);
+}
+
+// The join's measured plan (src/plan/join_plan_table.csv): the built-in table parses; a row serves its device, its
+// dimension and n, k within 4x, the nearest winning; malformed tables are refused naming their line.
+TEST(JoinPlan, BuiltInTableParsesAndNamesRunnableModes) {
+  const detail::plan::JoinTable& table = detail::plan::active_join_table();
+  EXPECT_FALSE(table.rows.empty()) << table.source;
+  for (const detail::plan::JoinRow& r : table.rows) {
+    EXPECT_NE(r.mode, JoinMode::Auto) << "line " << r.line;
+    EXPECT_GE(r.rings, 0) << "line " << r.line;
+    EXPECT_GE(r.d, 1) << "line " << r.line;
+    EXPECT_LE(r.d, kJoinMaxGridDim) << "line " << r.line;
+  }
+}
+
+TEST(JoinPlan, NearestRowOfTheDeviceDimensionSizeAndK) {
+  const std::string text =
+      "# comment\n"
+      "device,n,d,k,mode,rings,seconds\n"
+      "H200,1000000,2,32,gpu,0,0.1\n"
+      "H200,100000,2,32,hybrid,1,0.05\n"
+      "H200,1000000,3,32,cpu,1,2\n"
+      "H100,1000000,2,32,gpu,3,0.2\n";
+  const detail::plan::JoinTable t = detail::plan::parse_join_table(text, "test table");
+  ASSERT_EQ(t.rows.size(), 4u);
+  using detail::plan::nearest_join;
+  const detail::plan::JoinRow* r = nearest_join(t, "NVIDIA H200", 900000, 2, 40);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->mode, JoinMode::Gpu);
+  EXPECT_EQ(r->rings, 0);
+  EXPECT_EQ(r->line, 3);
+  r = nearest_join(t, "NVIDIA H200", 120000, 2, 32);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->mode, JoinMode::Hybrid);
+  r = nearest_join(t, "NVIDIA H100 80GB HBM3", 1000000, 2, 32);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->rings, 3);
+  EXPECT_EQ(nearest_join(t, "NVIDIA H200", 1000000, 4, 32), nullptr);      // no row of that dimension
+  EXPECT_EQ(nearest_join(t, "NVIDIA H200", 100000000, 2, 32), nullptr);    // 100x the nearest n
+  EXPECT_EQ(nearest_join(t, "NVIDIA H200", 1000000, 2, 1000), nullptr);    // k 31x
+  EXPECT_EQ(nearest_join(t, "NVIDIA A100", 1000000, 2, 32), nullptr);      // another device
+  EXPECT_NE(detail::plan::describe_join(t.rows.front(), t).find("test table line 3"), std::string::npos);
+  // A row written by format_join_row reads back as itself.
+  const std::string again = std::string(detail::plan::kJoinHeader) + "\n" + detail::plan::format_join_row(t.rows[1]);
+  const detail::plan::JoinTable back = detail::plan::parse_join_table(again, "again");
+  ASSERT_EQ(back.rows.size(), 1u);
+  EXPECT_EQ(back.rows[0].mode, JoinMode::Hybrid);
+  EXPECT_EQ(back.rows[0].n, 100000);
+  EXPECT_DOUBLE_EQ(back.rows[0].seconds, 0.05);
+}
+
+TEST(JoinPlan, MalformedTablesAreRefusedNamingTheLine) {
+  using detail::plan::parse_join_table;
+  const std::string header = "device,n,d,k,mode,rings,seconds\n";
+  expect_error([&] { parse_join_table("device,n,d,k,mode\n", "t"); }, ErrorCode::Format, {"t line 1", "header"});
+  expect_error([&] { parse_join_table(header + "H200,10,2,4,auto,0,1\n", "t"); }, ErrorCode::Format,
+               {"t line 2", "not auto"});
+  expect_error([&] { parse_join_table(header + "H200,10,2,4,fast,0,1\n", "t"); }, ErrorCode::Format,
+               {"t line 2", "fast"});
+  expect_error([&] { parse_join_table(header + "H200,10,2,4,gpu,-1,1\n", "t"); }, ErrorCode::Format,
+               {"t line 2", "rings"});
+  expect_error([&] { parse_join_table(header + "H200,10,2,gpu,0,1\n", "t"); }, ErrorCode::Format,
+               {"t line 2", "7 comma-separated"});
+  expect_error([&] { parse_join_table(header + "H200,ten,2,4,gpu,0,1\n", "t"); }, ErrorCode::Format,
+               {"t line 2", "n 'ten'"});
+  expect_error([&] { parse_join_table(header + "H200,10,0,4,gpu,0,1\n", "t"); }, ErrorCode::Format,
+               {"t line 2", "positive"});
+}
+
+// Auto without a device is the CPU mode; with one, the note names the plan's row or the rule (join_gpu_test).
+TEST(JoinPlan, AutoWithoutADeviceRunsTheCpuMode) {
+  if (backend_available(Backend::Cuda) || !have_kdtree()) GTEST_SKIP() << "a device is visible, or no kd-tree";
+  const HostMatrix<float> points = random_matrix(400, 2, 91);
+  JoinParams params;
+  JoinReport report;
+  params.report = &report;
+  const Result got = knn_join(points.view(), 6, params);
+  EXPECT_EQ(report.mode, JoinMode::Cpu);
+  EXPECT_EQ(compare_join(got, join_oracle(points.view(), points.view(), 6, true)), "");
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // bench_join.cpp: the kNN self-join on the seed's data sets (UNIF/EXPO, 2/4/6-D, K = 32): every mode, the t sweep
 // of its Table 7, optionally time vs K and CPU-thread scaling; checks that every mode returns identical ids and
-// writes a CSV and a markdown table (with the seed's Table 6 beside). bench/join/ckdtree_peer.py times scipy's
+// writes a CSV and a markdown table (with the seed's Table 6 beside), and with --plan-out the join's plan table
+// (src/plan/join_plan_table.csv: the mode Auto takes for each measured n, d, k). bench/join/ckdtree_peer.py times scipy's
 // cKDTree on the same files (--data-dir), bench/join/plot.py draws the PNGs.
 #include <algorithm>
 #include <chrono>
@@ -11,6 +12,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gknn/generate.hpp"
@@ -18,6 +20,7 @@
 #include "gknn/io.hpp"
 #include "gknn/join.hpp"
 #include "gknn/search.hpp"
+#include "plan/join_plan.hpp"
 
 namespace {
 
@@ -35,6 +38,7 @@ struct Args {
   std::string csv = "bench/results/join.csv";
   std::string md = "bench/results/join.md";
   std::string data_dir;
+  std::string plan_out;  ///< the join plan table's rows from the mode rows measured (empty: none written)
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -54,7 +58,7 @@ std::vector<int64_t> split_ints(const std::string& s) {
   std::fprintf(stderr,
                "gknn_join_bench: %s\nusage: gknn_join_bench [--points N] [--k LIST] [--dims LIST] [--dists unif,expo] "
                "[--modes hybrid,cpu,gpu,round_robin,gpu+rings[N],hybrid+rings[N]] [--t-sweep LIST|none] [--thread-sweep LIST] [--reps N] "
-               "[--csv FILE] [--md FILE] [--data-dir DIR]\n",
+               "[--csv FILE] [--md FILE] [--data-dir DIR] [--plan-out FILE]\n",
                why);
   std::exit(2);
 }
@@ -76,6 +80,7 @@ Args parse(int argc, char** argv) {
     else if (s == "--csv") a.csv = v;
     else if (s == "--md") a.md = v;
     else if (s == "--data-dir") a.data_dir = v;
+    else if (s == "--plan-out") a.plan_out = v;
     else usage(("unknown option " + s).c_str());
   }
   return a;
@@ -119,6 +124,18 @@ HostMatrix<float> make_set(const std::string& dist, int64_t n, int64_t d) {
   return generate(n, d, p);
 }
 
+/// A mode row's name as the plan's mode and rings: "gpu" (the seed's one ring), "gpu+rings" (automatic rings, 0),
+/// "gpu+rings3" (at most 3), "auto" (Auto's own choice).
+detail::plan::JoinRow plan_row_of(const std::string& name) {
+  detail::plan::JoinRow row;
+  const size_t plus = name.find("+rings");
+  row.mode = parse_join_mode(name.substr(0, plus));
+  const bool suffix = plus != std::string::npos;
+  // Without the suffix, an explicit mode runs the seed's one ring and auto the plan's own (-1: the default).
+  row.rings = suffix ? (name.size() == plus + 6 ? 0 : std::stoi(name.substr(plus + 6))) : row.mode == JoinMode::Auto ? -1 : 1;
+  return row;
+}
+
 Row run(const HostMatrix<float>& points, const std::string& set, int64_t k, const std::string& mode, int t, int threads,
         int reps, Result* result) {
   Row row;
@@ -132,12 +149,9 @@ Row run(const HostMatrix<float>& points, const std::string& set, int64_t k, cons
   JoinParams params;
   // "gpu+rings": the mode with queries growing outward in the kernel (JoinParams::rings = 0, automatic, beyond the
   // seed); "gpu+rings3": at most 3 rings.
-  const size_t plus = mode.find("+rings");
-  params.mode = parse_join_mode(mode.substr(0, plus));
-  if (plus != std::string::npos) {
-    const std::string count = mode.substr(plus + 6);
-    params.rings = count.empty() ? 0 : std::stoi(count);
-  }
+  const detail::plan::JoinRow plan = plan_row_of(mode);
+  params.mode = plan.mode;
+  params.rings = plan.rings;
   params.threads_per_query = t;
   params.cpu_threads = threads;
   JoinReport report;
@@ -220,6 +234,48 @@ void write_md(const std::string& path, const Args& a, const std::vector<Row>& ro
   }
 }
 
+/// The join plan table: for each measured (n, d, k), the mode whose worst ratio to the fastest mode of each set
+/// (UNIF and EXPO of that n, d, k) is smallest, with its mean time over the sets. Only the mode rows (t = 8, all
+/// CPU threads) count; a mode missing on one of the sets does not.
+void write_plan(const std::string& path, const std::vector<Row>& rows) {
+  const std::vector<DeviceInfo> devices = cuda_devices();
+  const std::string device = devices.empty() ? "cpu" : devices.front().name;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, std::map<std::string, std::map<std::string, double>>> cells;
+  for (const Row& r : rows)
+    if (r.t == 8 && r.threads == 0 && plan_row_of(r.mode).mode != JoinMode::Auto)
+      cells[{r.n, r.d, r.k}][r.mode][r.set] = r.seconds;
+  std::ofstream out(path);
+  out << "# gknn's measured join plan: for each (n, d, k) measured by `gknn_join_bench --plan-out` on the seed's\n"
+         "# UNIF and EXPO sets, the mode (and GPU rings: 0 automatic, 1 the seed's) with the smallest worst ratio to\n"
+         "# each set's fastest mode; seconds: its mean time over the sets. The join's Auto takes the row of its device\n"
+         "# (a substring of the CUDA name), the same d, n and k within 4x (docs/join.md); other devices' rows are\n"
+         "# kept by hand (concatenate the files).\n"
+      << detail::plan::kJoinHeader << '\n';
+  for (const auto& [cell, modes] : cells) {
+    std::map<std::string, double> fastest;  // per set
+    for (const auto& [mode, sets] : modes)
+      for (const auto& [set, seconds] : sets)
+        fastest[set] = fastest.count(set) ? std::min(fastest[set], seconds) : seconds;
+    std::string chosen;
+    double chosen_worst = 0, chosen_mean = 0;
+    for (const auto& [mode, sets] : modes) {
+      if (sets.size() != fastest.size()) continue;
+      double worst = 0, sum = 0;
+      for (const auto& [set, seconds] : sets) {
+        worst = std::max(worst, seconds / fastest[set]);
+        sum += seconds;
+      }
+      if (chosen.empty() || worst < chosen_worst) chosen = mode, chosen_worst = worst, chosen_mean = sum / double(sets.size());
+    }
+    if (chosen.empty()) continue;
+    detail::plan::JoinRow row = plan_row_of(chosen);
+    row.device = device;
+    std::tie(row.n, row.d, row.k) = cell;
+    row.seconds = chosen_mean;
+    out << detail::plan::format_join_row(row) << '\n';
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -281,6 +337,10 @@ int main(int argc, char** argv) {
   write_csv(a.csv, rows);
   write_md(a.md, a, rows);
   std::printf("wrote %s and %s\n", a.csv.c_str(), a.md.c_str());
+  if (!a.plan_out.empty()) {
+    write_plan(a.plan_out, rows);
+    std::printf("wrote the join plan table %s\n", a.plan_out.c_str());
+  }
   for (const Row& r : rows)
     if (!r.ids_match) return 1;
   return 0;

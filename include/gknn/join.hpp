@@ -18,7 +18,8 @@
 namespace gknn {
 
 enum class JoinMode {
-  Auto,        ///< Hybrid when a CUDA device is visible (Gpu in a build without the kd-tree), else Cpu
+  Auto,        ///< with a CUDA device: the measured plan's mode for this device, n, d and k (JoinReport::note says
+               ///< which row), else GPU only with growing rings; without a device: Cpu
   Hybrid,      ///< GPU driver thread (grid range queries) + CPU worker threads (kd-tree), sharing one work queue
   Cpu,         ///< CPU worker threads (kd-tree) drawing batches from the work queue (the seed's CPU-ONLY)
   Gpu,         ///< GPU only: monolithic batches of every unfinished point until all have their k (GPU-ONLY)
@@ -73,9 +74,10 @@ struct JoinParams {
   JoinMode mode = JoinMode::Auto;
   double epsilon = 0;                 ///< > 0: initial epsilon (skips the sampling); 0 = chosen by sampling
   int threads_per_query = 8;          ///< t: GPU threads sharing one query's candidates; 1, 2, 4, 8, 16 or 32
-  int rings = 1;                      ///< rings of cells a GPU query may grow through before it fails: 1 = the
+  int rings = -1;                     ///< rings of cells a GPU query may grow through before it fails: 1 = the
                                       ///< seed's 3^d cells; > 1 beyond the seed (fewer failed queries); 0 = auto
-                                      ///< (the most that keep the cells visited within 800)
+                                      ///< (the most that keep the cells visited within 800); -1 = the mode's
+                                      ///< default: 1 for an explicit mode, the plan's choice for Auto
   double n_large = 0.4;               ///< first monolithic GPU batch, fraction of the points (halved each round)
   double n_small = 0.005;             ///< GPU batch after the monolithic rounds
   double n_cpu = 0.005;               ///< CPU batch

@@ -29,6 +29,7 @@ GridGeometry make_geometry(const double* lo, const double* hi, int dim, double e
 }
 
 int max_rings(int rings, int dim) {
+  GKNN_EXPECT(rings >= 0, ErrorCode::Internal, "max_rings: rings ", rings, " not resolved (knn_join resolves -1)");
   if (rings > 0) {
     GKNN_EXPECT(std::pow(2.0 * rings + 1, dim) < 2147483647.0, ErrorCode::InvalidArgument, "knn_join: rings = ", rings,
                 " in ", dim, " dimensions would visit (2 rings + 1)^", dim, " = ", std::pow(2.0 * rings + 1, dim),

@@ -5,17 +5,22 @@
 #include <chrono>
 #include <future>
 #include <limits>
+#include <map>
+#include <mutex>
+#include <string>
 #include <thread>
 
 #include "core/finalize.hpp"
 #include "core/progress.hpp"
 #include "core/validate.hpp"
 #include "gknn/error.hpp"
+#include "gknn/info.hpp"
 #include "gknn/search.hpp"
 #include "join/driver.hpp"
 #include "join/grid_geometry.hpp"
 #include "join/kdtree.hpp"
 #include "join/trace.hpp"
+#include "plan/join_plan.hpp"
 
 namespace gknn {
 namespace {
@@ -31,8 +36,8 @@ void detail::join::validate_params(const JoinParams& params) {
   const int t = params.threads_per_query;
   GKNN_EXPECT(t >= 1 && t <= 32 && (t & (t - 1)) == 0, ErrorCode::InvalidArgument,
               "knn_join: threads_per_query must be 1, 2, 4, 8, 16 or 32 (got ", t, ")");
-  GKNN_EXPECT(params.rings >= 0 && params.rings <= 64, ErrorCode::InvalidArgument,
-              "knn_join: rings must be in [0, 64] (0 = automatic; got ", params.rings, ")");
+  GKNN_EXPECT(params.rings >= -1 && params.rings <= 64, ErrorCode::InvalidArgument,
+              "knn_join: rings must be in [0, 64] (0 = automatic) or -1 (the mode's default; got ", params.rings, ")");
   GKNN_EXPECT(params.epsilon >= 0 && std::isfinite(params.epsilon), ErrorCode::InvalidArgument,
               "knn_join: epsilon must be >= 0 and finite (0 = chosen by sampling; got ", params.epsilon, ")");
   const auto fraction = [](double v, const char* name) {
@@ -53,12 +58,57 @@ bool needs_kdtree(JoinMode mode) {
   return mode == JoinMode::Cpu || mode == JoinMode::Hybrid || mode == JoinMode::RoundRobin;
 }
 
+/// The mode that runs and its rings.
+struct Choice {
+  JoinMode mode = JoinMode::Auto;
+  int rings = 1;
+};
+
+/// The CUDA device's name (for the plan's rows), read once per ordinal.
+std::string device_name(int ordinal) {
+  static std::mutex mutex;
+  static std::map<int, std::string> names;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!names.count(ordinal)) {
+    names[ordinal] = "";
+    for (const DeviceInfo& d : cuda_devices())
+      if (d.ordinal == ordinal) names[ordinal] = d.name;
+  }
+  return names[ordinal];
+}
+
+/// Auto with a device: the measured plan's row for this device, n, d and k, else the rule: GPU only with growing
+/// rings, the fastest mode on every set measured (the seed's UNIF/EXPO 2-6-D sets, 10^4-10^7 points, k 4-128; H200,
+/// 2026-11-28: hybrid took 5-19 s at 10^7 where GPU only took 0.28-3.05 s). A row asking for the kd-tree in a build
+/// without it gives way to the rule.
+Choice plan_auto(const Problem& problem, const JoinParams& params, bool tree, JoinReport& report) {
+  namespace plan = detail::plan;
+  const plan::JoinTable& table = plan::active_join_table();
+  const std::string device = device_name(params.device);
+  const plan::JoinRow* row = plan::nearest_join(table, device, problem.queries.rows, problem.dim(), problem.k);
+  const std::string no_tree = tree ? "" : std::string("; this build has no CPU kd-tree (") +
+                                              detail::join::KdTree::kPackage + " was not found at configure time)";
+  if (row && (tree || !needs_kdtree(row->mode))) {
+    report.note = "mode auto: " + to_string(row->mode) + " with " +
+                  (row->rings == 0 ? std::string("automatic rings") : std::to_string(row->rings) + " ring(s)") + ", " +
+                  plan::describe_join(*row, table) + no_tree;
+    return {row->mode, row->rings};
+  }
+  report.note = "mode auto: gpu with automatic rings (the rule: " +
+                (row ? "the measured " + to_string(row->mode) + " needs the kd-tree"
+                     : "no measured row for " + device + " at n=" + std::to_string(problem.queries.rows) +
+                           ", d=" + std::to_string(problem.dim()) + ", k=" + std::to_string(problem.k)) +
+                "; GPU only was the fastest mode wherever measured)" + no_tree;
+  return {JoinMode::Gpu, 0};
+}
+
 /// The mode that runs. `tree_needed`: the CPU side would search a kd-tree (false for d > 8, which runs the brute
 /// force, and for R ⋈ S with k > base rows, which scans a base smaller than k). A build without nanoflann has no
-/// kd-tree: Auto then takes the GPU alone when there is a device, and a mode that needs the tree is refused, not
-/// answered by an O(n) scan per query.
-JoinMode resolve_mode(JoinMode mode, bool tree_needed, JoinReport& report) {
+/// kd-tree: a mode that needs the tree is refused, not answered by an O(n) scan per query. The rings: the user's,
+/// else the plan's for Auto, else the seed's one ring.
+Choice resolve_mode(const Problem& problem, const JoinParams& params, bool tree_needed, JoinReport& report) {
   using detail::join::KdTree;
+  const JoinMode mode = params.mode;
   const bool gpu = backend_available(Backend::Cuda);
   const bool tree = !tree_needed || KdTree::available();
   const auto refuse = [&](JoinMode m) {
@@ -69,18 +119,20 @@ JoinMode resolve_mode(JoinMode mode, bool tree_needed, JoinReport& report) {
                  "rebuild)",
                  gpu ? "; mode gpu runs without it" : "");
   };
+  const auto with_rings = [&](Choice c) {
+    if (params.rings >= 0) c.rings = params.rings;
+    return c;
+  };
   if (mode == JoinMode::Auto) {
     if (!gpu && !tree) refuse(mode);
-    if (gpu && !tree)
-      report.note = std::string("mode auto: GPU only, since this build has no CPU kd-tree (") + KdTree::kPackage +
-                    " was not found at configure time)";
-    return gpu ? (tree ? JoinMode::Hybrid : JoinMode::Gpu) : JoinMode::Cpu;
+    if (!gpu) return with_rings({JoinMode::Cpu, 1});
+    return with_rings(plan_auto(problem, params, tree, report));
   }
   GKNN_EXPECT(gpu || (mode != JoinMode::Hybrid && mode != JoinMode::Gpu), ErrorCode::Unsupported, "knn_join: mode ",
               to_string(mode), " needs a CUDA device, and none is available",
               KdTree::available() ? " (use mode cpu)" : "");
   if (needs_kdtree(mode) && !tree) refuse(mode);
-  return mode;
+  return with_rings({mode, 1});
 }
 
 /// d > 8: the exact brute force of gknn::search, k + 1 neighbours for a self-join with the point itself removed.
@@ -111,7 +163,11 @@ Result run_join(const Problem& problem, const JoinParams& params) {
   JoinReport& report = params.report ? *params.report : local;
   report = JoinReport{};
   const bool small_base = !problem.self && problem.k > problem.base.rows;
-  JoinMode mode = resolve_mode(params.mode, problem.dim() <= kJoinMaxGridDim && !small_base, report);
+  const Choice choice = resolve_mode(problem, params, problem.dim() <= kJoinMaxGridDim && !small_base, report);
+  JoinMode mode = choice.mode;
+  // What the driver and the searchers read: the mode and rings chosen.
+  JoinParams chosen = params;
+  chosen.rings = choice.rings;
   if (small_base) {
     // No query can hold k certain grid candidates: the CPU side answers (every base row is in every answer) and
     // pads like gknn::search.
@@ -119,8 +175,9 @@ Result run_join(const Problem& problem, const JoinParams& params) {
     report.note = "k > base rows: CPU search of the whole base, rows padded with -1";
   }
   report.mode = mode;
-  if (problem.dim() > kJoinMaxGridDim) return brute_force(problem, params, report);
-  const int rings = detail::join::max_rings(params.rings, int(problem.dim()));  // refuses absurd ones in every mode
+  chosen.mode = mode;
+  if (problem.dim() > kJoinMaxGridDim) return brute_force(problem, chosen, report);
+  const int rings = detail::join::max_rings(chosen.rings, int(problem.dim()));  // refuses absurd ones in every mode
   // Left uninitialised (every row is written exactly once, padding included), its pages populated in parallel:
   // value-initialising a 10^7 x 16 result (1.9 GB) was a single-threaded pass over it before the join (0.7 s on
   // the 2-core development machine, 3.4 s there on memory touched for the first time). The allocation runs on a
@@ -167,7 +224,7 @@ Result run_join(const Problem& problem, const JoinParams& params) {
     start_allocation();
     return searcher;
   };
-  detail::join::run_join(problem, output, mode, params, make_searcher, report);
+  detail::join::run_join(problem, output, mode, chosen, make_searcher, report);
   detail::join::trace_mark("driver returned (GPU side torn down)");
   start_allocation();  // a join that made no searcher (none needed) still returns an allocated result
   output.wait_ready();  // a join with nothing to write (no query rows) still returns an allocated result

@@ -1,4 +1,5 @@
-// kdtree.hpp: exact k-nearest search over the base with nanoflann's kd-tree (the CPU side of the join).
+// kdtree.hpp: exact k-nearest search over the base with nanoflann's kd-trees (the CPU side of the join), one per
+// spatial part of the base, the parts' trees built in parallel.
 //
 // nanoflann is header-only (Debian libnanoflann-dev) and optional at build time, so that a GPU host without the
 // package still builds the GPU join. A build without it has no kd-tree: knn_join refuses the modes that need one
@@ -17,7 +18,9 @@ namespace gknn::detail::join {
 
 class KdTree {
  public:
-  explicit KdTree(FloatView base);
+  /// `parts` > 0 forces that many parts (rounded down to a power of two, at most 64 and one per row: the tests'
+  /// way to cut small sets); 0 picks them: one per core, each of at least 2^15 rows.
+  explicit KdTree(FloatView base, int parts = 0);
   ~KdTree();
   KdTree(const KdTree&) = delete;
   KdTree& operator=(const KdTree&) = delete;
@@ -35,7 +38,7 @@ class KdTree {
   /// The package that provides the kd-tree, for error messages.
   static constexpr const char* kPackage = "nanoflann (nanoflann.hpp; Debian/Ubuntu: libnanoflann-dev)";
 
-  struct Impl;  ///< one nanoflann tree per dimension 1..8 (kdtree.cpp); without nanoflann an exhaustive scan
+  struct Impl;  ///< a forest of nanoflann trees over median-cut parts (kdtree.cpp); without nanoflann a scan
 
  private:
   std::unique_ptr<Impl> impl_;

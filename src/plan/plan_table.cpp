@@ -1,15 +1,11 @@
 // plan_table.cpp: parsing, the active table and the nearest-cell rule of plan_table.hpp.
 #include "plan/plan_table.hpp"
 
-#include <charconv>
-#include <cmath>
-#include <cstdlib>
-#include <fstream>
-#include <mutex>
 #include <sstream>
 
 #include "gknn/error.hpp"
 #include "gknn/search.hpp"
+#include "plan/csv_table.hpp"
 
 namespace gknn::detail::plan {
 namespace {
@@ -19,24 +15,6 @@ constexpr std::string_view kBuiltIn =
 #include "plan/plan_table.inc"
     ;
 
-std::vector<std::string_view> split(std::string_view line) {
-  std::vector<std::string_view> out;
-  size_t start = 0;
-  for (size_t comma; (comma = line.find(',', start)) != std::string_view::npos; start = comma + 1)
-    out.push_back(line.substr(start, comma - start));
-  out.push_back(line.substr(start));
-  return out;
-}
-
-template <class Number>
-Number number(std::string_view field, const char* what, const std::string& where) {
-  Number value{};
-  const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), value);
-  GKNN_EXPECT(ec == std::errc() && end == field.data() + field.size(), ErrorCode::Format, where, ": ", what, " '",
-              std::string(field), "' is not a number");
-  return value;
-}
-
 MetricClass parse_metric_class(std::string_view name, const std::string& where) {
   for (MetricClass c : {MetricClass::Dot, MetricClass::L1, MetricClass::Linf, MetricClass::Lp})
     if (name == to_string(c)) return c;
@@ -44,7 +22,7 @@ MetricClass parse_metric_class(std::string_view name, const std::string& where) 
 }
 
 Row parse_row(std::string_view line, const std::string& where, int line_number) {
-  const std::vector<std::string_view> f = split(line);
+  const std::vector<std::string_view> f = split_fields(line);
   GKNN_EXPECT(f.size() == 10, ErrorCode::Format, where, ": expected 10 comma-separated fields (", kHeader, "), got ",
               f.size());
   Row r;
@@ -54,8 +32,8 @@ Row parse_row(std::string_view line, const std::string& where, int line_number) 
   GKNN_EXPECT(f[2] == "integer" || f[2] == "float", ErrorCode::Format, where, ": data '", std::string(f[2]),
               "' is not integer or float");
   r.integer = f[2] == "integer";
-  r.cell = {number<int64_t>(f[3], "n", where), number<int64_t>(f[4], "q", where), number<int64_t>(f[5], "d", where),
-            number<int64_t>(f[6], "k", where)};
+  r.cell = {parse_number<int64_t>(f[3], "n", where), parse_number<int64_t>(f[4], "q", where), parse_number<int64_t>(f[5], "d", where),
+            parse_number<int64_t>(f[6], "k", where)};
   GKNN_EXPECT(r.cell.n > 0 && r.cell.q > 0 && r.cell.d > 0 && r.cell.k > 0, ErrorCode::Format, where,
               ": n, q, d and k must be positive");
   try {
@@ -64,21 +42,16 @@ Row parse_row(std::string_view line, const std::string& where, int line_number) 
   } catch (const Error& e) {
     detail::fail(ErrorCode::Format, where, ": ", e.what());
   }
-  r.ms = number<double>(f[9], "ms", where);
+  r.ms = parse_number<double>(f[9], "ms", where);
   r.line = line_number;
   return r;
 }
 
-double log_gap(int64_t a, int64_t b) { return std::fabs(std::log2(double(a)) - std::log2(double(b))); }
-
 Table load_active() {
-  const char* path = std::getenv("GKNN_PLAN_TABLE");
-  if (!path || !*path) return parse_table(kBuiltIn, "src/plan/plan_table.csv (built in)");
-  std::ifstream in(path);
-  GKNN_EXPECT(in.good(), ErrorCode::Io, "GKNN_PLAN_TABLE: cannot open '", path, "'");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_table(text.str(), path);
+  std::string file_text, source;
+  const std::string_view text =
+      table_text("GKNN_PLAN_TABLE", kBuiltIn, "src/plan/plan_table.csv (built in)", file_text, source);
+  return parse_table(text, source);
 }
 
 }  // namespace
@@ -105,24 +78,9 @@ const char* to_string(MetricClass c) {
 Table parse_table(std::string_view text, const std::string& source) {
   Table table;
   table.source = source;
-  bool header = false;
-  int line_number = 0;
-  for (size_t start = 0; start < text.size();) {
-    size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(start, end - start);
-    start = end + 1;
-    ++line_number;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty() || line.front() == '#') continue;
-    const std::string where = source + " line " + std::to_string(line_number);
-    if (!header) {
-      GKNN_EXPECT(line == kHeader, ErrorCode::Format, where, ": expected the header '", kHeader, "'");
-      header = true;
-      continue;
-    }
+  for_each_row(text, source, kHeader, [&](std::string_view line, const std::string& where, int line_number) {
     table.rows.push_back(parse_row(line, where, line_number));
-  }
+  });
   return table;
 }
 
@@ -134,20 +92,7 @@ std::string format_row(const Row& row) {
   return out.str();
 }
 
-const Table& active_table() {
-  static std::once_flag once;
-  static Table table;
-  static std::exception_ptr error;
-  std::call_once(once, [] {
-    try {
-      table = load_active();
-    } catch (...) {
-      error = std::current_exception();
-    }
-  });
-  if (error) std::rethrow_exception(error);
-  return table;
-}
+const Table& active_table() { return load_once<Table, load_active>(); }
 
 const Row* nearest(const Table& table, std::string_view device, MetricClass metric, bool integer, const Cell& cell,
                    const std::function<bool(const Row&)>& usable) {

@@ -101,7 +101,8 @@ Command add_join_command(CLI::App& root) {
   app->add_option("--threads-per-query", cmd->params.threads_per_query, "t: GPU threads per query (1, 2, 4, ..., 32)")
       ->capture_default_str();
   app->add_option("--rings", cmd->params.rings,
-                  "rings of cells a GPU query may grow through before it fails (1: the seed; 0: auto)")
+                  "rings of cells a GPU query may grow through before it fails (1: the seed; 0: auto; default: 1 for an "
+                  "explicit mode, the plan's choice for auto)")
       ->check(non_negative())
       ->capture_default_str();
   app->add_option("--n-large", cmd->params.n_large, "first monolithic GPU batch (fraction of the points)")
