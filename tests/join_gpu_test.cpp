@@ -162,6 +162,23 @@ TEST(JoinGpu, LargeKAndL2) {
             "");
 }
 
+// Auto on a device: the plan's mode (or the rule's GPU-only), named in the note, with the oracle's ids; an explicit
+// ring count is kept whatever the plan says.
+TEST(JoinGpu, AutoTakesThePlansModeAndStaysExact) {
+  const HostMatrix<float> points = random_matrix(sized<int64_t>(20000, 2000), 2, 47);
+  const Result want = join_oracle(points.view(), points.view(), 8, true);
+  for (int rings : {-1, 1}) {
+    JoinParams params;
+    JoinReport report;
+    params.report = &report;
+    params.rings = rings;
+    EXPECT_EQ(compare_join(knn_join(points.view(), 8, params), want), "") << "rings " << rings;
+    EXPECT_NE(report.mode, JoinMode::Auto);
+    EXPECT_EQ(report.note.rfind("mode auto: ", 0), 0u) << report.note;
+    if (rings == 1) EXPECT_NE(report.note.find("ring"), std::string::npos) << report.note;
+  }
+}
+
 TEST(JoinGpu, QueriesAgainstABase) {
   const HostMatrix<float> base = exponential_points(sized<int64_t>(4000, 1500), 2, 44);
   HostMatrix<float> queries = random_matrix(sized<int64_t>(700, 200), 2, 45);
