@@ -1,9 +1,12 @@
 // join_test.cpp: the kNN join on the CPU: every mode that runs without a GPU (cpu, round robin, and the GPU side
 // emulated on the host grid in hybrid and GPU-only runs) returns exactly the float64 oracle's ids and distances.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <mutex>
+#include <numeric>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -13,6 +16,7 @@
 #include "gknn/search.hpp"
 #include "join/driver.hpp"
 #include "join/epsilon.hpp"
+#include "join/grid.hpp"
 #include "join/grid_geometry.hpp"
 #include "join/kdtree.hpp"
 #include "join/work_queue.hpp"
@@ -521,6 +525,30 @@ TEST(JoinCpu, WorkQueueFollowsTheSeedsSchedule) {
   queue.gpu_returned({}, 197);
   // Round 3 would be min(97, 400 - 400) = 0: the monolithic rounds are over, small batches of n_small * N.
   EXPECT_EQ(queue.take_gpu().size(), 5u);
+}
+
+// The self-join's queue order read off the grid's cells is the order its definition gives: population of the
+// point's cell descending, then cell key, then id (duplicates and clusters make many equal populations; 70 000
+// points take the parallel loops).
+TEST(JoinCpu, QueueOrderFromTheGridIsPopulationThenCellThenId) {
+  HostMatrix<float> clustered = cluster_points(3000, 3, 21);
+  for (int64_t i = 0; i < 300; ++i) std::copy_n(clustered.row(0), 3, clustered.row(i * 7));  // duplicates
+  const std::vector<HostMatrix<float>> sets = {exponential_points(70000, 2, 22), std::move(clustered)};
+  for (const HostMatrix<float>& points : sets) {
+    const FloatView view = points.view();
+    const detail::join::BoundingBox box = detail::join::bounding_box(view);
+    const auto geometry = detail::join::make_geometry(box.lo, box.hi, int(view.cols), 0.004);
+    const detail::join::HostGrid grid(view, geometry);
+    std::vector<std::tuple<int64_t, uint64_t, int64_t>> want(size_t(view.rows));
+    for (int64_t i = 0; i < view.rows; ++i)
+      want[size_t(i)] = {-grid.population(view.row(i)), detail::join::cell_key(geometry, view.row(i)), i};
+    std::sort(want.begin(), want.end());
+    const std::vector<int64_t> got = grid.ids_by_population();
+    ASSERT_EQ(got.size(), want.size());
+    int64_t misplaced = 0;
+    for (size_t i = 0; i < got.size(); ++i) misplaced += got[i] != std::get<2>(want[i]);
+    EXPECT_EQ(misplaced, 0) << view.rows << " points";
+  }
 }
 
 TEST(JoinCpu, GpuOnlyQueueWithoutAnOrderGivesEveryIdOnceThenTheFailed) {

@@ -12,6 +12,7 @@
 #include <optional>
 #include <parallel/algorithm>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "core/env_switch.hpp"
@@ -32,26 +33,29 @@ using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point start) { return std::chrono::duration<double, std::milli>(Clock::now() - start).count(); }
 
 /// Query ids by the population of their base cell, largest first; ties by cell then id, so that the points of one
-/// cell stay together (the locality the seed credits for its queue's speed).
+/// cell stay together (the locality the seed credits for its queue's speed). A self-join reads the order off the
+/// grid's cells; R ⋈ S sorts (population, cell, id) triples (an indirect compare over 10^7 ids took ~0.7 s).
 std::vector<int64_t> order_by_population(const Problem& problem, const GridGeometry& geometry) {
   const HostGrid grid(problem.base, geometry);
+  if (problem.self) return grid.ids_by_population();  // the queries are the base
+  struct Entry {
+    int64_t negative_population;
+    uint64_t key;
+    int64_t id;
+    bool operator<(const Entry& o) const {
+      return std::tie(negative_population, key, id) < std::tie(o.negative_population, o.key, o.id);
+    }
+  };
   const int64_t n = problem.queries.rows;
-  std::vector<int64_t> population(static_cast<size_t>(n));
-  std::vector<uint64_t> key(static_cast<size_t>(n));
+  std::vector<Entry> entries(static_cast<size_t>(n));
 #pragma omp parallel for if (n >= 65536)
-  for (int64_t i = 0; i < n; ++i) {
-    population[size_t(i)] = grid.population(problem.queries.row(i));
-    key[size_t(i)] = cell_key(geometry, problem.queries.row(i));
-  }
+  for (int64_t i = 0; i < n; ++i)
+    entries[size_t(i)] = {-grid.population(problem.queries.row(i)), cell_key(geometry, problem.queries.row(i)), i};
+  // A total order (ties end at the id), so the parallel sort gives the one answer.
+  __gnu_parallel::sort(entries.begin(), entries.end());
   std::vector<int64_t> order(static_cast<size_t>(n));
-  std::iota(order.begin(), order.end(), 0);
-  // A total order (ties end at the id), so the parallel sort gives the one answer; std::sort took one core for
-  // 10^7 points.
-  __gnu_parallel::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    if (population[size_t(a)] != population[size_t(b)]) return population[size_t(a)] > population[size_t(b)];
-    if (key[size_t(a)] != key[size_t(b)]) return key[size_t(a)] < key[size_t(b)];
-    return a < b;
-  });
+#pragma omp parallel for if (n >= 65536)
+  for (int64_t i = 0; i < n; ++i) order[size_t(i)] = entries[size_t(i)].id;
   return order;
 }
 

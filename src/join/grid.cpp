@@ -79,6 +79,26 @@ int64_t HostGrid::population(const float* point) const {
   return cell < 0 ? 0 : starts_[size_t(cell + 1)] - starts_[size_t(cell)];
 }
 
+std::vector<int64_t> HostGrid::ids_by_population() const {
+  const int64_t cells = static_cast<int64_t>(keys_.size());
+  // (-population, cell): the cells are numbered in key order, so this sorts by population, then key.
+  std::vector<std::pair<int64_t, int64_t>> by_population(static_cast<size_t>(cells));
+#pragma omp parallel for if (cells >= 65536)
+  for (int64_t c = 0; c < cells; ++c) by_population[size_t(c)] = {starts_[size_t(c)] - starts_[size_t(c + 1)], c};
+  __gnu_parallel::sort(by_population.begin(), by_population.end());
+  std::vector<int64_t> out_start(static_cast<size_t>(cells) + 1, 0);
+  for (int64_t i = 0; i < cells; ++i) out_start[size_t(i + 1)] = out_start[size_t(i)] - by_population[size_t(i)].first;
+  std::vector<int64_t> order(ids_.size());
+  // A cell's ids are ascending (the grid sorted (key, id) pairs): copied as they are.
+#pragma omp parallel for schedule(dynamic, 256) if (cells >= 65536)
+  for (int64_t i = 0; i < cells; ++i) {
+    const int64_t c = by_population[size_t(i)].second;
+    std::copy(ids_.begin() + starts_[size_t(c)], ids_.begin() + starts_[size_t(c + 1)],
+              order.begin() + out_start[size_t(i)]);
+  }
+  return order;
+}
+
 bool HostGrid::range_query(const float* query, int64_t exclude, int rings, BoundedNeighbours& best) const {
   const GridGeometry& g = geometry_;
   int64_t centre[kGridMaxDim];

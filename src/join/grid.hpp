@@ -28,6 +28,9 @@ class HostGrid {
   const GridGeometry& geometry() const { return geometry_; }
   /// Points of the base in the cell of `point` (0 when that cell is empty or outside the grid).
   int64_t population(const float* point) const;
+  /// Every base id by the population of its cell, largest first, ties by cell key then id: a self-join's work
+  /// queue (order_by_population), read off the grid's cells instead of sorting the ids.
+  std::vector<int64_t> ids_by_population() const;
 
   /// The seed's range query (rings = 1): candidates from the 3^d cells around the query offered to `best`
   /// (capacity k, empty); with rings > 1 the query grows outward ring by ring until it is certain. True when it is
