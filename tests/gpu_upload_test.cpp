@@ -3,7 +3,8 @@
 // of the copies (the ramp of small first and last chunks), strided rows with non-finite padding, several adds in a
 // row, two threads adding at once, 8-bit rows converted on the device, the value facts and the NaN/Inf error of
 // the device scan that replaced the host's scan, no pinned allocation by repeated adds, and rows in page-locked
-// memory copied where they are; the upload timeline (gknn_upload_bench). The uploads of >= 32 MiB (packed with
+// memory copied where they are; the upload timeline (gknn_upload_bench); Indexes added again after a free, their rows
+// from gknn's device pool, and after the pool is trimmed. The uploads of >= 32 MiB (packed with
 // streaming stores), the adds from page-locked rows (1-D copies of contiguous rows) and the ramp's small chunks that
 // share a device slot are also read back from the device byte for byte (HostUpload run as an Index add runs it).
 // Label gpu: skipped without a device. The inputs are small, except those of the 32 MiB tests: under
@@ -26,6 +27,7 @@
 #include "core/validate.hpp"
 #include "cuda/hooks.hpp"
 #include "core/host_parallel.hpp"
+#include "cuda/common/buffer.cuh"
 #include "cuda/distance/distance.cuh"
 #include "cuda/pipeline/query_bytes.cuh"
 #include "cuda/pipeline/upload.cuh"
@@ -751,6 +753,92 @@ TEST(GpuUpload, ConcurrentAddsToTwoIndexes) {
   const SearchParams p = params_for(Backend::Cuda, 12);
   EXPECT_EQ("", check_search(ia.search(queries.view(), 12), a.view(), queries.view(), p, exact()));
   EXPECT_EQ("", check_search(ib.search(queries.view(), 12), b.view(), queries.view(), p, exact()));
+}
+
+// ---- Index rows from gknn's device pool (common/buffer.cuh PooledDeviceMemory) ---------------------------------
+
+/// Bytes gknn's pool of device 0 keeps mapped and idle, once every pending free has run.
+size_t pool_idle_bytes() {
+  cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  return detail::cuda::pooled_idle_bytes(0);
+}
+
+/// A float and an 8-bit Index of the same rows (integers 0..255) and their answers to `queries`; both Indexes are
+/// freed when it returns (their rows and operand copies go back to the pool).
+struct PoolAnswers {
+  Result floats, bytes;
+};
+PoolAnswers add_search_and_free(const HostMatrix<float>& floats, const std::vector<uint8_t>& bytes,
+                                const HostMatrix<float>& queries, int64_t k) {
+  Index from_floats(floats.cols, Metric::SquaredL2, Backend::Cuda), from_bytes(floats.cols, Metric::SquaredL2,
+                                                                               Backend::Cuda);
+  from_floats.add(floats.view());
+  from_bytes.add(ByteView{bytes.data(), floats.rows, floats.cols, floats.cols});
+  return {from_floats.search(queries.view(), k), from_bytes.search(queries.view(), k)};
+}
+
+/// `got` answers as `want` does, bit for bit.
+void expect_same_answers(const Result& want, const Result& got) {
+  EXPECT_EQ(want.indices, got.indices);
+  EXPECT_EQ(want.distances, got.distances);
+}
+
+/// The pool's test data: `rows` x 64 integers 0..255 as floats and as bytes, and 17 queries.
+struct PoolData {
+  static constexpr int64_t kDim = 64, kK = 10;
+  HostMatrix<float> floats, queries;
+  std::vector<uint8_t> bytes;
+  explicit PoolData(int64_t rows)
+      : floats(integer_matrix(rows, kDim, 0, 255, 90)), queries(integer_matrix(17, kDim, 0, 255, 91)) {
+    for (float v : floats.data) bytes.push_back(static_cast<uint8_t>(v));  // the integers as bytes
+  }
+  PoolAnswers answers() const { return add_search_and_free(floats, bytes, queries, kK); }
+  void expect_oracle(const PoolAnswers& a) const {
+    EXPECT_EQ("", check_search(a.floats, floats.view(), queries.view(), params_for(Backend::Cuda, kK), exact()));
+    expect_same_answers(a.floats, a.bytes);
+  }
+};
+
+/// Adds after a freed Index, as gknn_upload_bench times them: with the pool on (the default), the freed rows stay in
+/// the pool and the next Index's rows (and operand copies) are taken from them; the answers are those of the oracle
+/// and of the first add, bit for bit, round after round. GKNN_INDEX_POOL=0 (gpu_upload_no_pool): cudaMalloc, the
+/// same answers.
+TEST(GpuUpload, IndexAddedAgainAfterAFreeFromThePool) {
+  const PoolData data(sanitize_mode() ? 3000 : 40000);  // 10 MB of floats
+  const size_t row_bytes = static_cast<size_t>(data.floats.rows * PoolData::kDim) * sizeof(float);
+  const PoolAnswers first = data.answers();
+  data.expect_oracle(first);
+  if (detail::cuda::index_pool_enabled()) {
+    EXPECT_GE(pool_idle_bytes(), 2 * row_bytes);  // both Indexes' rows kept
+  }
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    const PoolAnswers again = data.answers();
+    expect_same_answers(first.floats, again.floats);
+    expect_same_answers(first.bytes, again.bytes);
+  }
+}
+
+/// gknn's release call (release_upload_slots, part of release_cached_device_resources) trims the pool: its idle
+/// blocks go back to the device, an Index alive across the trim keeps its rows, and the next adds take new blocks;
+/// every answer is the first add's.
+TEST(GpuUpload, IndexAddedAgainAfterThePoolIsTrimmed) {
+  const PoolData data(sanitize_mode() ? 3000 : 40000);
+  const PoolAnswers first = data.answers();
+  data.expect_oracle(first);
+  detail::cuda::release_upload_slots();
+  EXPECT_EQ(0u, pool_idle_bytes());  // nothing pooled is alive: nothing is kept
+  {
+    Index kept(PoolData::kDim, Metric::SquaredL2, Backend::Cuda);
+    kept.add(data.floats.view());
+    detail::cuda::release_upload_slots();  // trims around the live rows
+    expect_same_answers(first.floats, kept.search(data.queries.view(), PoolData::kK));
+  }
+  const PoolAnswers again = data.answers();
+  expect_same_answers(first.floats, again.floats);
+  expect_same_answers(first.bytes, again.bytes);
+  detail::cuda::release_upload_slots();
+  EXPECT_EQ(0u, pool_idle_bytes());
 }
 
 }  // namespace

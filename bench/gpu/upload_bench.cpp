@@ -42,6 +42,7 @@
 // --pack-only: the pack table alone, into pageable memory (touched first), without CUDA (runs on hosts without a GPU).
 // --timeline-only: the 512 MiB reference and the timeline section alone.
 // The tables go to stdout and to --md FILE, else $OUT/upload_bench.md when OUT is set (scripts/device-check.sh).
+// GKNN_INDEX_POOL=0: the adds' rows cudaMalloc'd instead of taken from gknn's device pool (the header says which).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -722,6 +723,11 @@ int main(int argc, char** argv) {
   };
   emit("# gknn upload bench: " + std::string(prop.name) + ", " + std::to_string(gknn::detail::host_team()) +
        " host threads, median of " + std::to_string(o.reps));
+  emit("");
+  // The adds' rows: from gknn's device pool, which keeps the previous (freed) Index's blocks, or cudaMalloc'd.
+  emit(std::string("Index rows: ") +
+       (gknn::detail::cuda::index_pool_enabled() ? "from gknn's device pool (GKNN_INDEX_POOL on)"
+                                                 : "cudaMalloc (GKNN_INDEX_POOL=0)"));
   emit("");
 
   // The reference: a pinned copy of 512 MiB.

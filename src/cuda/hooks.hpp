@@ -75,9 +75,13 @@ struct UploadOverride {
 void set_upload_override(UploadOverride o);
 /// Pinned slots allocated by uploads since the process started: repeated adds of the same size allocate none.
 int64_t upload_pinned_allocations();
+/// Whether an Index's rows come from gknn's device pool, which keeps freed blocks for the next add (buffer.cuh
+/// PooledDeviceMemory): on unless GKNN_INDEX_POOL=0 (read once), so that gknn_upload_bench names what it measured.
+bool index_pool_enabled();
 
 /// Frees what the backend keeps between calls for the life of the process: the cached pipelines (streams, device
-/// and pinned buffers), the device value scan's slots, the uploads' pinned slots, the exactness guard's buffers and the
+/// and pinned buffers), the device value scan's slots, the uploads' pinned slots, the idle blocks of gknn's device
+/// pools (the freed Index rows they keep: release_upload_slots), the exactness guard's buffers and the
 /// idle cuBLAS handles. At exit the CUDA runtime may already be gone, so nothing frees
 /// them then, and compute-sanitizer's leak check (memcheck --leak-check full) would report them; the test binaries
 /// call this before main returns (tests/testing/main.cpp, mpi_search_test), and later calls simply make new ones.

@@ -1,4 +1,5 @@
-// buffer.cuh: RAII owners of device memory, pinned host memory, streams and events (no managed memory).
+// buffer.cuh: RAII owners of device memory (cudaMalloc'd, or from gknn's stream-ordered device pool), pinned host
+// memory, streams and events (no managed memory).
 #pragma once
 
 #include <cstddef>
@@ -14,8 +15,42 @@ namespace gknn::detail::cuda {
 /// cudaMemGetInfo cannot tell apart from other processes and from compute-sanitizer's own allocations.
 void count_device_bytes(int64_t delta) noexcept;
 
-/// cudaMalloc'd array of T; move-only.
-template <class T>
+/// cudaMalloc of `bytes` (> 0). Where it fails for want of memory, the device pools' idle blocks
+/// (PooledDeviceMemory) are given back (trim_device_pools) and it is tried once more before the OutOfMemory error
+/// (throw_device_allocation): memory kept in a pool never makes an allocation fail.
+void* allocate_device(size_t bytes);
+
+/// How a DeviceBuffer gets its memory: cudaMalloc / cudaFree (cudaFree waits for the whole device).
+struct PlainDeviceMemory {
+  void* allocate(size_t bytes) { return allocate_device(bytes); }
+  void free(void* p) noexcept { GKNN_CUDA_TRY_NOTHROW(cudaFree(p)); }
+};
+
+/// From gknn's stream-ordered pool of the current device (cudaMallocFromPoolAsync), which keeps freed blocks
+/// mapped (its release threshold is raised), so that the next allocation of that size takes microseconds instead
+/// of a cudaMalloc's milliseconds; for the resident Index's rows, norms and operand copy (pipeline/resident.cu), which
+/// an add makes beside its first copies and which a freed Index gives back. The H200 upload timeline (bench/results/
+/// upload_timeline_2026-11-27_h200.md): the 512 MB cudaMalloc of a 1M x 128 add took 0.8-2 ms, its first chunks
+/// waited in device slots meanwhile, and the uint8 add's copies stalled 0.8 ms for it. Made, a block is usable by
+/// every stream (the pool's stream is synchronised); freed, it waits for the whole device first, as cudaFree
+/// does, so that no work still reads it when the pool hands it out again. GKNN_INDEX_POOL=0 (read once;
+/// core/env_switch.hpp), or a device without memory pools: plain cudaMalloc / cudaFree.
+struct PooledDeviceMemory {
+  int device = -1;  ///< the device whose pool holds the block; -1: cudaMalloc'd
+  void* allocate(size_t bytes);
+  void free(void* p) noexcept;
+};
+
+/// Gives every device pool's idle blocks back to the device (after a device synchronisation, so that blocks whose
+/// free is still pending count as idle): before an allocation is retried, and in release_upload_slots
+/// (pipeline/upload.cuh), gknn's call that frees what it keeps.
+void trim_device_pools() noexcept;
+/// Bytes the pool of `device` keeps mapped but holds no block in (0 without one): free memory that cudaMemGetInfo
+/// does not count, added to it by device_memory (device.cuh) so that plans are not shrunk by the pool.
+size_t pooled_idle_bytes(int device) noexcept;
+
+/// Array of T from `Memory` (PlainDeviceMemory: cudaMalloc); move-only.
+template <class T, class Memory = PlainDeviceMemory>
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
@@ -24,13 +59,17 @@ class DeviceBuffer {
   // The capacity moves with the pointer: a moved-into buffer that reported 0 held bytes was reallocated by its
   // next resize and left out of held_bytes().
   DeviceBuffer(DeviceBuffer&& o) noexcept
-      : ptr_(std::exchange(o.ptr_, nullptr)), size_(std::exchange(o.size_, 0)), capacity_(std::exchange(o.capacity_, 0)) {}
+      : ptr_(std::exchange(o.ptr_, nullptr)),
+        size_(std::exchange(o.size_, 0)),
+        capacity_(std::exchange(o.capacity_, 0)),
+        memory_(std::exchange(o.memory_, Memory{})) {}
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
     if (this != &o) {
       release();
       ptr_ = std::exchange(o.ptr_, nullptr);
       size_ = std::exchange(o.size_, 0);
       capacity_ = std::exchange(o.capacity_, 0);
+      memory_ = std::exchange(o.memory_, Memory{});
     }
     return *this;
   }
@@ -45,8 +84,7 @@ class DeviceBuffer {
     }
     release();
     if (count > 0) {
-      const cudaError_t err = cudaMalloc(reinterpret_cast<void**>(&ptr_), count * sizeof(T));
-      if (err != cudaSuccess) throw_device_allocation(err, count * sizeof(T));
+      ptr_ = static_cast<T*>(memory_.allocate(count * sizeof(T)));
       count_device_bytes(static_cast<int64_t>(count * sizeof(T)));
     }
     size_ = capacity_ = count;
@@ -60,7 +98,7 @@ class DeviceBuffer {
  private:
   void release() noexcept {
     if (ptr_) {
-      GKNN_CUDA_TRY_NOTHROW(cudaFree(ptr_));
+      memory_.free(ptr_);
       count_device_bytes(-static_cast<int64_t>(capacity_ * sizeof(T)));
     }
     ptr_ = nullptr;
@@ -69,7 +107,12 @@ class DeviceBuffer {
   T* ptr_ = nullptr;
   size_t size_ = 0;
   size_t capacity_ = 0;
+  [[no_unique_address]] Memory memory_{};  // PlainDeviceMemory takes no room
 };
+
+/// A DeviceBuffer from gknn's device pool (PooledDeviceMemory).
+template <class T>
+using PooledDeviceBuffer = DeviceBuffer<T, PooledDeviceMemory>;
 
 /// cudaMallocHost'd array of T (page-locked, for asynchronous copies); move-only.
 template <class T>

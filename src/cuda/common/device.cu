@@ -2,6 +2,7 @@
 #include <mutex>
 #include <utility>
 
+#include "cuda/common/buffer.cuh"
 #include "cuda/common/device.cuh"
 #include "cuda/common/error.cuh"
 
@@ -43,6 +44,11 @@ const DeviceProps& device_props(int ordinal) {
   return cache.emplace(ordinal, std::move(d)).first->second;
 }
 
-void device_memory(size_t* free_bytes, size_t* total_bytes) { GKNN_CUDA_TRY(cudaMemGetInfo(free_bytes, total_bytes)); }
+void device_memory(size_t* free_bytes, size_t* total_bytes) {
+  GKNN_CUDA_TRY(cudaMemGetInfo(free_bytes, total_bytes));
+  int device = 0;
+  GKNN_CUDA_TRY(cudaGetDevice(&device));
+  *free_bytes += pooled_idle_bytes(device);  // kept by gknn's pool, given back when an allocation needs it
+}
 
 }  // namespace gknn::detail::cuda

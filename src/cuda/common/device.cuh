@@ -28,7 +28,8 @@ const DeviceProps& device_props(int ordinal);
 /// Reads the properties of `ordinal` without caching, throwing or changing the current device (for `gknn info`,
 /// which must work with a broken driver): the first CUDA error, or cudaSuccess with *out filled.
 cudaError_t read_device_props(int ordinal, DeviceProps* out);
-/// Free and total device memory now (cudaMemGetInfo).
+/// Free and total device memory now (cudaMemGetInfo; free counts the idle bytes kept by gknn's pool of the current
+/// device, buffer.cuh PooledDeviceMemory, which a failed allocation gets back).
 void device_memory(size_t* free_bytes, size_t* total_bytes);
 
 }  // namespace gknn::detail::cuda

@@ -23,9 +23,10 @@ namespace gknn::detail::cuda {
 /// Index's store) invalidates it whenever the base changes; the pipeline sizes it for the whole base
 /// (DistanceEntry::fused_operand_bytes) where that fits the memory budget; the kernel fills it, a prefix of the
 /// base's rows at a time (the base tiles of the first search, in order), and starts again when the data need
-/// another layout (queries with negative values after 8-bit unsigned ones, say).
+/// another layout (queries with negative values after 8-bit unsigned ones, say). From gknn's device pool, as the
+/// store's rows (common/buffer.cuh PooledDeviceBuffer): the next Index's first search gets a freed one's block back.
 struct OperandCache {
-  DeviceBuffer<unsigned char> bytes;
+  PooledDeviceBuffer<unsigned char> bytes;
   int layout = -1;   ///< the kernel's layout of the content; -1: nothing valid
   int64_t rows = 0;  ///< base rows [0, rows) are converted
   void invalidate() {

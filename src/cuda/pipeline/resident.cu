@@ -1,8 +1,9 @@
 // resident.cu: the device-resident database of a CUDA Index.
 //
 // Rows and their squared norms (for the cuBLAS distance) live in device buffers that grow geometrically, so a
-// database added in many small batches costs amortised O(1) copies per row. Host rows come up chunk by chunk
-// through the process's kept pinned slots (upload.cuh; their pack starts before the buffers grow), each chunk's
+// database added in many small batches costs amortised O(1) copies per row; they come from gknn's device pool
+// (buffer.cuh PooledDeviceBuffer), which keeps a freed Index's blocks for the next add. Host rows come up chunk by
+// chunk through the process's kept pinned slots (upload.cuh; their pack starts before the buffers grow), each chunk's
 // norms and value scan (Index::add scans host rows here, on the device, not in a host pass) and, for 8-bit rows,
 // its conversion to floats running on the device while the next chunk is copied. Searches run the tiled pipeline
 // on the resident rows (no base upload); the pipeline's streams and scratch are kept between searches, and so is
@@ -72,8 +73,8 @@ class CudaStore final : public detail::ResidentStore {
     use_device(device_);
     if (pipeline_) pipeline_->release_buffers();
     operands_ = OperandCache();
-    rows_ = DeviceBuffer<float>();
-    norms_ = DeviceBuffer<float>();
+    rows_ = PooledDeviceBuffer<float>();
+    norms_ = PooledDeviceBuffer<float>();
     size_ = capacity_ = 0;
     stats_ = detail::ValueStats{};
     max_norm_ = -1;
@@ -210,11 +211,13 @@ class CudaStore final : public detail::ResidentStore {
     return *pipeline_;
   }
 
-  /// Grows the buffers to hold `rows` rows, keeping the stored ones.
+  /// Grows the buffers to hold `rows` rows, keeping the stored ones. They come from gknn's device pool
+  /// (buffer.cuh PooledDeviceBuffer): an add after a freed Index gets its blocks back in microseconds, where the
+  /// cudaMalloc of 512 MB took 0.8-2 ms beside the first copies (GKNN_INDEX_POOL=0: cudaMalloc).
   void reserve(Pipeline& p, int64_t rows) {
     if (rows <= capacity_) return;
     const int64_t capacity = std::max({rows, capacity_ + capacity_ / 2, kMinCapacityRows});
-    DeviceBuffer<float> new_rows(static_cast<size_t>(capacity * dim_)), new_norms(static_cast<size_t>(capacity));
+    PooledDeviceBuffer<float> new_rows(static_cast<size_t>(capacity * dim_)), new_norms(static_cast<size_t>(capacity));
     const cudaStream_t s = p.compute.get();
     if (size_ > 0) {
       GKNN_CUDA_TRY(cudaMemcpyAsync(new_rows.data(), rows_.data(), static_cast<size_t>(size_ * dim_) * sizeof(float),
@@ -231,7 +234,7 @@ class CudaStore final : public detail::ResidentStore {
   int64_t dim_;
   int device_;
   int64_t size_ = 0, capacity_ = 0;
-  DeviceBuffer<float> rows_, norms_;
+  PooledDeviceBuffer<float> rows_, norms_;  ///< from gknn's device pool (reserve)
   detail::ValueStats stats_;  ///< of every stored row (decides the exact lower-precision paths)
   mutable double max_norm_ = -1;  ///< largest row norm, for the exactness guard (< 0: not computed since a change)
   mutable OperandCache operands_;  ///< the fused kernel's copy of the rows; searches fill it (under mutex_)

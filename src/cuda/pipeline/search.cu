@@ -419,7 +419,7 @@ OperandCache* size_operand_cache(Pipeline& p, OperandCache* cache, const Distanc
   if (need == 0 || need > facts.keep_bytes) return nullptr;
   if (need > cache->bytes.capacity_bytes()) {
     cache->invalidate();
-    cache->bytes = DeviceBuffer<unsigned char>();  // the old copy goes first
+    cache->bytes = PooledDeviceBuffer<unsigned char>();  // the old copy goes first
     try {
       cache->bytes.resize(need);
     } catch (const Error& e) {

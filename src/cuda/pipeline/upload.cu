@@ -817,6 +817,7 @@ void release_upload_slots() {
   for (auto& [device, pool] : g_timeline_pool)
     for (cudaEvent_t e : pool) GKNN_CUDA_TRY_NOTHROW(cudaEventDestroy(e));
   g_timeline_pool.clear();
+  trim_device_pools();  // the freed Index rows the pools keep (buffer.cuh PooledDeviceMemory)
 }
 
 }  // namespace gknn::detail::cuda

@@ -29,6 +29,9 @@
 //   HostUpload starts packing when it is made, before Index::add grows its rows, and run() has the rows grown on
 //   the overlap helper while the first chunks are copied into device slots: as many as the device slots hold, the
 //   ramp's small ones several to a slot (63.5 MiB of a 1M x 128 float add).
+//   The rows themselves now come from gknn's device pool (common/buffer.cuh PooledDeviceMemory): the H200
+//   timeline still showed the 512 MB cudaMalloc at 0.8-2 ms, the uint8 add's copies stalled 0.8 ms for device slots
+//   meanwhile; an add after a freed Index gets the freed blocks back instead (GKNN_INDEX_POOL=0: cudaMalloc).
 // * No device synchronisation per chunk: a slot is packed again after the event of its last copy, the consumer
 //   waits for a chunk's copy through an event.
 #pragma once
@@ -188,8 +191,11 @@ void convert_bytes_to_floats(const unsigned char* src, int64_t count, float* dst
 /// its destination's cudaMalloc, on the overlap helper. Cheap once loaded.
 void load_byte_conversion();
 
-/// Frees the idle upload slots of every device (pinned and device buffers, events); part of
-/// release_cached_device_resources (hooks.hpp). A later upload makes new ones.
+/// Frees the idle upload slots of every device (pinned and device buffers, events) and gives back the idle blocks
+/// of gknn's device pools (trim_device_pools, common/buffer.cuh: the rows of freed Indexes, kept for the next add);
+/// part of release_cached_device_resources (hooks.hpp: the test mains and gknn_upload_bench call it; no public API
+/// reaches it). A later upload makes new slots, a later add takes new blocks. A pool's idle blocks never make an
+/// allocation of gknn fail: a failed one trims the pools and is tried again.
 void release_upload_slots();
 
 }  // namespace gknn::detail::cuda
