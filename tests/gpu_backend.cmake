@@ -28,12 +28,9 @@ if(GKNN_HAS_CUDA)
   gknn_test(gpu_device_views LABEL gpu SOURCES gpu_device_views_test.cpp)
 endif()
 # The fused distance + selection kernel against the float64 oracle (issue 13); again with the splits of a query
-# not sharing their k-th keys (GKNN_FUSED_SHARED_THRESHOLD=0; sharing is the default), and with a soft cut of 4
-# entries past k (GKNN_FUSED_SOFT_CUT=4: lists cut after nearly every early tile).
+# not sharing their k-th keys (GKNN_FUSED_SHARED_THRESHOLD=0; sharing is the default).
 if(GKNN_HAS_CUDA)
   gknn_test(gpu_fused LABEL gpu SOURCES gpu_fused_test.cpp)
   gknn_test_part(gpu_fused own_threshold "*")
   set_tests_properties(gpu_fused_own_threshold PROPERTIES ENVIRONMENT GKNN_FUSED_SHARED_THRESHOLD=0)
-  gknn_test_part(gpu_fused soft_cut "*")
-  set_tests_properties(gpu_fused_soft_cut PROPERTIES ENVIRONMENT GKNN_FUSED_SOFT_CUT=4)
 endif()

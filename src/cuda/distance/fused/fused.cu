@@ -226,7 +226,7 @@ struct Shared {
   int* kept;      // of which the first `kept` are sorted (the list)
   float* tau;     // a row's threshold: keys must be below it to enter
   int* at_tile;   // count when the current tile began: its appends are the entries past it
-  int* flag;      // [0]: a buffer overflowed in the current tile; [1]: a row reached the soft cut (KernelArgs)
+  int* flag;      // a buffer overflowed in the current tile
 };
 
 /// For every row with new entries: sorts the appends, merges them with the sorted list and keeps the k best; sets
@@ -261,7 +261,7 @@ __device__ void keep_best(const Shared& sh, int k, int rows_valid, unsigned* pub
     }
   }
   __syncthreads();
-  if (threadIdx.x == 0) sh.flag[0] = sh.flag[1] = 0;
+  if (threadIdx.x == 0) *sh.flag = 0;
   __syncthreads();
 }
 
@@ -297,10 +297,6 @@ struct KernelArgs {
   int64_t cand_cap;
   // Lists mode: cut the first tile's keys to k at once (fused_early_cut(); off only to measure it).
   bool early_cut;
-  // Lists mode: a row whose buffer reaches soft_cut_at entries (k + GKNN_FUSED_SOFT_CUT; 0: off) has every list cut
-  // to k after the tile, so that its threshold tightens during the walk and not only when a buffer overflows
-  // (Garcia's shape, k = 16: the first tile's 16th key stays the threshold for ~15 tiles, ~1 000 appends a row).
-  int soft_cut_at;
   // Lists mode with several splits (fused_shared_threshold(); null: off): per query, the least k-th key any of its
   // splits has kept so far, as the bitwise NOT of its ordered bits (0: none yet; zeroed before the launch). A split
   // drops every key above it: the query's k best are at or below every split's k-th, so the splits' lists still
@@ -610,7 +606,7 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
     sh.at_tile[tid] = 0;
     sh.tau[tid] = tid < rows_valid ? INFINITY : -INFINITY;  // rows past the queries take nothing
   }
-  if (tid == 0) sh.flag[0] = sh.flag[1] = 0;
+  if (tid == 0) *sh.flag = 0;
 
   // A tile's 16-byte chunks, kPerThread per thread (row c / kChunks, chunk c % kChunks of c = tid + i kThreads);
   // their offsets are fixed, so a full tile costs one address per chunk. Rows past the split's end are zeros with
@@ -764,8 +760,7 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
           if (kFilter && word > filter[mt][h]) continue;  // a tie of the threshold's key past its column
           const int pos = atomicAdd(sh.count + row, 1);
           if (pos < kBuf) sh.buf[row * kBuf + pos] = word;
-          else sh.flag[0] = 1;
-          if (!kFilter && pos + 1 == a.soft_cut_at) sh.flag[1] = 1;
+          else *sh.flag = 1;
         }
   };
   // The lean walk's appends: the thread's keys of the row group below the threshold take their places with one
@@ -784,10 +779,9 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
     if (n == 0) return;
     int pos = atomicAdd(sh.count + row, n);
     if (pos + n > kBuf) {  // rare: the tile is taken back
-      sh.flag[0] = 1;
+      *sh.flag = 1;
       return;
     }
-    if (pos < a.soft_cut_at && pos + n >= a.soft_cut_at) sh.flag[1] = 1;
 #pragma unroll
     for (int nb = 0; nb < kNb; ++nb)
 #pragma unroll
@@ -862,7 +856,7 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
         if (least < tau[mt][h]) append(mt, h, col0);
       }
     __syncthreads();
-    if (sh.flag[0]) {  // a buffer overflowed: take the tile's appends back, cut every list to k, append again
+    if (*sh.flag) {  // a buffer overflowed: take the tile's appends back, cut every list to k, append again
       if (tid < kBM) sh.count[tid] = sh.at_tile[tid];
       __syncthreads();
       if constexpr (kFilter) {
@@ -876,11 +870,10 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
 #pragma unroll
         for (int h = 0; h < 2; ++h) append(mt, h, col0);
       __syncthreads();
-    } else if (!kFilter && ((t == 0 && a.early_cut) || sh.flag[1])) {
+    } else if (!kFilter && t == 0 && a.early_cut) {
       // The first tile appended every key (no threshold yet): cut its 128 keys a row to k now, so that the next
       // tile appends only the keys below the k-th of them instead of all of its own too (two full buffers, then a
-      // sort of 256 entries a row: Garcia's shape, k = 16, spent about half of its kernel in such sorts). Later
-      // tiles are cut where a row reached the soft cut.
+      // sort of 256 entries a row: Garcia's shape, k = 16, spent about half of its kernel in such sorts).
       keep_best<S>(sh, a.k, rows_valid, a.shared_tau ? a.shared_tau + m0 : nullptr);
       read_thresholds();
     }
@@ -979,13 +972,6 @@ size_t aligned(size_t bytes) { return (bytes + 255) / 256 * 256; }
 bool fused_early_cut() {
   static const bool off = detail::env_switch_on("GKNN_FUSED_NO_EARLY_CUT");
   return !off;
-}
-
-/// KernelArgs::soft_cut_at for `k`: k + GKNN_FUSED_SOFT_CUT (a positive count of entries past k), else 0 (off:
-/// lists are cut only when a buffer overflows). Results are identical either way.
-int fused_soft_cut_at(int64_t k) {
-  static const int64_t extra = static_cast<int64_t>(detail::env_positive("GKNN_FUSED_SOFT_CUT", 0.0));
-  return extra > 0 ? static_cast<int>(std::min<int64_t>(k + extra, kBuf)) : 0;
 }
 
 /// The splits of a query share their k-th keys (KernelArgs::shared_tau); GKNN_FUSED_SHARED_THRESHOLD=0 turns it off,
@@ -1204,7 +1190,6 @@ void search_large_k(const DistanceInput& in, int64_t k, const FusedTarget& targe
   }
   KernelArgs args{};
   args.early_cut = fused_early_cut();  // the sample's lists (filter rounds ignore it)
-  args.soft_cut_at = fused_soft_cut_at(lk::kSampleK);
   args.scale = elem == Elem::F16 ? 1.f : (l2 ? -2.f : -1.f);  // as convert_and_launch: f16 queries carry it
   args.nq = static_cast<int>(in.nq);
   if (sample_rows > 0) {  // the first thresholds: each query's kSampleK-th key against every m-th base row
@@ -1325,7 +1310,6 @@ FusedResult fused_search(const DistanceInput& in, const DataFacts& facts, int64_
   args.nq = static_cast<int>(in.nq);
   args.nb = in.nb;
   args.k = static_cast<int>(k);
-  args.soft_cut_at = fused_soft_cut_at(k);
   args.split_rows = (in.nb + splits - 1) / splits;
   args.label_offset = target.label_offset;
   FusedResult result;
