@@ -1,9 +1,8 @@
-// buffer.cu: device allocation (cudaMalloc retried after the pools are trimmed, gknn's device pools), the
+// buffer.cu: device allocation (cudaMalloc retried after the kept blocks are freed, gknn's kept blocks), the
 // process-wide count of DeviceBuffer bytes (buffer.cuh) and their hooks (cuda/hooks.hpp).
 #include <array>
 #include <atomic>
 #include <cstdint>
-#include <map>
 #include <mutex>
 #include <vector>
 
@@ -19,17 +18,19 @@ std::mutex g_log_mutex;
 std::array<int64_t, kLoggedAllocations> g_log;  // the first allocations since the last reset_device_buffer_peak()
 size_t g_logged = 0;                            // (fixed storage: counting never allocates, never throws)
 
-/// gknn's pool of one device, and the stream its blocks are made and freed on: in one stream's order a freed block
-/// is the next allocation's at once, with no event between them. Made once, never destroyed (as idle_pool.hpp's
-/// pools: at exit the runtime may be gone); pool null: the device has no memory pools.
-struct DevicePool {
-  cudaMemPool_t pool = nullptr;
-  cudaStream_t stream = nullptr;
+/// A block freed by a PooledDeviceBuffer, kept for the next allocation of about its size (cudaMalloc'd: the first
+/// allocation of a process costs what a cudaMalloc costs; a stream-ordered pool's first 512 MB took 14.8 ms on the
+/// H200 against cudaMalloc's 0.7, as rmm and flashinfer also found).
+struct KeptBlock {
+  void* p = nullptr;
+  size_t bytes = 0;
+  int device = 0;
 };
+constexpr size_t kKeptBlocksMax = 8;  // an Index's rows, norms and operand copy, twice over
 std::mutex g_pools_mutex;
-std::map<int, DevicePool>& pools() {  // under g_pools_mutex
-  static auto* made = new std::map<int, DevicePool>;
-  return *made;
+std::vector<KeptBlock>& kept_blocks() {  // under g_pools_mutex; oldest first
+  static auto* kept = new std::vector<KeptBlock>;  // never destroyed: at exit the runtime may be gone
+  return *kept;
 }
 
 bool index_pool_on() {
@@ -37,29 +38,20 @@ bool index_pool_on() {
   return on;
 }
 
-/// A pool on `device` (current) that keeps what is freed into it (release threshold UINT64_MAX: never trimmed at a
-/// synchronisation, only by trim_device_pools).
-DevicePool make_pool(int device) {
-  cudaMemPoolProps props{};
-  props.allocType = cudaMemAllocationTypePinned;
-  props.handleTypes = cudaMemHandleTypeNone;
-  props.location.type = cudaMemLocationTypeDevice;
-  props.location.id = device;
-  DevicePool p;
-  GKNN_CUDA_TRY(cudaStreamCreateWithFlags(&p.stream, cudaStreamNonBlocking));
-  GKNN_CUDA_TRY(cudaMemPoolCreate(&p.pool, &props));
-  uint64_t keep = UINT64_MAX;
-  GKNN_CUDA_TRY(cudaMemPoolSetAttribute(p.pool, cudaMemPoolAttrReleaseThreshold, &keep));
-  return p;
-}
-
-/// The pool of `device` (current), made at its first use.
-DevicePool device_pool(int device) {
+/// Takes the smallest kept block of `device` that holds `bytes` and wastes at most a quarter of them (a growing
+/// Index asks for 1.5x its last rows), or returns one with p null.
+KeptBlock take_kept(int device, size_t bytes) {
   std::lock_guard<std::mutex> lock(g_pools_mutex);
-  if (auto it = pools().find(device); it != pools().end()) return it->second;
-  int supported = 0;
-  GKNN_CUDA_TRY(cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, device));
-  return pools().emplace(device, supported ? make_pool(device) : DevicePool{}).first->second;
+  std::vector<KeptBlock>& kept = kept_blocks();
+  auto best = kept.end();
+  for (auto it = kept.begin(); it != kept.end(); ++it)
+    if (it->device == device && it->bytes >= bytes && it->bytes - bytes <= bytes / 4 &&
+        (best == kept.end() || it->bytes < best->bytes))
+      best = it;
+  if (best == kept.end()) return {};
+  const KeptBlock taken = *best;
+  kept.erase(best);
+  return taken;
 }
 
 /// `alloc()`, tried once more after trim_device_pools where it failed for want of memory.
@@ -96,19 +88,11 @@ void* allocate_device(size_t bytes) {
 }
 
 void* PooledDeviceMemory::allocate(size_t bytes) {
-  int current = 0;
-  GKNN_CUDA_TRY(cudaGetDevice(&current));
-  const DevicePool p = index_pool_on() ? device_pool(current) : DevicePool{};
-  device = p.pool ? current : -1;
-  if (!p.pool) return allocate_device(bytes);
-  void* block = nullptr;
-  const cudaError_t err = allocate_or_trim([&] { return cudaMallocFromPoolAsync(&block, bytes, p.pool, p.stream); });
-  if (err != cudaSuccess) throw_device_allocation(err, bytes);
-  if (const cudaError_t synced = cudaStreamSynchronize(p.stream); synced != cudaSuccess) {  // usable by every stream
-    free(block);
-    throw_cuda(synced, "cudaStreamSynchronize(pool stream)", __FILE__, __LINE__);
-  }
-  return block;
+  if (!index_pool_on()) return allocate_device(bytes);
+  GKNN_CUDA_TRY(cudaGetDevice(&device));
+  const KeptBlock block = take_kept(device, bytes);
+  this->bytes = block.p ? block.bytes : bytes;
+  return block.p ? block.p : allocate_device(bytes);
 }
 
 void PooledDeviceMemory::free(void* p) noexcept {
@@ -116,37 +100,44 @@ void PooledDeviceMemory::free(void* p) noexcept {
     GKNN_CUDA_TRY_NOTHROW(cudaFree(p));
     return;
   }
-  cudaStream_t stream = nullptr;
+  {
+    CurrentDevice scope(device);
+    GKNN_CUDA_TRY_NOTHROW(cudaDeviceSynchronize());  // as cudaFree: no work on any stream still reads the block
+  }
+  std::vector<KeptBlock> evicted;
   {
     std::lock_guard<std::mutex> lock(g_pools_mutex);
-    if (const auto it = pools().find(device); it != pools().end()) stream = it->second.stream;
+    std::vector<KeptBlock>& kept = kept_blocks();
+    kept.push_back({p, bytes, device});
+    while (kept.size() > kKeptBlocksMax) {
+      evicted.push_back(kept.front());
+      kept.erase(kept.begin());
+    }
   }
-  CurrentDevice scope(device);
-  GKNN_CUDA_TRY_NOTHROW(cudaDeviceSynchronize());  // as cudaFree: no work on any stream still reads the block
-  GKNN_CUDA_TRY_NOTHROW(cudaFreeAsync(p, stream));
+  for (const KeptBlock& b : evicted) {
+    CurrentDevice scope(b.device);
+    GKNN_CUDA_TRY_NOTHROW(cudaFree(b.p));
+  }
 }
 
 void trim_device_pools() noexcept {
-  std::lock_guard<std::mutex> lock(g_pools_mutex);
-  for (const auto& [device, p] : pools()) {
-    if (!p.pool) continue;
-    CurrentDevice scope(device);
-    GKNN_CUDA_TRY_NOTHROW(cudaDeviceSynchronize());  // frees still pending on the pool's stream complete
-    GKNN_CUDA_TRY_NOTHROW(cudaMemPoolTrimTo(p.pool, 0));
+  std::vector<KeptBlock> kept;
+  {
+    std::lock_guard<std::mutex> lock(g_pools_mutex);
+    kept.swap(kept_blocks());
+  }
+  for (const KeptBlock& b : kept) {
+    CurrentDevice scope(b.device);
+    GKNN_CUDA_TRY_NOTHROW(cudaFree(b.p));
   }
 }
 
 size_t pooled_idle_bytes(int device) noexcept {
   std::lock_guard<std::mutex> lock(g_pools_mutex);
-  const auto it = pools().find(device);
-  if (it == pools().end() || !it->second.pool) return 0;
-  uint64_t reserved = 0, used = 0;
-  if (cudaMemPoolGetAttribute(it->second.pool, cudaMemPoolAttrReservedMemCurrent, &reserved) != cudaSuccess ||
-      cudaMemPoolGetAttribute(it->second.pool, cudaMemPoolAttrUsedMemCurrent, &used) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return reserved > used ? static_cast<size_t>(reserved - used) : 0;
+  size_t idle = 0;
+  for (const KeptBlock& b : kept_blocks())
+    if (b.device == device) idle += b.bytes;
+  return idle;
 }
 
 bool index_pool_enabled() { return index_pool_on(); }

@@ -1,4 +1,4 @@
-// buffer.cuh: RAII owners of device memory (cudaMalloc'd, or from gknn's stream-ordered device pool), pinned host
+// buffer.cuh: RAII owners of device memory (cudaMalloc'd, or kept for reuse when freed), pinned host
 // memory, streams and events (no managed memory).
 #pragma once
 
@@ -15,9 +15,9 @@ namespace gknn::detail::cuda {
 /// cudaMemGetInfo cannot tell apart from other processes and from compute-sanitizer's own allocations.
 void count_device_bytes(int64_t delta) noexcept;
 
-/// cudaMalloc of `bytes` (> 0). Where it fails for want of memory, the device pools' idle blocks
-/// (PooledDeviceMemory) are given back (trim_device_pools) and it is tried once more before the OutOfMemory error
-/// (throw_device_allocation): memory kept in a pool never makes an allocation fail.
+/// cudaMalloc of `bytes` (> 0). Where it fails for want of memory, the kept blocks (PooledDeviceMemory) are
+/// freed (trim_device_pools) and it is tried once more before the OutOfMemory error (throw_device_allocation):
+/// memory gknn keeps never makes one of its allocations fail.
 void* allocate_device(size_t bytes);
 
 /// How a DeviceBuffer gets its memory: cudaMalloc / cudaFree (cudaFree waits for the whole device).
@@ -26,27 +26,27 @@ struct PlainDeviceMemory {
   void free(void* p) noexcept { GKNN_CUDA_TRY_NOTHROW(cudaFree(p)); }
 };
 
-/// From gknn's stream-ordered pool of the current device (cudaMallocFromPoolAsync), which keeps freed blocks
-/// mapped (its release threshold is raised), so that the next allocation of that size takes microseconds instead
-/// of a cudaMalloc's milliseconds; for the resident Index's rows, norms and operand copy (pipeline/resident.cu), which
-/// an add makes beside its first copies and which a freed Index gives back. The H200 upload timeline (bench/results/
-/// upload_timeline_2026-11-27_h200.md): the 512 MB cudaMalloc of a 1M x 128 add took 0.8-2 ms, its first chunks
-/// waited in device slots meanwhile, and the uint8 add's copies stalled 0.8 ms for it. Made, a block is usable by
-/// every stream (the pool's stream is synchronised); freed, it waits for the whole device first, as cudaFree
-/// does, so that no work still reads it when the pool hands it out again. GKNN_INDEX_POOL=0 (read once;
-/// core/env_switch.hpp), or a device without memory pools: plain cudaMalloc / cudaFree.
+/// cudaMalloc'd, but kept when freed (up to 8 blocks a process) and handed to the next allocation of about the
+/// same size on its device, which then takes microseconds instead of a cudaMalloc's milliseconds; for the resident
+/// Index's rows, norms and operand copy (pipeline/resident.cu), which an add makes beside its first copies and
+/// which a freed Index gives back. The H200 upload timeline (bench/results/upload_timeline_2026-11-27_h200.md): the
+/// 512 MB cudaMalloc of a 1M x 128 add took 0.8-2 ms, its first chunks waited in device slots meanwhile, and the
+/// uint8 add's copies stalled 0.8 ms for it. (A stream-ordered pool, cudaMallocFromPoolAsync, did the same for later
+/// adds but made the process's first add 10 ms slower: its first 512 MB took 14.8 ms.) Freed, a block waits for
+/// the whole device first, as cudaFree does, so that no work still reads it when it is handed out again.
+/// GKNN_INDEX_POOL=0 (read once; core/env_switch.hpp): plain cudaMalloc / cudaFree.
 struct PooledDeviceMemory {
-  int device = -1;  ///< the device whose pool holds the block; -1: cudaMalloc'd
+  int device = -1;   ///< the device of the block; -1: plain cudaMalloc (freed at once)
+  size_t bytes = 0;  ///< the block's size (a kept block may be up to a quarter larger than asked for)
   void* allocate(size_t bytes);
   void free(void* p) noexcept;
 };
 
-/// Gives every device pool's idle blocks back to the device (after a device synchronisation, so that blocks whose
-/// free is still pending count as idle): before an allocation is retried, and in release_upload_slots
-/// (pipeline/upload.cuh), gknn's call that frees what it keeps.
+/// Frees every kept block (PooledDeviceMemory): before an allocation that failed for want of memory is retried,
+/// and in release_upload_slots (pipeline/upload.cuh), gknn's call that frees what it keeps.
 void trim_device_pools() noexcept;
-/// Bytes the pool of `device` keeps mapped but holds no block in (0 without one): free memory that cudaMemGetInfo
-/// does not count, added to it by device_memory (device.cuh) so that plans are not shrunk by the pool.
+/// Bytes of the blocks kept for `device`: free memory that cudaMemGetInfo does not count, added to it by
+/// device_memory (device.cuh) so that plans are not shrunk by the kept blocks.
 size_t pooled_idle_bytes(int device) noexcept;
 
 /// Array of T from `Memory` (PlainDeviceMemory: cudaMalloc); move-only.
