@@ -757,7 +757,7 @@ TEST(GpuUpload, ConcurrentAddsToTwoIndexes) {
 
 // ---- Index rows from gknn's device pool (common/buffer.cuh PooledDeviceMemory) ---------------------------------
 
-/// Bytes gknn's pool of device 0 keeps mapped and idle, once every pending free has run.
+/// Bytes of the blocks gknn keeps for device 0 (freed Index rows, kept for the next add), once every free has run.
 size_t pool_idle_bytes() {
   cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   return detail::cuda::pooled_idle_bytes(0);
