@@ -8,6 +8,7 @@
 
 #include "core/env_switch.hpp"
 #include "cuda/common/buffer.cuh"
+#include "cuda/common/device_scope.cuh"
 #include "cuda/hooks.hpp"
 
 namespace gknn::detail::cuda {
@@ -27,21 +28,16 @@ struct KeptBlock {
   int device = 0;
 };
 constexpr size_t kKeptBlocksMax = 8;  // an Index's rows, norms and operand copy, twice over
-std::mutex g_pools_mutex;
-std::vector<KeptBlock>& kept_blocks() {  // under g_pools_mutex; oldest first
+std::mutex g_kept_mutex;
+std::vector<KeptBlock>& kept_blocks() {  // under g_kept_mutex; oldest first
   static auto* kept = new std::vector<KeptBlock>;  // never destroyed: at exit the runtime may be gone
   return *kept;
-}
-
-bool index_pool_on() {
-  static const bool on = !detail::env_switch_off("GKNN_INDEX_POOL");
-  return on;
 }
 
 /// Takes the smallest kept block of `device` that holds `bytes` and wastes at most a quarter of them (a growing
 /// Index asks for 1.5x its last rows), or returns one with p null.
 KeptBlock take_kept(int device, size_t bytes) {
-  std::lock_guard<std::mutex> lock(g_pools_mutex);
+  std::lock_guard<std::mutex> lock(g_kept_mutex);
   std::vector<KeptBlock>& kept = kept_blocks();
   auto best = kept.end();
   for (auto it = kept.begin(); it != kept.end(); ++it)
@@ -64,20 +60,6 @@ cudaError_t allocate_or_trim(Alloc alloc) {
   return alloc();
 }
 
-/// Makes `device` current for a while (noexcept, for frees and trims; DeviceScope throws).
-class CurrentDevice {
- public:
-  explicit CurrentDevice(int device) noexcept {
-    GKNN_CUDA_TRY_NOTHROW(cudaGetDevice(&previous_));
-    if (device != previous_) GKNN_CUDA_TRY_NOTHROW(cudaSetDevice(device));
-  }
-  ~CurrentDevice() { GKNN_CUDA_TRY_NOTHROW(cudaSetDevice(previous_)); }
-  CurrentDevice(const CurrentDevice&) = delete;
-  CurrentDevice& operator=(const CurrentDevice&) = delete;
-
- private:
-  int previous_ = 0;
-};
 }  // namespace
 
 void* allocate_device(size_t bytes) {
@@ -88,7 +70,7 @@ void* allocate_device(size_t bytes) {
 }
 
 void* PooledDeviceMemory::allocate(size_t bytes) {
-  if (!index_pool_on()) return allocate_device(bytes);
+  if (!index_pool_enabled()) return allocate_device(bytes);
   GKNN_CUDA_TRY(cudaGetDevice(&device));
   const KeptBlock block = take_kept(device, bytes);
   this->bytes = block.p ? block.bytes : bytes;
@@ -101,12 +83,12 @@ void PooledDeviceMemory::free(void* p) noexcept {
     return;
   }
   {
-    CurrentDevice scope(device);
+    DeviceScope scope(device, std::nothrow);
     GKNN_CUDA_TRY_NOTHROW(cudaDeviceSynchronize());  // as cudaFree: no work on any stream still reads the block
   }
   std::vector<KeptBlock> evicted;
   {
-    std::lock_guard<std::mutex> lock(g_pools_mutex);
+    std::lock_guard<std::mutex> lock(g_kept_mutex);
     std::vector<KeptBlock>& kept = kept_blocks();
     kept.push_back({p, bytes, device});
     while (kept.size() > kKeptBlocksMax) {
@@ -115,7 +97,7 @@ void PooledDeviceMemory::free(void* p) noexcept {
     }
   }
   for (const KeptBlock& b : evicted) {
-    CurrentDevice scope(b.device);
+    DeviceScope scope(b.device, std::nothrow);
     GKNN_CUDA_TRY_NOTHROW(cudaFree(b.p));
   }
 }
@@ -123,24 +105,27 @@ void PooledDeviceMemory::free(void* p) noexcept {
 void trim_device_pools() noexcept {
   std::vector<KeptBlock> kept;
   {
-    std::lock_guard<std::mutex> lock(g_pools_mutex);
+    std::lock_guard<std::mutex> lock(g_kept_mutex);
     kept.swap(kept_blocks());
   }
   for (const KeptBlock& b : kept) {
-    CurrentDevice scope(b.device);
+    DeviceScope scope(b.device, std::nothrow);
     GKNN_CUDA_TRY_NOTHROW(cudaFree(b.p));
   }
 }
 
 size_t pooled_idle_bytes(int device) noexcept {
-  std::lock_guard<std::mutex> lock(g_pools_mutex);
+  std::lock_guard<std::mutex> lock(g_kept_mutex);
   size_t idle = 0;
   for (const KeptBlock& b : kept_blocks())
     if (b.device == device) idle += b.bytes;
   return idle;
 }
 
-bool index_pool_enabled() { return index_pool_on(); }
+bool index_pool_enabled() {
+  static const bool on = !detail::env_switch_off("GKNN_INDEX_POOL");
+  return on;
+}
 
 void count_device_bytes(int64_t delta) noexcept {
   if (delta > 0) {

@@ -11,6 +11,11 @@ DeviceScope::DeviceScope(int device) {
   device_props(device);  // cached properties; makes `device` current
 }
 
+DeviceScope::DeviceScope(int device, std::nothrow_t) noexcept {
+  GKNN_CUDA_TRY_NOTHROW(cudaGetDevice(&previous_));
+  if (device != previous_) GKNN_CUDA_TRY_NOTHROW(cudaSetDevice(device));
+}
+
 DeviceScope::~DeviceScope() { GKNN_CUDA_TRY_NOTHROW(cudaSetDevice(previous_)); }
 
 std::pair<int, const float*> device_address(const float* data, std::string_view what) {

@@ -1,7 +1,8 @@
 // device_scope.cuh: which device a device view's memory belongs to, and making it current for a while (the value
-// scan of device views, the exactness guard's device primitives).
+// scan of device views, the exactness guard's device primitives, the frees of kept device blocks).
 #pragma once
 
+#include <new>
 #include <string_view>
 #include <utility>
 
@@ -13,6 +14,8 @@ namespace gknn::detail::cuda {
 class DeviceScope {
  public:
   explicit DeviceScope(int device);
+  /// For frees and trims (noexcept code): a failure is logged, not thrown.
+  DeviceScope(int device, std::nothrow_t) noexcept;
   ~DeviceScope();
   DeviceScope(const DeviceScope&) = delete;
   DeviceScope& operator=(const DeviceScope&) = delete;
