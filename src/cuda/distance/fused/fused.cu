@@ -79,15 +79,19 @@ static_assert(kMergeCap >= kMaxFusedK, "a merge round must take any one list who
 /// H100, 1M x 128 uint8 rows, one query, k = 100: distance stage 145 us with the wide block, 102 us with the narrow
 /// one, whose kernel (91 us, ncu: 2 blocks per SM, 24% achieved occupancy) reads 44% of the DRAM bandwidth: it
 /// waits on latency (16 warps per SM, a barrier per tile), not on the ~45 us the 128 MB need.
-template <int WarpsM, int Mt>
+/// Medium, for more than 16 queries where the rows take at most 128 bytes (fused_medium_block()): the wide block's
+/// warps (32 x 16 each) in blocks of half its queries, two blocks per SM with two tile stages: the same 16 warps a
+/// SM, but one block's barrier waits while the other computes (the wide block's SM idles at each of its barriers).
+template <int WarpsM, int Mt, int BlocksPerSm>
 struct BlockShape {
   static constexpr int kMt = Mt;
   static constexpr int kBM = WarpsM * Mt * 16;
   static constexpr int kThreads = WarpsM * kWarpsN * 32;
-  static constexpr int kBlocksPerSm = kBM > 16 ? 1 : 2;
+  static constexpr int kBlocksPerSm = BlocksPerSm;
 };
-using WideBlock = BlockShape<2, 2>;
-using NarrowBlock = BlockShape<1, 1>;
+using WideBlock = BlockShape<2, 2, 1>;
+using MediumBlock = BlockShape<1, 2, 2>;
+using NarrowBlock = BlockShape<1, 1, 2>;
 
 // ---- operand types and the tensor-core instruction -----------------------------------------------------------
 /// 8-bit integer operands: u8 x u8 or s8 x s8 -> s32, m16n8k32.
@@ -534,6 +538,14 @@ template <int kRowBytes, int kStages, class S>
 constexpr size_t shared_bytes() {
   return size_t(S::kBM) * kBuf * 8 + size_t(kStages) * kBN * (kRowBytes + 16) + size_t(kStages) * kBN * 4 +
          4 * S::kBM * 4 + 16;
+}
+
+/// Tile stages: three where the shape's blocks fit an SM with them (228 KB of shared memory an SM, 1 KB of it
+/// reserved a block), else two.
+template <int kRowBytes, class S>
+constexpr int stages_for() {
+  constexpr size_t kSmBytes = 228 * 1024, kReserved = 1024;
+  return (shared_bytes<kRowBytes, 3, S>() + kReserved) * S::kBlocksPerSm <= kSmBytes ? 3 : 2;
 }
 
 /// Keys in the accumulator's domain. 8-bit operands: integers (every key of fp16_exact data is an integer below
@@ -989,6 +1001,35 @@ bool fused_lean() {
   return !off;
 }
 
+/// The medium block (MediumBlock) where it serves; GKNN_FUSED_MEDIUM=1 turns it on, to measure it against the wide
+/// block (results are identical either way).
+bool fused_medium_block() {
+  static const bool on = detail::env_switch_on("GKNN_FUSED_MEDIUM");
+  return on;
+}
+
+enum class Shape { Narrow, Medium, Wide };
+
+/// The block shape of a launch over `nq` queries: narrow for at most 16, medium where it serves (the lean lists
+/// walk, rows of at most 128 bytes) and is on, else wide.
+Shape shape_for(int64_t nq, int row_bytes, bool filter, bool lean) {
+  if (nq <= NarrowBlock::kBM) return Shape::Narrow;
+  if (!filter && lean && row_bytes <= 128 && fused_medium_block()) return Shape::Medium;
+  return Shape::Wide;
+}
+int shape_rows(Shape shape) {
+  return shape == Shape::Narrow ? NarrowBlock::kBM : shape == Shape::Medium ? MediumBlock::kBM : WideBlock::kBM;
+}
+int shape_blocks_per_sm(Shape shape) {
+  return shape == Shape::Narrow   ? NarrowBlock::kBlocksPerSm
+         : shape == Shape::Medium ? MediumBlock::kBlocksPerSm
+                                  : WideBlock::kBlocksPerSm;
+}
+/// split_count() for a launch of this shape.
+int64_t shape_split_count(Shape shape, int64_t nq, int64_t nb, int64_t k, int device) {
+  return split_count(nq, nb, k, device_props(device).sm_count, shape_rows(shape), shape_blocks_per_sm(shape));
+}
+
 template <Elem E>
 void convert(const float* rows, int64_t stride, int64_t count, int64_t dim, int row_bytes, float scale, void* dst,
              cudaStream_t s, unsigned* zeros = nullptr, int zero_count = 0, const float* norms = nullptr,
@@ -1003,8 +1044,9 @@ void convert(const float* rows, int64_t stride, int64_t count, int64_t dim, int 
 
 template <Elem E, int kSteps, class S, bool kFilter, bool kLean>
 void launch_kernel(const KernelArgs& args, int64_t splits, int device, cudaStream_t s) {
-  constexpr int kStages = kSteps >= 8 ? 2 : 3;
+  constexpr int kStages = stages_for<kSteps * 32, S>();
   constexpr size_t bytes = shared_bytes<kSteps * 32, kStages, S>();
+  static_assert((bytes + 1024) * S::kBlocksPerSm <= 228 * 1024, "the shape's blocks fit an SM");
   static_assert(bytes >= MergeShared::bytes(S::kThreads), "merge_splits reuses the shared memory");
   auto* kernel = fused_kernel<E, kSteps, kStages, S, kFilter, kLean>;
   // Once per kernel and device (each device's context keeps its own attributes): the call costs microseconds,
@@ -1026,10 +1068,17 @@ void launch_kernel(const KernelArgs& args, int64_t splits, int device, cudaStrea
 
 template <Elem E, int kSteps, class S, bool kFilter>
 void launch(const KernelArgs& args, int64_t splits, int device, cudaStream_t s) {
-  if constexpr (!kFilter) {
-    if (args.lean) return launch_kernel<E, kSteps, S, false, true>(args, splits, device, s);
+  if constexpr (std::is_same_v<S, MediumBlock>) {  // the lean lists walk on rows of at most 128 bytes only
+    if constexpr (!kFilter && kSteps <= 4) {
+      if (args.lean) return launch_kernel<E, kSteps, S, false, true>(args, splits, device, s);
+    }
+    GKNN_EXPECT(false, ErrorCode::Internal, "fused kernel: the medium block launched outside its range");
+  } else {
+    if constexpr (!kFilter) {
+      if (args.lean) return launch_kernel<E, kSteps, S, false, true>(args, splits, device, s);
+    }
+    launch_kernel<E, kSteps, S, kFilter, false>(args, splits, device, s);
   }
-  launch_kernel<E, kSteps, S, kFilter, false>(args, splits, device, s);
 }
 
 template <Elem E, class S, bool kFilter = false>
@@ -1074,7 +1123,8 @@ void convert_and_launch(const DistanceInput& in, KernelArgs args, int row_bytes,
   // cannot, so their keys apply it to the exact s32 dot product. The base's operands carry none (so a kept copy
   // serves both metrics).
   const float factor = l2 ? -2.f : -1.f;
-  const int bm = in.nq <= NarrowBlock::kBM ? NarrowBlock::kBM : WideBlock::kBM;  // the block shape launched below
+  const Shape shape = shape_for(in.nq, row_bytes, false, args.lean);  // the block shape launched below
+  const int bm = shape_rows(shape);
   const int zero_count = args.arrivals ? static_cast<int>((in.nq + bm - 1) / bm) : 0;  // a counter per query tile
   // The lean walk's 8-bit kernels read squared L2's norms as integers: converted here, with the queries.
   const bool convert_norms = args.lean && E != Elem::F16 && args.norms;
@@ -1086,8 +1136,11 @@ void convert_and_launch(const DistanceInput& in, KernelArgs args, int row_bytes,
   args.queries = static_cast<const unsigned char*>(q_ops);
   args.base = base_operands<E>(in, row_bytes, kept, b_ops, s);
   args.scale = E == Elem::F16 ? 1.f : factor;
-  if (in.nq <= NarrowBlock::kBM) launch_for_rows<E, NarrowBlock>(args, row_bytes, splits, device, s);
-  else launch_for_rows<E, WideBlock>(args, row_bytes, splits, device, s);
+  switch (shape) {
+    case Shape::Narrow: return launch_for_rows<E, NarrowBlock>(args, row_bytes, splits, device, s);
+    case Shape::Medium: return launch_for_rows<E, MediumBlock>(args, row_bytes, splits, device, s);
+    case Shape::Wide: return launch_for_rows<E, WideBlock>(args, row_bytes, splits, device, s);
+  }
 }
 
 /// The scratch of a large-k search (large_k.cuh), carved from one block in this order; `at` null only sizes it.
@@ -1146,15 +1199,15 @@ void launch_any(Elem e, const KernelArgs& args, int row_bytes, int64_t splits, b
 }
 /// One launch over args.nq query rows, the block shape by their number; splits: 1, or the planned count.
 void launch_rows(Elem e, const KernelArgs& args, int row_bytes, bool filter, bool split, const DistanceContext& ctx) {
-  const bool narrow = args.nq <= NarrowBlock::kBM;
-  const int64_t splits = !split ? 1
-                         : split_count(args.nq, args.nb, args.k, device_props(ctx.device).sm_count,
-                                       narrow ? NarrowBlock::kBM : WideBlock::kBM,
-                                       narrow ? NarrowBlock::kBlocksPerSm : WideBlock::kBlocksPerSm);
+  const Shape shape = shape_for(args.nq, row_bytes, filter, args.lean);
+  const int64_t splits = !split ? 1 : shape_split_count(shape, args.nq, args.nb, args.k, ctx.device);
   KernelArgs a = args;
   a.split_rows = (a.nb + splits - 1) / splits;
-  if (narrow) launch_any<NarrowBlock>(e, a, row_bytes, splits, filter, ctx.device, ctx.stream);
-  else launch_any<WideBlock>(e, a, row_bytes, splits, filter, ctx.device, ctx.stream);
+  switch (shape) {
+    case Shape::Narrow: return launch_any<NarrowBlock>(e, a, row_bytes, splits, filter, ctx.device, ctx.stream);
+    case Shape::Medium: return launch_any<MediumBlock>(e, a, row_bytes, splits, filter, ctx.device, ctx.stream);
+    case Shape::Wide: return launch_any<WideBlock>(e, a, row_bytes, splits, filter, ctx.device, ctx.stream);
+  }
 }
 
 template <Elem E>
@@ -1260,10 +1313,9 @@ FusedResult fused_search(const DistanceInput& in, const DataFacts& facts, int64_
   GKNN_EXPECT(!l2 || in.base_norms, ErrorCode::Internal, "fused kernel: base norms not provided");
   const Elem elem = element_for(facts);
   const int row_bytes = row_bytes_for(in.dim, elem);
-  const bool narrow = in.nq <= NarrowBlock::kBM;  // the block shape convert_and_launch() takes
-  const int64_t splits = split_count(in.nq, in.nb, k, device_props(ctx.device).sm_count,
-                                     narrow ? NarrowBlock::kBM : WideBlock::kBM,
-                                     narrow ? NarrowBlock::kBlocksPerSm : WideBlock::kBlocksPerSm);
+  const bool lean = fused_lean();
+  // The block shape convert_and_launch() takes (a large k's rounds plan their own in launch_rows).
+  const int64_t splits = shape_split_count(shape_for(in.nq, row_bytes, false, lean), in.nq, in.nb, k, ctx.device);
 
   const size_t q_bytes = aligned(static_cast<size_t>(in.nq) * row_bytes);
   // The kept operand copy of the base serves the tile when its converted rows reach the tile (base tiles come in
@@ -1291,7 +1343,6 @@ FusedResult fused_search(const DistanceInput& in, const DataFacts& facts, int64_
                      (splits <= kFewSplits || (in.nq <= kMergeMaxRows && splits <= kMaxMergeSplits));
   const size_t key_bytes = aligned(partial * sizeof(float));
   // The lean walk's integer norms (squared L2 on 8-bit operands), after the splits' keys.
-  const bool lean = fused_lean();
   const size_t int_norm_bytes = lean && l2 && elem != Elem::F16 ? aligned(static_cast<size_t>(in.nb) * sizeof(int)) : 0;
   // The splits' shared thresholds (KernelArgs::shared_tau) last: a word per query.
   const size_t tau_bytes = splits > 1 && fused_shared_threshold() ? aligned(static_cast<size_t>(in.nq) * sizeof(unsigned)) : 0;
@@ -1354,9 +1405,10 @@ size_t fused_workspace(int64_t nq, int64_t nb, int64_t dim) {
   // <= bm x (query tiles + kWavesPerSplitPlan x blocks per SM x SMs) for the block shape of nq (bm queries a
   // block), and splits x k <= nb; the device is not known here, so 160 SMs bound every Hopper part.
   constexpr int64_t kMaxSms = 160;
-  const bool narrow = nq <= NarrowBlock::kBM;
-  const int64_t bm = narrow ? NarrowBlock::kBM : WideBlock::kBM;
-  const int64_t per_sm = narrow ? NarrowBlock::kBlocksPerSm : WideBlock::kBlocksPerSm;
+  // (The bound of the shape nq takes; the medium block's equals the wide block's: half the rows, twice the blocks.)
+  const Shape shape = nq <= NarrowBlock::kBM ? Shape::Narrow : Shape::Wide;
+  static_assert(MediumBlock::kBM * MediumBlock::kBlocksPerSm == WideBlock::kBM * WideBlock::kBlocksPerSm);
+  const int64_t bm = shape_rows(shape), per_sm = shape_blocks_per_sm(shape);
   const int64_t qtiles = (nq + bm - 1) / bm;
   const size_t entries = std::min(static_cast<size_t>(bm) * (kWavesPerSplitPlan * per_sm * kMaxSms + qtiles) * kMaxFusedK,
                                   static_cast<size_t>(nq) * static_cast<size_t>(nb));
