@@ -28,12 +28,12 @@ if(GKNN_HAS_CUDA)
   gknn_test(gpu_device_views LABEL gpu SOURCES gpu_device_views_test.cpp)
 endif()
 # The fused distance + selection kernel against the float64 oracle (issue 13); again with the splits of a query
-# not sharing their k-th keys (GKNN_FUSED_SHARED_THRESHOLD=0; sharing is the default), and with the medium block
-# (GKNN_FUSED_MEDIUM=1: 32 queries a block, two blocks an SM) where the wide one serves by default.
+# not sharing their k-th keys (GKNN_FUSED_SHARED_THRESHOLD=0; sharing is the default), and with the wide block
+# (GKNN_FUSED_MEDIUM=0: 64 queries a block) where the medium one (32 queries, two blocks an SM) serves by default.
 if(GKNN_HAS_CUDA)
   gknn_test(gpu_fused LABEL gpu SOURCES gpu_fused_test.cpp)
   gknn_test_part(gpu_fused own_threshold "*")
   set_tests_properties(gpu_fused_own_threshold PROPERTIES ENVIRONMENT GKNN_FUSED_SHARED_THRESHOLD=0)
-  gknn_test_part(gpu_fused medium "*")
-  set_tests_properties(gpu_fused_medium PROPERTIES ENVIRONMENT GKNN_FUSED_MEDIUM=1)
+  gknn_test_part(gpu_fused wide "*")
+  set_tests_properties(gpu_fused_wide PROPERTIES ENVIRONMENT GKNN_FUSED_MEDIUM=0)
 endif()

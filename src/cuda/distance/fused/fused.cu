@@ -1,7 +1,7 @@
 // fused.cu: the fused distance + selection kernel (thesis, seed 000: distances and top-k in one kernel, so that
 // the q x n key matrix is never written). gknn's version runs on tensor cores and is exact on integer data.
 //
-// Each block owns 64 queries (16 when there are at most 16: BlockShape) and one split of the base; it walks its
+// Each block owns 32 or 64 queries (16 when there are at most 16: BlockShape) and one split of the base; it walks its
 // split in tiles of 128 base rows:
 //   1. the tile's rows arrive in shared memory (cp.async, 2-3 stages deep); the queries' operand fragments stay
 //      in registers for the whole walk;
@@ -79,7 +79,8 @@ static_assert(kMergeCap >= kMaxFusedK, "a merge round must take any one list who
 /// H100, 1M x 128 uint8 rows, one query, k = 100: distance stage 145 us with the wide block, 102 us with the narrow
 /// one, whose kernel (91 us, ncu: 2 blocks per SM, 24% achieved occupancy) reads 44% of the DRAM bandwidth: it
 /// waits on latency (16 warps per SM, a barrier per tile), not on the ~45 us the 128 MB need.
-/// Medium, for more than 16 queries where the rows take at most 128 bytes (fused_medium_block()): the wide block's
+/// Medium, for more than 16 queries where the rows take at most 128 bytes (fused_medium_block(); wide for longer
+/// rows, whose tiles leave no room for two blocks, and for the large-k filter rounds): the wide block's
 /// warps (32 x 16 each) in blocks of half its queries, two blocks per SM with two tile stages: the same 16 warps a
 /// SM, but one block's barrier waits while the other computes (the wide block's SM idles at each of its barriers).
 template <int WarpsM, int Mt, int BlocksPerSm>
@@ -1001,11 +1002,12 @@ bool fused_lean() {
   return !off;
 }
 
-/// The medium block (MediumBlock) where it serves; GKNN_FUSED_MEDIUM=1 turns it on, to measure it against the wide
-/// block (results are identical either way).
+/// The medium block (MediumBlock) where it serves; GKNN_FUSED_MEDIUM=0 runs the wide block there instead, to
+/// measure the two (results are identical either way). On by default since measured (H200, 2026-11-29, interleaved
+/// wide / medium): SIFT1M uint8 k = 100 kernel 10.54-10.57 -> 9.96-10.02 ms; Garcia 0.245 either way.
 bool fused_medium_block() {
-  static const bool on = detail::env_switch_on("GKNN_FUSED_MEDIUM");
-  return on;
+  static const bool off = detail::env_switch_off("GKNN_FUSED_MEDIUM");
+  return !off;
 }
 
 enum class Shape { Narrow, Medium, Wide };
