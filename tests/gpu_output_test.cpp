@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include "cuda/hooks.hpp"
 #include "gknn/error.hpp"
 #include "gknn/index.hpp"
 #include "gknn/search.hpp"
@@ -145,13 +146,16 @@ TEST(GpuOutput, RepeatedSearchesOfChangingShapesReuseBuffersExactly) {
 
 TEST(GpuOutput, LargeResultIsCopiedOutInOverlappedTilesExactly) {
   // 3000 x 1500 x 12 bytes = 54 MB > 32 MiB: the planner cuts the queries into >= 8 tiles. Sanitized: 1900 queries
-  // (34.2 MB, still above) against 1600 base rows instead of 4000.
+  // (34.2 MB, still above) against 1600 base rows instead of 4000. The caller's own (pageable) arrays: the tiles go
+  // through the pinned slots and are copied out by the host (a Result's page-locked arrays would take them direct).
   const HostMatrix<float> base = integer_matrix(sized(4000, 1600), 8, 0, 20, 8),
                           queries = integer_matrix(sized(3000, 1900), 8, 0, 20, 9);
   SearchParams p = cuda_params(1500);
   SearchStats stats;
   p.stats = &stats;
-  const Result got = search(base.view(), queries.view(), p);
+  Result got{queries.rows, p.k, HostArray<float>(static_cast<size_t>(queries.rows * p.k)),
+             HostArray<int64_t>(static_cast<size_t>(queries.rows * p.k))};
+  search(base.view(), queries.view(), p, ResultView{got.distances.data(), got.indices.data(), got.rows, got.k});
   EXPECT_GE(stats.query_tiles, 8);
   EXPECT_GT(stats.device_ms, 0.0);
   EXPECT_GE(stats.total_ms, stats.distance_ms);
@@ -165,6 +169,75 @@ TEST(GpuOutput, LargeResultIsCopiedOutInOverlappedTilesExactly) {
   CheckOptions exact;
   exact.exact_indices = true;
   p.stats = nullptr;
+  EXPECT_EQ("", check_search(got, base.view(), queries.view(), p, exact));
+}
+
+bool page_locked(const void* p) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) return false;
+  return a.type == cudaMemoryTypeHost;
+}
+
+// A Result of a CUDA search lives in page-locked blocks of the process (cuda/pipeline/result_memory.cuh), which the
+// device's copies write straight into (no copy-out on the host), while at most two such Results are out; a third
+// gets ordinary memory; a dropped Result's blocks serve the next one. Every one exact, the large one too.
+TEST(GpuOutput, ResultsLandInPageLockedBlocksWhileTwoAreOut) {
+  const HostMatrix<float> base = integer_matrix(sized(3000, 1000), 16, 0, 30, 30),
+                          queries = integer_matrix(sized(301, 77), 16, 0, 30, 31);
+  SearchParams p = cuda_params(13);
+  CheckOptions exact;
+  exact.exact_indices = true;
+  detail::cuda::release_cached_device_resources();  // no kept blocks from the tests before
+  SearchStats stats;
+  p.stats = &stats;
+  const Result r1 = search(base.view(), queries.view(), p);
+  EXPECT_TRUE(page_locked(r1.distances.data()) && page_locked(r1.indices.data()));
+  EXPECT_EQ(stats.copy_out_ms, 0.0);  // the download landed in the result
+  p.stats = nullptr;
+  EXPECT_EQ("", check_search(r1, base.view(), queries.view(), p, exact));
+  Result r2 = search(base.view(), queries.view(), p);
+  EXPECT_TRUE(page_locked(r2.distances.data()) && page_locked(r2.indices.data()));
+  expect_same(r1, r2);
+  {
+    const Result r3 = search(base.view(), queries.view(), p);  // four blocks out, none kept: ordinary memory
+    EXPECT_FALSE(page_locked(r3.distances.data()) || page_locked(r3.indices.data()));
+    expect_same(r1, r3);
+  }
+  const float* d2 = r2.distances.data();
+  const int64_t* i2 = r2.indices.data();
+  r2 = Result();  // its blocks go back to the pool
+  const Result r4 = search(base.view(), queries.view(), p);
+  EXPECT_EQ(r4.distances.data(), d2);
+  EXPECT_EQ(r4.indices.data(), i2);
+  expect_same(r1, r4);
+  // A large result (54 MB, >= 8 query tiles; the helper thread's destination) lands directly too.
+  const HostMatrix<float> many = integer_matrix(sized(3000, 1900), 8, 0, 20, 9), wide = integer_matrix(sized(4000, 1600), 8, 0, 20, 8);
+  SearchParams large = cuda_params(1500);
+  const Result big = search(wide.view(), many.view(), large);
+  EXPECT_TRUE(page_locked(big.distances.data()) && page_locked(big.indices.data()));
+  EXPECT_EQ("", check_search(big, wide.view(), many.view(), large, exact));
+}
+
+// The caller's own page-locked arrays take the tiles directly as well.
+TEST(GpuOutput, CallersPinnedStorageTakesTheTilesDirectly) {
+  const HostMatrix<float> base = integer_matrix(sized(2000, 700), 12, 0, 9, 32),
+                          queries = integer_matrix(sized(150, 40), 12, 0, 9, 33);
+  SearchParams p = cuda_params(21);
+  const size_t n = static_cast<size_t>(queries.rows * p.k);
+  float* d = nullptr;
+  int64_t* i = nullptr;
+  ASSERT_EQ(cudaSuccess, cudaMallocHost(&d, n * sizeof(float)));
+  ASSERT_EQ(cudaSuccess, cudaMallocHost(&i, n * sizeof(int64_t)));
+  SearchStats stats;
+  p.stats = &stats;
+  search(base.view(), queries.view(), p, ResultView{d, i, queries.rows, p.k});
+  EXPECT_EQ(stats.copy_out_ms, 0.0);
+  p.stats = nullptr;
+  const Result got{queries.rows, p.k, HostArray<float>(d, d + n), HostArray<int64_t>(i, i + n)};
+  cudaFreeHost(d);
+  cudaFreeHost(i);
+  CheckOptions exact;
+  exact.exact_indices = true;
   EXPECT_EQ("", check_search(got, base.view(), queries.view(), p, exact));
 }
 

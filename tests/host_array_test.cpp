@@ -1,6 +1,7 @@
 // host_array_test: gknn::HostArray (include/gknn/host_array.hpp), the storage of a Result: std::vector's
 // behaviour where a result is used (value-initialised sizes, copies, comparison and conversion with
-// std::vector), and for_overwrite, which leaves the values to their producer.
+// std::vector), for_overwrite, which leaves the values to their producer, and adopt, a block given back by its own
+// function.
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -72,6 +73,46 @@ TEST(HostArray, CopiesMovesAndGrows) {
   EXPECT_EQ(a.size(), 1000u);
   EXPECT_THROW((void)a.at(1000), std::out_of_range);
   EXPECT_EQ(a.at(10), 10.f);
+}
+
+// adopt(): a block from elsewhere goes back through its releaser exactly once, with the byte count it came with,
+// whoever holds it last (moves, swaps, move assignment); a growth past it moves the contents into an ordinary
+// block and gives it back at once.
+struct Released {
+  static inline std::vector<std::pair<void*, std::size_t>> calls;
+  static void give(void* block, std::size_t bytes) noexcept { calls.emplace_back(block, bytes); }
+};
+
+TEST(HostArray, AdoptedBlockGoesBackOnceThroughItsReleaser) {
+  Released::calls.clear();
+  alignas(8) static int64_t block_a[16], block_b[16];
+  {
+    HostArray<int64_t> a = HostArray<int64_t>::adopt(block_a, 10, sizeof(block_a), &Released::give);
+    EXPECT_EQ(a.data(), block_a);
+    EXPECT_EQ(a.size(), 10u);
+    std::iota(a.begin(), a.end(), int64_t(0));
+    HostArray<int64_t> moved = std::move(a);
+    EXPECT_EQ(moved.data(), block_a);
+    HostArray<int64_t> b = HostArray<int64_t>::adopt(block_b, 4, 100, &Released::give);
+    b.swap(moved);  // b holds block_a now, moved block_b
+    EXPECT_EQ(b[9], 9);
+    EXPECT_TRUE(Released::calls.empty());
+    moved = HostArray<int64_t>(3);  // block_b goes back when replaced
+    ASSERT_EQ(Released::calls.size(), 1u);
+    EXPECT_EQ(Released::calls[0], std::make_pair(static_cast<void*>(block_b), std::size_t(100)));
+    b.push_back(10);  // past its size: the contents move out, block_a goes back
+    ASSERT_EQ(Released::calls.size(), 2u);
+    EXPECT_EQ(Released::calls[1], std::make_pair(static_cast<void*>(block_a), sizeof(block_a)));
+    EXPECT_NE(b.data(), block_a);
+    ASSERT_EQ(b.size(), 11u);
+    for (int64_t i = 0; i <= 10; ++i) EXPECT_EQ(b[static_cast<size_t>(i)], i);
+  }
+  EXPECT_EQ(Released::calls.size(), 2u);  // the ordinary blocks went to std::allocator, not the releaser
+  {
+    HostArray<int64_t> c = HostArray<int64_t>::adopt(block_a, 2, 16, &Released::give);
+  }
+  ASSERT_EQ(Released::calls.size(), 3u);
+  EXPECT_EQ(Released::calls[2], std::make_pair(static_cast<void*>(block_a), std::size_t(16)));
 }
 
 TEST(HostArray, ResultKeepsItsAggregateForm) {

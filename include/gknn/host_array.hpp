@@ -20,9 +20,12 @@ namespace gknn {
 /// and from std::vector<T> (a copy). Like std::vector, a size given to a constructor or resize() gives
 /// value-initialised (zero) elements.
 ///
-/// The one addition: for_overwrite(n) makes an array of n elements left uninitialised, for a producer that writes
+/// The additions: for_overwrite(n) makes an array of n elements left uninitialised, for a producer that writes
 /// every one of them. The searches allocate their Results so: a 10,000 x 2,048 result is 245 MB, and
 /// value-initialising it first is a single-threaded pass over all of it before the search may write a row.
+/// adopt() takes a block the library allocated elsewhere (the CUDA backend's page-locked memory, which its copies
+/// from the device write into directly) with the function that gives it back; the array then owns it as any other
+/// (moves carry it; a growth past its size moves the contents into an ordinary block and gives it back).
 template <class T>
 class HostArray {
   static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>,
@@ -53,7 +56,8 @@ class HostArray {
   HostArray(const HostArray& other) { assign(other.begin(), other.end()); }
   HostArray(HostArray&& other) noexcept
       : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)),
-        capacity_(std::exchange(other.capacity_, 0)) {}
+        capacity_(std::exchange(other.capacity_, 0)), releaser_(std::exchange(other.releaser_, nullptr)),
+        held_bytes_(std::exchange(other.held_bytes_, 0)) {}
   ~HostArray() { release(); }
 
   HostArray& operator=(const HostArray& other) {
@@ -66,6 +70,8 @@ class HostArray {
       data_ = std::exchange(other.data_, nullptr);
       size_ = std::exchange(other.size_, 0);
       capacity_ = std::exchange(other.capacity_, 0);
+      releaser_ = std::exchange(other.releaser_, nullptr);
+      held_bytes_ = std::exchange(other.held_bytes_, 0);
     }
     return *this;
   }
@@ -82,6 +88,19 @@ class HostArray {
   static HostArray for_overwrite(size_type n) {
     HostArray a;
     a.resize_for_overwrite(n);
+    return a;
+  }
+
+  /// Gives a block back: called once, with the block and the byte count adopt() was given, when the array lets it go.
+  using Releaser = void (*)(void* block, std::size_t held_bytes) noexcept;
+  /// An array of n elements (left as they are) in `block`, which holds at least n elements in `held_bytes`;
+  /// `release` gives it back.
+  static HostArray adopt(T* block, size_type n, std::size_t held_bytes, Releaser release) noexcept {
+    HostArray a;
+    a.data_ = block;
+    a.size_ = a.capacity_ = n;
+    a.releaser_ = release;
+    a.held_bytes_ = held_bytes;
     return a;
   }
 
@@ -158,6 +177,8 @@ class HostArray {
     std::swap(data_, other.data_);
     std::swap(size_, other.size_);
     std::swap(capacity_, other.capacity_);
+    std::swap(releaser_, other.releaser_);
+    std::swap(held_bytes_, other.held_bytes_);
   }
   friend void swap(HostArray& a, HostArray& b) noexcept { a.swap(b); }
 
@@ -181,14 +202,19 @@ class HostArray {
     capacity_ = n;
   }
   void release() noexcept {
-    if (data_) std::allocator<T>().deallocate(data_, capacity_);
+    if (data_ && releaser_) releaser_(data_, held_bytes_);
+    else if (data_) std::allocator<T>().deallocate(data_, capacity_);
     data_ = nullptr;
     capacity_ = 0;
+    releaser_ = nullptr;
+    held_bytes_ = 0;
   }
 
   T* data_ = nullptr;
   size_type size_ = 0;
   size_type capacity_ = 0;
+  Releaser releaser_ = nullptr;  ///< adopt()'s: how the block goes back (null: std::allocator's)
+  std::size_t held_bytes_ = 0;   ///< adopt()'s byte count, for releaser_
 };
 
 }  // namespace gknn

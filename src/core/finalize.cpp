@@ -1,6 +1,7 @@
 #include "core/finalize.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <limits>
 #include <new>
@@ -195,8 +196,50 @@ void populate_result(Result& r) {
   populate(r.indices.data(), r.indices.data() + r.indices.size());
 }
 
+namespace {
+
+std::atomic<void* (*)(size_t, size_t*) noexcept> g_page_locked_take{nullptr};
+std::atomic<HostArray<float>::Releaser> g_page_locked_give{nullptr};
+thread_local bool t_page_locked_results = false;
+
+/// Both arrays of a rows x k result in page-locked blocks, or false (nothing taken) where the memory gives none.
+bool take_page_locked(Result& r, int64_t rows, int64_t k) {
+  const auto take = g_page_locked_take.load(std::memory_order_acquire);
+  const auto give = g_page_locked_give.load(std::memory_order_acquire);
+  const size_t n = static_cast<size_t>(rows * k);
+  if (!t_page_locked_results || !take || !give || n == 0) return false;
+  size_t distance_bytes = 0, index_bytes = 0;
+  void* distances = take(n * sizeof(float), &distance_bytes);
+  if (!distances) return false;
+  void* indices = take(n * sizeof(int64_t), &index_bytes);
+  if (!indices) {
+    give(distances, distance_bytes);
+    return false;
+  }
+  r.distances = HostArray<float>::adopt(static_cast<float*>(distances), n, distance_bytes, give);
+  r.indices = HostArray<int64_t>::adopt(static_cast<int64_t*>(indices), n, index_bytes, give);
+  return true;
+}
+
+}  // namespace
+
+void set_page_locked_memory(PageLockedMemory memory) noexcept {
+  g_page_locked_give.store(memory.give, std::memory_order_release);
+  g_page_locked_take.store(memory.take, std::memory_order_release);
+}
+
+PageLockedResults::PageLockedResults() noexcept : outer_(t_page_locked_results) { t_page_locked_results = true; }
+PageLockedResults::~PageLockedResults() { t_page_locked_results = outer_; }
+
 Result allocate_result_populated(int64_t rows, int64_t k) {
-  Result r = allocate_result(rows, k);
+  check_result_size(rows, k);
+  Result r;
+  if (take_page_locked(r, rows, k)) {  // resident already: nothing to populate
+    r.rows = rows;
+    r.k = k;
+    return r;
+  }
+  r = allocate_result(rows, k);
   populate_result(r);
   return r;
 }

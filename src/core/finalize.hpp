@@ -21,7 +21,30 @@ Result allocate_result(int64_t rows, int64_t k);
 /// also allocated there (madvise MADV_POPULATE_WRITE on Linux >= 5.14, else one write per page; a thread per
 /// 16 MiB, up to 8), so the copy-out of the tiles, on the search's path, takes no page faults. No pass over the
 /// values: 10k x 2048 entries (245 MB) were zero-filled on one thread by std::vector before.
+/// Inside a PageLockedResults scope of the thread, both arrays come from the page-locked memory the CUDA backend
+/// registered (set_page_locked_memory) where it gives them: its copies from the device land in them directly, with
+/// no copy-out and no page population.
 Result allocate_result_populated(int64_t rows, int64_t k);
+
+/// Page-locked host memory for Results (cuda/pipeline/result_memory.cuh registers it): take(bytes, &held) gives a
+/// block of at least `bytes` (`held` its size) or null; give(block, held) takes it back.
+struct PageLockedMemory {
+  void* (*take)(size_t bytes, size_t* held) noexcept = nullptr;
+  HostArray<float>::Releaser give = nullptr;  // the same function type for every HostArray<T>
+};
+void set_page_locked_memory(PageLockedMemory memory) noexcept;
+/// While one lives on a thread, allocate_result_populated asks the page-locked memory first (the CUDA result
+/// writer's destinations, which its copies write into).
+class PageLockedResults {
+ public:
+  PageLockedResults() noexcept;
+  ~PageLockedResults();
+  PageLockedResults(const PageLockedResults&) = delete;
+  PageLockedResults& operator=(const PageLockedResults&) = delete;
+
+ private:
+  bool outer_;
+};
 /// The page population of allocate_result_populated alone, for a result that writers may already be filling (it
 /// never changes a value: the pages are faulted in for writing, or touched by an atomic add of 0).
 void populate_result(Result& r);

@@ -34,6 +34,7 @@
 #include "cuda/common/buffer.cuh"
 #include "cuda/common/device.cuh"
 #include "cuda/common/error.cuh"
+#include "cuda/common/pinned_pool.cuh"
 #include "cuda/pipeline/staging.cuh"
 #include "gknn/error.hpp"
 #include "join/grid_searcher.hpp"
@@ -52,85 +53,11 @@ double ms_since(Clock::time_point start) { return std::chrono::duration<double, 
 
 constexpr int kBlock = 256;
 
-/// Page-locked host memory kept from one join to the next of the process, as the search Pipeline keeps its slots:
-/// a 10^7 x 16 join's chunks are ~70 MB of cudaMallocHost, which locks every page (and cudaFreeHost unlocks them),
-/// tens of ms of every call, and beside the result's page population a wait for the mmap lock besides (setup
-/// 73 ms on the H100, issue 14). Freed blocks are kept up to kPinnedKept bytes in all (portable: any device's
-/// context may copy from them); a request takes the smallest kept block that holds it. Never destroyed: the CUDA
-/// runtime may be gone when static objects are, and the process's exit frees the memory.
-class PinnedPool {
- public:
-  static constexpr size_t kPinnedKept = size_t(256) << 20;
-  static PinnedPool& get() {
-    static PinnedPool* pool = new PinnedPool;
-    return *pool;
-  }
-  /// A block of at least `bytes` bytes; `held` is set to its size.
-  void* take(size_t bytes, size_t& held) {
-    {
-      const std::lock_guard<std::mutex> lock(mutex_);
-      auto best = blocks_.end();
-      for (auto it = blocks_.begin(); it != blocks_.end(); ++it)
-        if (it->second >= bytes && (best == blocks_.end() || it->second < best->second)) best = it;
-      if (best != blocks_.end()) {
-        void* p = best->first;
-        held = best->second;
-        kept_ -= held;
-        blocks_.erase(best);
-        return p;
-      }
-    }
-    void* p = nullptr;
-    GKNN_CUDA_TRY(cudaHostAlloc(&p, bytes, cudaHostAllocPortable));
-    held = bytes;
-    return p;
-  }
-  /// Gives a block back (no copy into or out of it may be in flight).
-  void give(void* p, size_t held) noexcept {
-    {
-      const std::lock_guard<std::mutex> lock(mutex_);
-      if (kept_ + held <= kPinnedKept) {
-        blocks_.emplace_back(p, held);
-        kept_ += held;
-        return;
-      }
-    }
-    GKNN_CUDA_TRY_NOTHROW(cudaFreeHost(p));
-  }
-
- private:
-  std::mutex mutex_;
-  std::vector<std::pair<void*, size_t>> blocks_;
-  size_t kept_ = 0;
-};
-
-/// An array of T in a PinnedPool block; move-only, given back when destroyed.
-template <class T>
-class PooledPinned {
- public:
-  PooledPinned() = default;
-  explicit PooledPinned(size_t count) : size_(count) {
-    if (count > 0) ptr_ = static_cast<T*>(PinnedPool::get().take(count * sizeof(T), held_));
-  }
-  ~PooledPinned() {
-    if (ptr_) PinnedPool::get().give(ptr_, held_);
-  }
-  PooledPinned(PooledPinned&& o) noexcept
-      : ptr_(std::exchange(o.ptr_, nullptr)), size_(std::exchange(o.size_, 0)), held_(std::exchange(o.held_, 0)) {}
-  PooledPinned& operator=(PooledPinned&& o) noexcept {
-    std::swap(ptr_, o.ptr_);
-    std::swap(size_, o.size_);
-    std::swap(held_, o.held_);
-    return *this;
-  }
-  T* data() const noexcept { return ptr_; }
-  size_t size() const noexcept { return size_; }
-
- private:
-  T* ptr_ = nullptr;
-  size_t size_ = 0;
-  size_t held_ = 0;
-};
+// Page-locked host memory (the chunks' buffers) comes from the process's PinnedPool (cuda/common/pinned_pool.cuh),
+// kept from one join to the next: a 10^7 x 16 join's chunks are ~70 MB of cudaMallocHost, tens of ms of every call
+// to lock and unlock, and beside the result's page population a wait for the mmap lock besides (setup 73 ms on the
+// H100, issue 14).
+using detail::cuda::PooledPinned;
 
 /// The base upload's staging slots (two pinned 32 MB slots: Stager), kept per device from one join to the next
 /// for the reason PinnedPool gives (64 MB locked and unlocked per call); at most two sets a device (joins at once).

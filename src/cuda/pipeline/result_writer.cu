@@ -2,7 +2,9 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/finalize.hpp"
 #include "core/host_parallel.hpp"
+#include "cuda/pipeline/result_memory.cuh"
 #include "cuda/pipeline/result_writer.cuh"
 
 namespace gknn::detail::cuda {
@@ -20,8 +22,16 @@ ResultWriter::ResultWriter(OutputSlot* slots, int in_flight, bool device_destina
     : slots_(slots), in_flight_(std::clamp(in_flight, 1, kOutputSlots)), device_(device_destination),
       destination_(std::move(destination)), k_(k), max_rows_(max_rows), timer_(timer) {
   for (int s = 0; s < kOutputSlots; ++s) slots_[s].pending = false;
-  if (!device_ && static_cast<size_t>(rows) * static_cast<size_t>(k) * 12 > kAheadBytes)
-    ahead_ = std::async(std::launch::async, destination_);
+  if (device_) return;
+  register_page_locked_results();
+  destination_ = [make = std::move(destination_)] {
+    const PageLockedResults scope;  // on whichever thread makes it
+    return make();
+  };
+  // Kept page-locked blocks make the destination at once (at the first commit); else a large one is made on a
+  // helper thread meanwhile.
+  const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(k);
+  if (n * 12 > kAheadBytes && !page_locked_result_kept(n)) ahead_ = std::async(std::launch::async, destination_);
 }
 
 ResultWriter::~ResultWriter() {
@@ -60,6 +70,14 @@ ResultView ResultWriter::dest() {
   return dest_;
 }
 
+bool ResultWriter::direct() {
+  if (direct_ < 0 && dest_ready()) {
+    const ResultView d = dest();
+    direct_ = page_locked(d.distances) && page_locked(d.indices) ? 1 : 0;
+  }
+  return direct_ == 1;
+}
+
 ResultWriter::Target ResultWriter::target(int slot, int64_t row0) {
   if (device_) {
     const ResultView d = dest();
@@ -75,7 +93,23 @@ ResultWriter::Target ResultWriter::target(int slot, int64_t row0) {
 void ResultWriter::commit(int slot, int64_t row0, int64_t rows, cudaStream_t stream) {
   if (device_) return;
   OutputSlot& s = slots_[slot];
-  const size_t need = static_cast<size_t>(max_rows_ * k_), n = static_cast<size_t>(rows * k_);
+  s.row0 = row0;
+  s.rows = rows;
+  s.direct = direct();
+  const size_t n = static_cast<size_t>(rows * k_);
+  if (s.direct) {  // into the destination's rows: finish() only waits
+    const ResultView d = dest();
+    const size_t at = static_cast<size_t>(row0 * k_);
+    stage_begin(timer_, Stage::Download, stream);
+    GKNN_CUDA_TRY(cudaMemcpyAsync(d.distances + at, s.values.data(), n * sizeof(float), cudaMemcpyDeviceToHost, stream));
+    GKNN_CUDA_TRY(cudaMemcpyAsync(d.indices + at, s.indices.data(), n * sizeof(int64_t), cudaMemcpyDeviceToHost, stream));
+    s.chunks = 1;
+    s.done[0].record(stream);
+    stage_end(timer_, Stage::Download, stream);
+    s.pending = true;
+    return;
+  }
+  const size_t need = static_cast<size_t>(max_rows_ * k_);
   if (s.pinned_values.size() < need) s.pinned_values = PinnedBuffer<float>(need);
   if (s.pinned_indices.size() < need) s.pinned_indices = PinnedBuffer<int64_t>(need);
   const int chunks = n * 12 < kCopyChunkMinBytes ? 1 : static_cast<int>(std::min<int64_t>(kCopyChunks, rows));
@@ -92,8 +126,6 @@ void ResultWriter::commit(int slot, int64_t row0, int64_t rows, cudaStream_t str
     s.done[c].record(stream);
   }
   stage_end(timer_, Stage::Download, stream);
-  s.row0 = row0;
-  s.rows = rows;
   s.pending = true;
 }
 
@@ -101,6 +133,10 @@ int64_t ResultWriter::finish(int slot) {
   OutputSlot& s = slots_[slot];
   if (!s.pending) return 0;
   s.pending = false;
+  if (s.direct) {
+    GKNN_CUDA_TRY(cudaEventSynchronize(s.done[0].get()));
+    return s.rows;
+  }
   const ResultView d = dest();  // allocated while the device works on the tile
   for (int c = 0; c < s.chunks; ++c) {  // chunk c is copied out while chunk c + 1 is still on its way
     GKNN_CUDA_TRY(cudaEventSynchronize(s.done[c].get()));

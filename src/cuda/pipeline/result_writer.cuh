@@ -7,6 +7,9 @@
 // tiles after it. Up to kOutputSlots tiles are in flight (output_slots.hpp). A large host destination is asked for on a helper thread as soon as the
 // search starts (a Result's arrays are allocated, and their pages touched, while the device computes); a small one
 // at the first copy-out, when a thread would cost more than the allocation.
+// A destination in page-locked memory (a Result of the process's page-locked blocks, result_memory.cuh, or a
+// caller's own pinned arrays) gets each tile copied from the device straight into its rows: no pinned slot, no
+// copy-out. Results are asked for inside a PageLockedResults scope, so they come from those blocks where they can.
 #pragma once
 
 #include <functional>
@@ -38,6 +41,7 @@ struct OutputSlot {
   int64_t chunk_rows = 0;  ///< rows per chunk of the pending tile's copy (the last chunk may hold fewer)
   int chunks = 0;          ///< chunks of the pending tile's copy; done[chunks - 1] completes the tile
   bool pending = false;
+  bool direct = false;     ///< the pending tile is copied straight into the destination (page-locked)
 };
 static_assert(kCopyChunks == 4, "OutputSlot::done lists kCopyChunks events");
 
@@ -70,6 +74,8 @@ class ResultWriter {
  private:
   ResultView dest();
   bool dest_ready();
+  /// Whether tiles go straight into the destination: decided once the destination is there (until then, staged).
+  bool direct();
   int oldest_pending() const;
   OutputSlot* slots_;
   int in_flight_;
@@ -78,6 +84,7 @@ class ResultWriter {
   std::future<ResultView> ahead_;
   ResultView dest_{};
   bool have_dest_ = false;
+  int direct_ = -1;  ///< direct(): -1 not known yet, else 0 / 1
   int64_t k_, max_rows_;
   StageTimer* timer_;
 };

@@ -7,6 +7,7 @@
 
 #include "cuda/common/device.cuh"
 #include "cuda/common/idle_pool.hpp"
+#include "cuda/common/pinned_pool.cuh"
 #include "cuda/distance/cublas/handle_pool.cuh"
 #include "cuda/distance/distance.cuh"
 #include "cuda/hooks.hpp"
@@ -303,6 +304,7 @@ void release_cached_device_resources() {
   release_upload_slots();
   release_guard_scratch();
   release_cublas_handles();
+  PinnedPool::get().trim();  // the kept page-locked blocks (Results', the join's)
 }
 
 namespace {

@@ -1,0 +1,65 @@
+// pinned_pool.cuh: page-locked host blocks kept from one use to the next in the process (the join's chunk buffers,
+// the searches' Results): cudaHostAlloc locks every page of a block (and cudaFreeHost unlocks them), milliseconds a
+// few MB, which a search or join of that size would pay at every call.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+namespace gknn::detail::cuda {
+
+/// Freed blocks are kept up to kKeptBytes in all (portable: any device's context may copy with them); a request
+/// takes the smallest kept block that holds it. Never destroyed: the CUDA runtime may be gone when static objects
+/// are, and the process's exit frees the memory.
+class PinnedPool {
+ public:
+  static constexpr size_t kKeptBytes = size_t(256) << 20;
+  static PinnedPool& get();
+  /// A block of at least `bytes` bytes (`held` is set to its size): the smallest kept one of at most `most`
+  /// bytes, else, where `may_allocate`, a new one (cudaHostAlloc's error thrown), else null.
+  void* take(size_t bytes, size_t& held, size_t most = SIZE_MAX, bool may_allocate = true);
+  /// Whether kept blocks would serve two takes of `a` and `b` bytes (each block at most twice its request) now.
+  bool holds(size_t a, size_t b);
+  /// Gives a block back (no copy into or out of it may be in flight): kept, or freed past kKeptBytes.
+  void give(void* p, size_t held) noexcept;
+  /// Frees every kept block (release_cached_device_resources; blocks in use come back later, and are kept then).
+  void trim() noexcept;
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::pair<void*, size_t>> blocks_;
+  size_t kept_ = 0;
+};
+
+/// An array of T in a PinnedPool block; move-only, given back when destroyed.
+template <class T>
+class PooledPinned {
+ public:
+  PooledPinned() = default;
+  explicit PooledPinned(size_t count) : size_(count) {
+    if (count > 0) ptr_ = static_cast<T*>(PinnedPool::get().take(count * sizeof(T), held_));
+  }
+  ~PooledPinned() {
+    if (ptr_) PinnedPool::get().give(ptr_, held_);
+  }
+  PooledPinned(PooledPinned&& o) noexcept
+      : ptr_(std::exchange(o.ptr_, nullptr)), size_(std::exchange(o.size_, 0)), held_(std::exchange(o.held_, 0)) {}
+  PooledPinned& operator=(PooledPinned&& o) noexcept {
+    std::swap(ptr_, o.ptr_);
+    std::swap(size_, o.size_);
+    std::swap(held_, o.held_);
+    return *this;
+  }
+  T* data() const noexcept { return ptr_; }
+  size_t size() const noexcept { return size_; }
+
+ private:
+  T* ptr_ = nullptr;
+  size_t size_ = 0;
+  size_t held_ = 0;
+};
+
+}  // namespace gknn::detail::cuda
