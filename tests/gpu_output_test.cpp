@@ -180,7 +180,7 @@ bool page_locked(const void* p) {
 
 // A Result of a CUDA search lives in page-locked blocks of the process (cuda/pipeline/result_memory.cuh), which the
 // device's copies write straight into (no copy-out on the host), while at most two such Results are out; a third
-// gets ordinary memory; a dropped Result's blocks serve the next one. Every one exact, the large one too.
+// gets ordinary memory; a dropped Result's blocks serve the next one. Every one exact.
 TEST(GpuOutput, ResultsLandInPageLockedBlocksWhileTwoAreOut) {
   const HostMatrix<float> base = integer_matrix(sized(3000, 1000), 16, 0, 30, 30),
                           queries = integer_matrix(sized(301, 77), 16, 0, 30, 31);

@@ -114,21 +114,33 @@ class DeviceBuffer {
 template <class T>
 using PooledDeviceBuffer = DeviceBuffer<T, PooledDeviceMemory>;
 
-/// cudaMallocHost'd array of T (page-locked, for asynchronous copies); move-only.
-template <class T>
+/// How a PinnedBuffer gets its memory: cudaMallocHost / cudaFreeHost (pinned_pool.cuh: PooledPinnedMemory keeps it).
+struct PlainPinnedMemory {
+  void* allocate(size_t bytes) {
+    void* p = nullptr;
+    GKNN_CUDA_TRY(cudaMallocHost(&p, bytes));
+    return p;
+  }
+  void free(void* p) noexcept { GKNN_CUDA_TRY_NOTHROW(cudaFreeHost(p)); }
+};
+
+/// Page-locked array of T from `Memory` (for asynchronous copies); move-only.
+template <class T, class Memory = PlainPinnedMemory>
 class PinnedBuffer {
  public:
   PinnedBuffer() = default;
   explicit PinnedBuffer(size_t count) : size_(count) {
-    if (count > 0) GKNN_CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&ptr_), count * sizeof(T)));
+    if (count > 0) ptr_ = static_cast<T*>(memory_.allocate(count * sizeof(T)));
   }
   ~PinnedBuffer() {
-    if (ptr_) GKNN_CUDA_TRY_NOTHROW(cudaFreeHost(ptr_));
+    if (ptr_) memory_.free(ptr_);
   }
-  PinnedBuffer(PinnedBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+  PinnedBuffer(PinnedBuffer&& o) noexcept
+      : ptr_(std::exchange(o.ptr_, nullptr)), size_(std::exchange(o.size_, 0)), memory_(std::move(o.memory_)) {}
   PinnedBuffer& operator=(PinnedBuffer&& o) noexcept {
     std::swap(ptr_, o.ptr_);
     std::swap(size_, o.size_);
+    std::swap(memory_, o.memory_);
     return *this;
   }
   T* data() const noexcept { return ptr_; }
@@ -137,6 +149,7 @@ class PinnedBuffer {
  private:
   T* ptr_ = nullptr;
   size_t size_ = 0;
+  [[no_unique_address]] Memory memory_{};  // PlainPinnedMemory takes no room
 };
 
 class Stream {

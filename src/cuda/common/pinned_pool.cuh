@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "cuda/common/buffer.cuh"
+
 namespace gknn::detail::cuda {
 
 /// Freed blocks are kept up to kKeptBytes in all (portable: any device's context may copy with them); a request
@@ -34,32 +36,15 @@ class PinnedPool {
   size_t kept_ = 0;
 };
 
-/// An array of T in a PinnedPool block; move-only, given back when destroyed.
-template <class T>
-class PooledPinned {
- public:
-  PooledPinned() = default;
-  explicit PooledPinned(size_t count) : size_(count) {
-    if (count > 0) ptr_ = static_cast<T*>(PinnedPool::get().take(count * sizeof(T), held_));
-  }
-  ~PooledPinned() {
-    if (ptr_) PinnedPool::get().give(ptr_, held_);
-  }
-  PooledPinned(PooledPinned&& o) noexcept
-      : ptr_(std::exchange(o.ptr_, nullptr)), size_(std::exchange(o.size_, 0)), held_(std::exchange(o.held_, 0)) {}
-  PooledPinned& operator=(PooledPinned&& o) noexcept {
-    std::swap(ptr_, o.ptr_);
-    std::swap(size_, o.size_);
-    std::swap(held_, o.held_);
-    return *this;
-  }
-  T* data() const noexcept { return ptr_; }
-  size_t size() const noexcept { return size_; }
-
- private:
-  T* ptr_ = nullptr;
-  size_t size_ = 0;
-  size_t held_ = 0;
+/// How a PinnedBuffer gets a PinnedPool block (and gives it back when destroyed).
+struct PooledPinnedMemory {
+  size_t held = 0;  ///< the block's size (a kept block may be larger than asked for)
+  void* allocate(size_t bytes) { return PinnedPool::get().take(bytes, held); }
+  void free(void* p) noexcept { PinnedPool::get().give(p, held); }
 };
+
+/// A PinnedBuffer in a PinnedPool block.
+template <class T>
+using PooledPinned = PinnedBuffer<T, PooledPinnedMemory>;
 
 }  // namespace gknn::detail::cuda
