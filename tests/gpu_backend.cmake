@@ -36,7 +36,4 @@ if(GKNN_HAS_CUDA)
   set_tests_properties(gpu_fused_own_threshold PROPERTIES ENVIRONMENT GKNN_FUSED_SHARED_THRESHOLD=0)
   gknn_test_part(gpu_fused wide "*")
   set_tests_properties(gpu_fused_wide PROPERTIES ENVIRONMENT GKNN_FUSED_MEDIUM=0)
-  # Few queries against many splits without the sampled first threshold (GKNN_FUSED_SEED=0; seeded by default).
-  gknn_test_part(gpu_fused no_seed "GpuFused.EqualsTheOracleExactly:GpuFused.SplitMergeInTheKernelEqualsTheSelection")
-  set_tests_properties(gpu_fused_no_seed PROPERTIES ENVIRONMENT GKNN_FUSED_SEED=0)
 endif()

@@ -34,7 +34,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
-#include <optional>
 #include <string_view>
 #include <type_traits>
 
@@ -1118,96 +1117,9 @@ const unsigned char* base_operands(const DistanceInput& in, int row_bytes, bool 
 }
 
 /// int_norms: in.nb entries for the lean walk's integer norms (KernelArgs::int_norms), where it reads them.
-// ---- a sampled first threshold for few queries against many splits -------------------------------------------
-// A query's splits share their k-th keys (KernelArgs::shared_tau), but a split has its own k-th only once it has
-// walked k rows, and the least of them is still the k-th of one split's rows: with one query against 1M rows in
-// 264 splits, every split keeps ~k entries and sorts its buffer several times. So before the walk, each query's
-// k-th key against a strided sample of the base (every `spacing`-th row, the same kernel and keys) seeds the shared
-// threshold: at least k base keys are at or below it, so the query's k best are too, and every split appends only
-// the keys below it: about k spacing / splits (a few dozen) instead of ~k ln(rows / k).
-// GKNN_FUSED_SEED=0 leaves the shared thresholds to the splits, to measure it (results are identical either way).
-bool fused_seed() {
-  static const bool off = detail::env_switch_off("GKNN_FUSED_SEED");
-  return !off;
-}
-constexpr int64_t kSeedMinSplits = 16;     // fewer splits find their shared k-th soon enough
-constexpr int64_t kSeedRowsPerSplit = 8;   // sampled rows per split of the walk: its k-th has rank ~ k splits / 8
-struct SeedPlan {
-  int64_t spacing = 0, rows = 0, splits = 0;  ///< rows 0: no seed
-};
-/// The seed of a search of `nq` queries whose walk has `splits` splits (a narrow block's, shared thresholds on).
-SeedPlan seed_plan(int64_t nq, int64_t nb, int64_t k, int64_t splits, int device) {
-  if (!fused_seed() || nq > kMergeMaxRows || splits < kSeedMinSplits) return {};
-  SeedPlan p;
-  p.spacing = std::max<int64_t>(1, splits / kSeedRowsPerSplit);
-  p.rows = (nb + p.spacing - 1) / p.spacing;
-  if (p.rows < 4 * k) return {};
-  p.splits = std::min<int64_t>(shape_split_count(Shape::Narrow, nq, p.rows, k, device), kMaxMergeSplits);
-  return p;
-}
-/// The seed's scratch, carved from one block in this order (`at` null only sizes it): the sample's operand rows and
-/// norms, the queries' lists against it (keys, labels), the splits' lists and the arrival counter of their merge.
-struct SeedScratch {
-  unsigned char* rows;
-  float *norms, *keys;
-  int64_t* labels;
-  uint64_t* lists;
-  unsigned* arrivals;
-  size_t bytes = 0;
-  SeedScratch(unsigned char* at, int64_t nq, int64_t k, const SeedPlan& p, int row_bytes) {
-    auto take = [&](size_t n) {
-      unsigned char* q = at ? at + bytes : nullptr;
-      bytes += aligned(n);
-      return q;
-    };
-    rows = take(static_cast<size_t>(p.rows) * row_bytes);
-    norms = reinterpret_cast<float*>(take(static_cast<size_t>(p.rows) * 4));
-    keys = reinterpret_cast<float*>(take(static_cast<size_t>(nq * k) * 4));
-    labels = reinterpret_cast<int64_t*>(take(static_cast<size_t>(nq * k) * 8));
-    lists = reinterpret_cast<uint64_t*>(take(static_cast<size_t>(nq * p.splits * k) * 8));
-    arrivals = reinterpret_cast<unsigned*>(take(4));
-  }
-};
-struct Seed {
-  SeedPlan plan;
-  SeedScratch scratch;
-};
-
-/// The queries' k-th keys against the sample into main.shared_tau (the main launch's operands and keys: the
-/// same `main` with the sample's rows as the base); lists merged in the kernel (at most kMergeMaxRows queries).
-template <Elem E>
-void seed_thresholds(const KernelArgs& main, const Seed& seed, int row_bytes, int device, cudaStream_t s) {
-  namespace lk = fused_large_k;
-  const SeedPlan& p = seed.plan;
-  const SeedScratch& sc = seed.scratch;
-  lk::gather_sample(main.base, main.norms, row_bytes, p.spacing, p.rows, sc.rows, sc.norms, s);
-  KernelArgs a{};
-  a.queries = main.queries;
-  a.base = sc.rows;
-  a.norms = main.norms ? sc.norms : nullptr;
-  a.nq = main.nq;
-  a.nb = p.rows;
-  a.k = main.k;
-  a.split_rows = (p.rows + p.splits - 1) / p.splits;
-  a.scale = main.scale;
-  a.out_keys = sc.keys;
-  a.out_labels = sc.labels;
-  a.out_stride = a.split_step = main.k;
-  a.rank_step = 1;
-  a.early_cut = main.early_cut;
-  if (p.splits > 1) {
-    GKNN_CUDA_TRY(cudaMemsetAsync(sc.arrivals, 0, sizeof(unsigned), s));  // one query tile
-    a.lists = sc.lists;
-    a.arrivals = sc.arrivals;
-  }
-  launch_for_rows<E, NarrowBlock>(a, row_bytes, p.splits, device, s);
-  lk::shared_thresholds_from_sample(sc.keys, main.k, main.nq, main.k - 1, main.shared_tau, s);
-}
-
-/// seed: a sampled first threshold (seed_plan), or null.
 template <Elem E>
 void convert_and_launch(const DistanceInput& in, KernelArgs args, int row_bytes, int64_t splits, bool kept,
-                        void* q_ops, void* b_ops, int* int_norms, const Seed* seed, int device, cudaStream_t s) {
+                        void* q_ops, void* b_ops, int* int_norms, int device, cudaStream_t s) {
   const bool l2 = in.metric == Metric::SquaredL2;
   // f16 queries carry the factor (-2 q or -q: exact, even integers up to 4096 are fp16 values); 8-bit operands
   // cannot, so their keys apply it to the exact s32 dot product. The base's operands carry none (so a kept copy
@@ -1226,7 +1138,6 @@ void convert_and_launch(const DistanceInput& in, KernelArgs args, int row_bytes,
   args.queries = static_cast<const unsigned char*>(q_ops);
   args.base = base_operands<E>(in, row_bytes, kept, b_ops, s);
   args.scale = E == Elem::F16 ? 1.f : factor;
-  if (seed) seed_thresholds<E>(args, *seed, row_bytes, device, s);
   switch (shape) {
     case Shape::Narrow: return launch_for_rows<E, NarrowBlock>(args, row_bytes, splits, device, s);
     case Shape::Medium: return launch_for_rows<E, MediumBlock>(args, row_bytes, splits, device, s);
@@ -1438,22 +1349,15 @@ FusedResult fused_search(const DistanceInput& in, const DataFacts& facts, int64_
   // The splits' shared thresholds (KernelArgs::shared_tau) last: a word per query.
   const size_t tau_bytes = splits > 1 && fused_shared_threshold() ? aligned(static_cast<size_t>(in.nq) * sizeof(unsigned)) : 0;
   const size_t tau_at = q_bytes + b_bytes + label_bytes + key_bytes + int_norm_bytes;
-  // A sampled first threshold for the shared ones (seed_plan), after them.
-  const SeedPlan seed_rows = tau_bytes ? seed_plan(in.nq, in.nb, k, splits, ctx.device) : SeedPlan{};
-  const size_t seed_at = tau_at + tau_bytes;
-  const size_t seed_bytes = seed_rows.rows ? SeedScratch(nullptr, in.nq, k, seed_rows, row_bytes).bytes : 0;
-  auto* scratch = static_cast<unsigned char*>(ctx.workspace.get(seed_at + seed_bytes));
+  auto* scratch = static_cast<unsigned char*>(ctx.workspace.get(tau_at + tau_bytes));
   int* int_norms = int_norm_bytes ? reinterpret_cast<int*>(scratch + q_bytes + b_bytes + label_bytes + key_bytes) : nullptr;
-  std::optional<Seed> seed;
-  if (seed_rows.rows) seed.emplace(Seed{seed_rows, SeedScratch(scratch + seed_at, in.nq, k, seed_rows, row_bytes)});
 
   KernelArgs args{};
   args.early_cut = fused_early_cut();
   args.lean = lean;
   if (tau_bytes) {
     args.shared_tau = reinterpret_cast<unsigned*>(scratch + tau_at);
-    if (!seed)  // (a seed writes every query's word)
-      GKNN_CUDA_TRY(cudaMemsetAsync(args.shared_tau, 0, static_cast<size_t>(in.nq) * sizeof(unsigned), ctx.stream));
+    GKNN_CUDA_TRY(cudaMemsetAsync(args.shared_tau, 0, static_cast<size_t>(in.nq) * sizeof(unsigned), ctx.stream));
   }
   args.norms = l2 ? in.base_norms : nullptr;
   args.nq = static_cast<int>(in.nq);
@@ -1486,9 +1390,9 @@ FusedResult fused_search(const DistanceInput& in, const DataFacts& facts, int64_
   const int d = ctx.device;
   const cudaStream_t s = ctx.stream;
   switch (elem) {
-    case Elem::U8: convert_and_launch<Elem::U8>(in, args, row_bytes, splits, kept, q_ops, b_ops, int_norms, seed ? &*seed : nullptr, d, s); break;
-    case Elem::S8: convert_and_launch<Elem::S8>(in, args, row_bytes, splits, kept, q_ops, b_ops, int_norms, seed ? &*seed : nullptr, d, s); break;
-    case Elem::F16: convert_and_launch<Elem::F16>(in, args, row_bytes, splits, kept, q_ops, b_ops, int_norms, seed ? &*seed : nullptr, d, s); break;
+    case Elem::U8: convert_and_launch<Elem::U8>(in, args, row_bytes, splits, kept, q_ops, b_ops, int_norms, d, s); break;
+    case Elem::S8: convert_and_launch<Elem::S8>(in, args, row_bytes, splits, kept, q_ops, b_ops, int_norms, d, s); break;
+    case Elem::F16: convert_and_launch<Elem::F16>(in, args, row_bytes, splits, kept, q_ops, b_ops, int_norms, d, s); break;
   }
   return result;
 }
@@ -1515,15 +1419,9 @@ size_t fused_workspace(int64_t nq, int64_t nb, int64_t dim) {
   const size_t fused = aligned(static_cast<size_t>(nq) * kMaxRowBytes) + aligned(static_cast<size_t>(nb) * kMaxRowBytes) +
                        aligned(entries * sizeof(int64_t)) + aligned(entries * sizeof(float)) +
                        aligned(static_cast<size_t>(nb) * sizeof(int)) + aligned(static_cast<size_t>(nq) * sizeof(unsigned));
-  // A seed (few queries: at least 16 splits, so every second row at the most, and at most kMaxMergeSplits
-  // splits of its own) after them.
-  static_assert(kSeedMinSplits / kSeedRowsPerSplit >= 2, "a seed samples every second row at the most");
-  const size_t seed = nq <= kMergeMaxRows
-                          ? SeedScratch(nullptr, nq, kMaxFusedK, SeedPlan{2, (nb + 1) / 2, kMaxMergeSplits}, kMaxRowBytes).bytes
-                          : 0;
   // k > kMaxFusedK: the filter rounds' scratch (the largest sample is the smallest k's).
   const size_t large = LargeKScratch(nullptr, nq, nb, sample_rows_for(nb, kMaxFusedK + 1), kMaxRowBytes, false).bytes;
-  return std::max({fused + seed, large, gemm_keys_workspace(nq, nb, dim, GemmPrecision::Fp16)});
+  return std::max({fused, large, gemm_keys_workspace(nq, nb, dim, GemmPrecision::Fp16)});
 }
 
 bool fused_exact_on(const DataFacts& facts) { return fp16_exact(facts); }

@@ -34,14 +34,6 @@ __global__ void thresholds_kernel(const float* __restrict__ keys, int64_t stride
   if (q < nq) thresholds[q] = composite_key(ordered_key(keys[q * stride + last]), ~0u, kColumnBits);
 }
 
-__global__ void shared_thresholds_kernel(const float* __restrict__ keys, int64_t stride, int64_t nq, int last,
-                                         unsigned* __restrict__ shared_tau) {
-  const int64_t q = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (q >= nq) return;
-  const float key = keys[q * stride + last];
-  shared_tau[q] = isfinite(key) ? ~ordered_key(key) : 0u;
-}
-
 __global__ void __launch_bounds__(kSettleThreads)
     settle_kernel(const uint64_t* __restrict__ candidates, const unsigned* __restrict__ counts, int k,
                   const int* __restrict__ rows, float* __restrict__ out_keys, int64_t* __restrict__ out_labels,
@@ -102,12 +94,6 @@ void gather_sample(const unsigned char* base, const float* norms, int row_bytes,
 void thresholds_from_sample(const float* sample_keys, int64_t stride, int64_t nq, int last, uint64_t* thresholds,
                             cudaStream_t s) {
   thresholds_kernel<<<blocks_for(nq, 256), 256, 0, s>>>(sample_keys, stride, nq, last, thresholds);
-  GKNN_CUDA_CHECK_LAUNCH();
-}
-
-void shared_thresholds_from_sample(const float* sample_keys, int64_t stride, int64_t nq, int last, unsigned* shared_tau,
-                                   cudaStream_t s) {
-  shared_thresholds_kernel<<<blocks_for(nq, 256), 256, 0, s>>>(sample_keys, stride, nq, last, shared_tau);
   GKNN_CUDA_CHECK_LAUNCH();
 }
 

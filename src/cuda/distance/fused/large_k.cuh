@@ -35,11 +35,6 @@ void gather_sample(const unsigned char* base, const float* norms, int row_bytes,
 void thresholds_from_sample(const float* sample_keys, int64_t stride, int64_t nq, int last, uint64_t* thresholds,
                             cudaStream_t s);
 
-/// shared_tau[q] = the bitwise NOT of the ordered last key of row q of the sample's sorted lists (0 where it is not
-/// finite): the lists mode's shared threshold of a query's splits (fused.cu, KernelArgs::shared_tau), seeded.
-void shared_thresholds_from_sample(const float* sample_keys, int64_t stride, int64_t nq, int last, unsigned* shared_tau,
-                                   cudaStream_t s);
-
 /// One query (block) per candidate list of this round: `rows` maps a list to its query (null: list i is query i).
 /// Lists of k <= count <= cap are sorted and their k best written to out (row q: keys, labels = label_offset +
 /// column); other queries get their next threshold (next[q]) and are appended to failed[0, *failed_count).
