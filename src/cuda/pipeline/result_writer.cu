@@ -4,6 +4,7 @@
 
 #include "core/finalize.hpp"
 #include "core/host_parallel.hpp"
+#include "cuda/common/device_scope.cuh"
 #include "cuda/pipeline/result_memory.cuh"
 #include "cuda/pipeline/result_writer.cuh"
 
@@ -24,8 +25,13 @@ ResultWriter::ResultWriter(OutputSlot* slots, int in_flight, bool device_destina
   for (int s = 0; s < kOutputSlots; ++s) slots_[s].pending = false;
   if (device_) return;
   register_page_locked_results();
-  destination_ = [make = std::move(destination_)] {
-    const PageLockedResults scope;  // on whichever thread makes it
+  int device = 0;
+  GKNN_CUDA_TRY(cudaGetDevice(&device));
+  destination_ = [make = std::move(destination_), device] {
+    // On whichever thread makes it; the search's device current there, so that a page-locked block is allocated
+    // in its context (a helper thread's default, device 0, would be initialised for it otherwise).
+    const DeviceScope on(device);
+    const PageLockedResults scope;
     return make();
   };
   // Kept page-locked blocks make the destination at once (at the first commit); else a large one is made on a
