@@ -1,5 +1,6 @@
 // pinned_pool.cu: see pinned_pool.cuh.
 #include <algorithm>
+#include <cstddef>
 
 #include "cuda/common/error.cuh"
 #include "cuda/common/pinned_pool.cuh"
@@ -11,17 +12,24 @@ PinnedPool& PinnedPool::get() {
   return *pool;
 }
 
+size_t PinnedPool::best_fit(size_t bytes, size_t most, size_t skip) const {
+  size_t best = blocks_.size();
+  for (size_t i = 0; i < blocks_.size(); ++i)
+    if (i != skip && blocks_[i].second >= bytes && blocks_[i].second <= most &&
+        (best == blocks_.size() || blocks_[i].second < blocks_[best].second))
+      best = i;
+  return best;
+}
+
 void* PinnedPool::take(size_t bytes, size_t& held, size_t most, bool may_allocate) {
   {
     const std::lock_guard<std::mutex> lock(mutex_);
-    auto best = blocks_.end();
-    for (auto it = blocks_.begin(); it != blocks_.end(); ++it)
-      if (it->second >= bytes && it->second <= most && (best == blocks_.end() || it->second < best->second)) best = it;
-    if (best != blocks_.end()) {
-      void* p = best->first;
-      held = best->second;
+    const size_t best = best_fit(bytes, most, blocks_.size());
+    if (best < blocks_.size()) {
+      void* p = blocks_[best].first;
+      held = blocks_[best].second;
       kept_ -= held;
-      blocks_.erase(best);
+      blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(best));
       return p;
     }
   }
@@ -32,18 +40,11 @@ void* PinnedPool::take(size_t bytes, size_t& held, size_t most, bool may_allocat
   return p;
 }
 
-bool PinnedPool::holds(size_t a, size_t b) {
+bool PinnedPool::holds(size_t a, size_t b, size_t slack) {
   const std::lock_guard<std::mutex> lock(mutex_);
-  auto best_for = [&](size_t bytes, size_t skip) {
-    size_t best = blocks_.size();
-    for (size_t i = 0; i < blocks_.size(); ++i)
-      if (i != skip && blocks_[i].second >= bytes && blocks_[i].second <= 2 * bytes &&
-          (best == blocks_.size() || blocks_[i].second < blocks_[best].second))
-        best = i;
-    return best;
-  };
-  const size_t first = best_for(std::max(a, b), blocks_.size());
-  return first < blocks_.size() && best_for(std::min(a, b), first) < blocks_.size();
+  const size_t larger = std::max(a, b), smaller = std::min(a, b);
+  const size_t first = best_fit(larger, slack * larger, blocks_.size());
+  return first < blocks_.size() && best_fit(smaller, slack * smaller, first) < blocks_.size();
 }
 
 void PinnedPool::give(void* p, size_t held) noexcept {
@@ -60,10 +61,6 @@ void PinnedPool::give(void* p, size_t held) noexcept {
   }
   GKNN_CUDA_TRY_NOTHROW(cudaFreeHost(p));
 }
-
-}  // namespace gknn::detail::cuda
-
-namespace gknn::detail::cuda {
 
 void PinnedPool::trim() noexcept {
   std::vector<std::pair<void*, size_t>> blocks;

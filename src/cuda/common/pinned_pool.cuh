@@ -23,14 +23,17 @@ class PinnedPool {
   /// A block of at least `bytes` bytes (`held` is set to its size): the smallest kept one of at most `most`
   /// bytes, else, where `may_allocate`, a new one (cudaHostAlloc's error thrown), else null.
   void* take(size_t bytes, size_t& held, size_t most = SIZE_MAX, bool may_allocate = true);
-  /// Whether kept blocks would serve two takes of `a` and `b` bytes (each block at most twice its request) now.
-  bool holds(size_t a, size_t b);
+  /// Whether kept blocks would serve two takes of `a` and `b` bytes now, each of at most `slack` times its request.
+  bool holds(size_t a, size_t b, size_t slack);
   /// Gives a block back (no copy into or out of it may be in flight): kept, or freed past kKeptBytes.
   void give(void* p, size_t held) noexcept;
   /// Frees every kept block (release_cached_device_resources; blocks in use come back later, and are kept then).
   void trim() noexcept;
 
  private:
+  /// Under mutex_: the smallest kept block of [bytes, most] other than block `skip`, or blocks_.size().
+  size_t best_fit(size_t bytes, size_t most, size_t skip) const;
+
   std::mutex mutex_;
   std::vector<std::pair<void*, size_t>> blocks_;
   size_t kept_ = 0;

@@ -11,6 +11,8 @@ namespace gknn::detail::cuda {
 namespace {
 
 std::atomic<int> g_blocks_out{0};
+/// A kept block serves a result array of at least 1 / kBlockSlack of its size (a smaller one gets its own).
+constexpr size_t kBlockSlack = 2;
 
 bool enabled() {
   static const bool off = detail::env_switch_off("GKNN_PINNED_RESULTS");
@@ -21,7 +23,7 @@ void* take_block(size_t bytes, size_t* held) noexcept {
   if (bytes > kMostResultBytes) return nullptr;
   try {
     const bool may_allocate = g_blocks_out.load(std::memory_order_relaxed) < kMostResultBlocks;
-    void* p = PinnedPool::get().take(bytes, *held, 2 * bytes, may_allocate);
+    void* p = PinnedPool::get().take(bytes, *held, kBlockSlack * bytes, may_allocate);
     if (p) g_blocks_out.fetch_add(1, std::memory_order_relaxed);
     return p;
   } catch (...) {  // cudaHostAlloc failed: ordinary memory instead
@@ -46,7 +48,7 @@ void register_page_locked_results() {
 
 bool page_locked_result_kept(size_t n) {
   return enabled() && n * sizeof(int64_t) <= kMostResultBytes &&
-         PinnedPool::get().holds(n * sizeof(float), n * sizeof(int64_t));
+         PinnedPool::get().holds(n * sizeof(float), n * sizeof(int64_t), kBlockSlack);
 }
 
 bool page_locked(const void* p) noexcept {

@@ -541,12 +541,15 @@ constexpr size_t shared_bytes() {
          4 * S::kBM * 4 + 16;
 }
 
-/// Tile stages: three where the shape's blocks fit an SM with them (228 KB of shared memory an SM, 1 KB of it
-/// reserved a block), else two.
+/// Whether the shape's blocks, `bytes` of shared memory each, fit an SM (228 KB, 1 KB of it reserved a block).
+template <class S>
+constexpr bool fits_sm(size_t bytes) {
+  return (bytes + 1024) * S::kBlocksPerSm <= 228 * 1024;
+}
+/// Tile stages: three where the shape's blocks fit an SM with them, else two.
 template <int kRowBytes, class S>
 constexpr int stages_for() {
-  constexpr size_t kSmBytes = 228 * 1024, kReserved = 1024;
-  return (shared_bytes<kRowBytes, 3, S>() + kReserved) * S::kBlocksPerSm <= kSmBytes ? 3 : 2;
+  return fits_sm<S>(shared_bytes<kRowBytes, 3, S>()) ? 3 : 2;
 }
 
 /// Keys in the accumulator's domain. 8-bit operands: integers (every key of fp16_exact data is an integer below
@@ -1027,6 +1030,15 @@ int shape_blocks_per_sm(Shape shape) {
          : shape == Shape::Medium ? MediumBlock::kBlocksPerSm
                                   : WideBlock::kBlocksPerSm;
 }
+/// f(the shape's BlockShape{}): the one dispatch from a shape to its kernels' template argument.
+template <class F>
+void with_block(Shape shape, F&& f) {
+  switch (shape) {
+    case Shape::Narrow: return f(NarrowBlock{});
+    case Shape::Medium: return f(MediumBlock{});
+    case Shape::Wide: return f(WideBlock{});
+  }
+}
 /// split_count() for a launch of this shape.
 int64_t shape_split_count(Shape shape, int64_t nq, int64_t nb, int64_t k, int device) {
   return split_count(nq, nb, k, device_props(device).sm_count, shape_rows(shape), shape_blocks_per_sm(shape));
@@ -1048,7 +1060,7 @@ template <Elem E, int kSteps, class S, bool kFilter, bool kLean>
 void launch_kernel(const KernelArgs& args, int64_t splits, int device, cudaStream_t s) {
   constexpr int kStages = stages_for<kSteps * 32, S>();
   constexpr size_t bytes = shared_bytes<kSteps * 32, kStages, S>();
-  static_assert((bytes + 1024) * S::kBlocksPerSm <= 228 * 1024, "the shape's blocks fit an SM");
+  static_assert(fits_sm<S>(bytes), "the shape's blocks fit an SM");
   static_assert(bytes >= MergeShared::bytes(S::kThreads), "merge_splits reuses the shared memory");
   auto* kernel = fused_kernel<E, kSteps, kStages, S, kFilter, kLean>;
   // Once per kernel and device (each device's context keeps its own attributes): the call costs microseconds,
@@ -1138,11 +1150,7 @@ void convert_and_launch(const DistanceInput& in, KernelArgs args, int row_bytes,
   args.queries = static_cast<const unsigned char*>(q_ops);
   args.base = base_operands<E>(in, row_bytes, kept, b_ops, s);
   args.scale = E == Elem::F16 ? 1.f : factor;
-  switch (shape) {
-    case Shape::Narrow: return launch_for_rows<E, NarrowBlock>(args, row_bytes, splits, device, s);
-    case Shape::Medium: return launch_for_rows<E, MediumBlock>(args, row_bytes, splits, device, s);
-    case Shape::Wide: return launch_for_rows<E, WideBlock>(args, row_bytes, splits, device, s);
-  }
+  with_block(shape, [&](auto block) { launch_for_rows<E, decltype(block)>(args, row_bytes, splits, device, s); });
 }
 
 /// The scratch of a large-k search (large_k.cuh), carved from one block in this order; `at` null only sizes it.
@@ -1205,11 +1213,9 @@ void launch_rows(Elem e, const KernelArgs& args, int row_bytes, bool filter, boo
   const int64_t splits = !split ? 1 : shape_split_count(shape, args.nq, args.nb, args.k, ctx.device);
   KernelArgs a = args;
   a.split_rows = (a.nb + splits - 1) / splits;
-  switch (shape) {
-    case Shape::Narrow: return launch_any<NarrowBlock>(e, a, row_bytes, splits, filter, ctx.device, ctx.stream);
-    case Shape::Medium: return launch_any<MediumBlock>(e, a, row_bytes, splits, filter, ctx.device, ctx.stream);
-    case Shape::Wide: return launch_any<WideBlock>(e, a, row_bytes, splits, filter, ctx.device, ctx.stream);
-  }
+  with_block(shape, [&](auto block) {
+    launch_any<decltype(block)>(e, a, row_bytes, splits, filter, ctx.device, ctx.stream);
+  });
 }
 
 template <Elem E>
