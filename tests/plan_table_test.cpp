@@ -120,6 +120,23 @@ TEST(PlanTable, NearestRowOfTheDeviceMetricAndData) {
       << why;
 }
 
+// A row's pair was measured together: a forced half takes the other half only from a row that has it too.
+TEST(PlanTable, ARowFillsAnAutoHalfOnlyBesideItsOwnOtherHalf) {
+  const Table t = detail::plan::parse_table(kTable, "t.csv");
+  const Row& fp16_bits = t.rows[0];
+  using D = DistanceAlgorithm;
+  using S = SelectAlgorithm;
+  EXPECT_TRUE(detail::plan::pairs_with(fp16_bits, D::Auto, S::Auto));
+  EXPECT_TRUE(detail::plan::pairs_with(fp16_bits, D::Fp16Mma, S::Auto));
+  EXPECT_TRUE(detail::plan::pairs_with(fp16_bits, D::Auto, S::Bits));
+  EXPECT_FALSE(detail::plan::pairs_with(fp16_bits, D::Naive, S::Auto));  // bits was measured behind fp16_mma only
+  EXPECT_FALSE(detail::plan::pairs_with(fp16_bits, D::Auto, S::Sort));
+  // As Auto filters the rows: a forced naive distance finds no row of the SIFT1M shape here, so the rules decide.
+  const auto naive_auto = [](const Row& r) { return detail::plan::pairs_with(r, D::Naive, S::Auto); };
+  EXPECT_EQ(detail::plan::nearest(t, "NVIDIA H100", MetricClass::Dot, true, Cell{1000000, 10000, 128, 100}, naive_auto),
+            nullptr);
+}
+
 TEST(PlanTable, MetricClasses) {
   EXPECT_EQ(detail::plan::metric_class(Metric::SquaredL2), MetricClass::Dot);
   EXPECT_EQ(detail::plan::metric_class(Metric::InnerProduct), MetricClass::Dot);

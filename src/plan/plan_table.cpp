@@ -109,6 +109,11 @@ const Row* nearest(const Table& table, std::string_view device, MetricClass metr
   return best;
 }
 
+bool pairs_with(const Row& row, DistanceAlgorithm distance, SelectAlgorithm select) {
+  return (distance == DistanceAlgorithm::Auto || distance == row.distance) &&
+         (select == SelectAlgorithm::Auto || select == row.select);
+}
+
 std::string describe(const Row& row, const Table& table) {
   std::ostringstream out;
   out << "measured: fastest at n=" << row.cell.n << ", q=" << row.cell.q << ", d=" << row.cell.d

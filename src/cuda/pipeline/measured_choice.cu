@@ -19,6 +19,7 @@ MeasuredChoice measured_choice(const SearchParams& key_params, int64_t nq, int64
   if (table.rows.empty()) return out;
   const int64_t k = std::min(key_params.k, nb);
   const auto usable = [&](const detail::plan::Row& r) {
+    if (!detail::plan::pairs_with(r, key_params.distance, key_params.select)) return false;
     const DistanceEntry* d = find_distance(auto_distance ? r.distance : key_params.distance);
     const SelectEntry* s = find_select(auto_select ? r.select : key_params.select);
     return d && s && d->supports(key_params.metric) && (!d->exact_on || d->exact_on(facts)) && k <= s->max_k;

@@ -16,7 +16,8 @@ struct MeasuredChoice {
 
 /// For a search of nq queries against nb rows on `device`: where the distance or the selection is Auto and the
 /// table holds a row for this device, metric class and data kind near enough (plan::nearest) whose algorithms this
-/// build can run on these data and k, that row's choice; everything else stays as requested (Auto then falls to
+/// build can run on these data and k, and whose other half is the request's own where that is forced
+/// (plan::pairs_with), that row's choice; everything else stays as requested (Auto then falls to
 /// the rules). Both the search (run_search) and explain_search call it.
 MeasuredChoice measured_choice(const SearchParams& key_params, int64_t nq, int64_t nb, const DataFacts& facts,
                                int device);
