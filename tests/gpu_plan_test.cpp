@@ -1,6 +1,7 @@
 // gpu_plan_test.cpp: the measured plan table on the CUDA backend: a row for this device near the search's cell
-// makes Auto (and explain_search) take its pair, with the reason naming the row; a row of another device, another
-// data kind or too far away leaves the rules; the results stay those of the rules (the oracle's, on integer data).
+// makes Auto (and explain_search) take its pair, with the reason naming the row (a forced half takes the other only
+// from a row measured with it); a row of another device, another data kind or too far away leaves the rules; the
+// results stay those of the rules (the oracle's, on integer data).
 // Its own binary: the table is read once per process, from $GKNN_PLAN_TABLE set before the first search.
 #include <gtest/gtest.h>
 
@@ -62,11 +63,17 @@ TEST_F(GpuPlanTable, AutoTakesTheMeasuredRowAndStaysExact) {
 TEST_F(GpuPlanTable, ExplicitChoicesAndOtherCellsKeepTheRules) {
   const HostMatrix<float> base = integer_matrix(2500, 32, 0, 40, 3), queries = integer_matrix(250, 32, 0, 40, 4);
   SearchParams p = cuda_params(10);
-  p.distance = DistanceAlgorithm::Cublas;  // requested: kept; the selection still comes from the row
+  // A requested distance is kept; the row's selection was measured behind garcia_global, so it comes with that
+  // distance only (plan::pairs_with), and behind cuBLAS the rules choose.
+  p.distance = DistanceAlgorithm::GarciaGlobal;
   SearchPlan plan = explain_search(base.view(), queries.view(), p);
-  EXPECT_EQ(plan.distance, DistanceAlgorithm::Cublas);
   EXPECT_EQ(plan.distance_reason, "requested");
-  EXPECT_EQ(plan.select, SelectAlgorithm::WarpSelect);
+  EXPECT_EQ(plan.select, SelectAlgorithm::WarpSelect) << plan.select_reason;
+  EXPECT_NE(plan.select_reason.find("measured"), std::string::npos) << plan.select_reason;
+  p.distance = DistanceAlgorithm::Cublas;
+  plan = explain_search(base.view(), queries.view(), p);
+  EXPECT_EQ(plan.distance, DistanceAlgorithm::Cublas);
+  EXPECT_EQ(plan.select_reason.find("measured"), std::string::npos) << plan.select_reason;
   // float data, k 8x larger, or another metric class: no row applies.
   const HostMatrix<float> floats = random_matrix(2500, 32, 5), float_queries = random_matrix(250, 32, 6);
   for (const SearchPlan& other : {explain_search(floats.view(), float_queries.view(), cuda_params(10)),
