@@ -5,7 +5,7 @@
 // the device scan that replaced the host's scan, no pinned allocation by repeated adds, and rows in page-locked
 // memory copied where they are; the upload timeline (gknn_upload_bench); Indexes added again after a free, their rows
 // from gknn's device pool, and after the pool is trimmed. The uploads of >= 32 MiB (packed with
-// streaming stores), the adds from page-locked rows (1-D copies of contiguous rows) and the ramp's small chunks that
+// streaming stores, or memcpy's into the cache-resident ring), the adds from page-locked rows (1-D copies of contiguous rows) and the ramp's small chunks that
 // share a device slot are also read back from the device byte for byte (HostUpload run as an Index add runs it).
 // Label gpu: skipped without a device. The inputs are small, except those of the 32 MiB tests: under
 // GKNN_TEST_SANITIZE=1 (testing/sanitize.hpp) those run one upload per case and search none of their large bases.
@@ -186,11 +186,12 @@ Landed upload_and_read_back(const detail::HostRows& rows, bool in_place) {
   return out;
 }
 
-/// One upload to read back: its rows, whether they pack with streaming stores, and how an Index add lands them.
+/// One upload to read back: its rows, whether they are a large upload's (>= 32 MiB: streaming stores, or memcpy's
+/// into the cache-resident ring), and how an Index add lands them.
 struct UploadCase {
   std::string name;
   detail::HostRows rows;
-  bool streaming = false;
+  bool large = false;
   bool in_place = false;  ///< as an add of floats (else as one of bytes)
   int64_t early = 0;      ///< at least this many chunks copied into device slots beside prepare (both ways)
 };
@@ -209,7 +210,10 @@ void expect_landed_byte_for_byte(const std::vector<UploadCase>& cases, const std
         const Landed got = upload_and_read_back(c.rows, in_place);
         EXPECT_EQ("", got.handed);
         EXPECT_EQ("", first_difference(got.bytes, want, c.rows.row_bytes));
-        EXPECT_EQ(c.streaming, got.times.streaming);
+        // A large upload streams under a forced chunking, and under the default one unless this host packs large
+        // uploads into its cache-resident ring (memcpy's stores): both kinds of pack land byte for byte.
+        const bool by_default = chunking.chunk_bytes == 0 && chunking.slots == 0;
+        EXPECT_EQ(c.large && !(by_default && detail::cuda::upload_cached_ring()), got.times.streaming);
         EXPECT_GE(got.times.chunks, 2);
         EXPECT_GE(got.times.early_chunks, c.early);
         if (sanitize_mode()) break;
@@ -532,7 +536,9 @@ TEST(GpuUpload, PageLockedRowsAreCopiedWhereTheyAre) {
   EXPECT_EQ(cudaSuccess, cudaFreeHost(pinned));
 }
 
-/// Uploads of >= 32 MiB pack with streaming stores (core/chunk_pack.hpp stream_copy), smaller ones with memcpy's:
+/// Uploads of >= 32 MiB pack with streaming stores (core/chunk_pack.hpp stream_copy) or, under the default chunking on
+/// a host with a large last-level cache, with memcpy's into 8 MiB chunks (upload_cached_ring); smaller ones with
+/// memcpy's:
 /// 8-bit rows of 128 bytes (300007 rows, 38.4 MB: 16 MiB chunks of 131072 rows, the ramp's small ones at either end,
 /// a partial one), contiguous and 131 bytes apart (strided rows gathered, then streamed), and float rows just above
 /// 32 MiB (83887 rows of 100 floats, 368 bytes above it: 16 MiB chunks of 41943 rows), contiguous and 103 floats
@@ -560,7 +566,7 @@ TEST(GpuUpload, LargeUploadsPackWithStreamingStoresByteForByte) {
                                       UploadOverride{0, 0, false, 2}, UploadOverride{int64_t(4) << 20, 3, false}});
 }
 
-/// Index adds of >= 32 MiB of pageable rows (streaming stores): 8-bit rows (300007 x 128, converted from the device
+/// Index adds of >= 32 MiB of pageable rows (streaming stores, or the cache-resident ring's memcpy): 8-bit rows (300007 x 128, converted from the device
 /// slots that the ramp's first chunks share) and strided float rows (83887 x 100, 103 apart), checked by the oracle
 /// on five queries. Sanitized run: the adds without the searches.
 TEST(GpuUpload, LargeIndexAddsPackWithStreamingStores) {
@@ -571,7 +577,7 @@ TEST(GpuUpload, LargeIndexAddsPackWithStreamingStores) {
     const std::vector<uint8_t> bytes = random_bytes(static_cast<size_t>(byte_rows * byte_dim), 102);
     Index index(byte_dim, Metric::SquaredL2, Backend::Cuda);
     index.add(ByteView{bytes.data(), byte_rows, byte_dim, 0});
-    EXPECT_TRUE(detail::cuda::last_upload_times().streaming);
+    EXPECT_EQ(!detail::cuda::upload_cached_ring(), detail::cuda::last_upload_times().streaming);
     ASSERT_EQ(byte_rows, index.size());
     if (!sanitize_mode()) {
       const HostMatrix<float> queries = integer_matrix(5, byte_dim, 0, 255, 103);
@@ -583,7 +589,7 @@ TEST(GpuUpload, LargeIndexAddsPackWithStreamingStores) {
   const std::vector<float> padded = strided_copy(floats, float_stride);
   Index index(float_dim, Metric::SquaredL2, Backend::Cuda);
   index.add(FloatView{padded.data(), float_rows, float_dim, float_stride});
-  EXPECT_TRUE(detail::cuda::last_upload_times().streaming);
+  EXPECT_EQ(!detail::cuda::upload_cached_ring(), detail::cuda::last_upload_times().streaming);
   ASSERT_EQ(float_rows, index.size());
   if (!sanitize_mode()) {
     const HostMatrix<float> queries = integer_matrix(5, float_dim, -50, 50, 105);

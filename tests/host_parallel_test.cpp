@@ -509,6 +509,19 @@ TEST(ChunkPack, StreamingCopyRowsEqualMemcpyForOddRowsAndStrides) {
   set_pack_streaming(true);
 }
 
+// The cache size that decides whether uploads pack into a cache-resident ring (cuda/pipeline/upload.cu).
+TEST(ChunkPack, CacheSizesParseAsSysfsWritesThem) {
+  EXPECT_EQ(parse_cache_size("307200K\n"), size_t(307200) << 10);
+  EXPECT_EQ(parse_cache_size("32M"), size_t(32) << 20);
+  EXPECT_EQ(parse_cache_size("1G"), size_t(1) << 30);
+  EXPECT_EQ(parse_cache_size("512"), size_t(512));
+  EXPECT_EQ(parse_cache_size(""), 0u);
+  EXPECT_EQ(parse_cache_size("big"), 0u);
+  EXPECT_EQ(parse_cache_size("12Kb"), 0u);
+  EXPECT_EQ(parse_cache_size(nullptr), 0u);
+  (void)last_level_cache_bytes();  // reads sysfs where it exists, 0 elsewhere: never throws
+}
+
 TEST(ChunkPack, StopsWhenTheCallerLeavesEarlyAndReportsACopyError) {
   const std::vector<unsigned char> src = byte_rows(5000, 16, 16);
   const HostRows host{src.data(), 5000, 16, 16};

@@ -325,21 +325,6 @@ std::vector<double> pack_both_ways(const gknn::detail::HostRows& rows, unsigned 
   return ms;
 }
 
-/// The largest cache of cpu0 as sysfs names it ("32768K"), or "unknown": how small a cache-resident ring must be.
-std::string last_level_cache() {
-  std::string best = "unknown";
-  for (int i = 0; i < 8; ++i) {
-    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
-    std::FILE* f = std::fopen((dir + "size").c_str(), "r");
-    if (!f) break;
-    char size[64] = {};
-    const bool read = std::fgets(size, sizeof size, f) != nullptr;
-    std::fclose(f);
-    if (read) best = std::string(size, strcspn(size, "\n")) + " (index" + std::to_string(i) + ")";
-  }
-  return best;
-}
-
 /// One row of the pack table: GB/s both ways and streaming's gain, whole and in parts.
 std::string pack_row(const std::string& name, size_t bytes, const std::vector<double>& ms) {
   auto g = [&](double m) { return fmt("%.1f", gbps(bytes, m)); };
@@ -740,7 +725,9 @@ int main(int argc, char** argv) {
   emit("# gknn upload bench: " + std::string(prop.name) + ", " + std::to_string(gknn::detail::host_team()) +
        " host threads, median of " + std::to_string(o.reps));
   emit("");
-  emit("Host last-level cache (cpu0): " + last_level_cache());
+  const bool streamed = gknn::detail::cuda::upload_chunking(size_t(1) << 30, 512).streaming;
+  emit("Host last-level cache (cpu0): " + fmt("%.0f MiB", gknn::detail::last_level_cache_bytes() / 1048576.0) +
+       "; large adds pack " + (streamed ? "with streaming stores" : "into a cache-resident ring with memcpy's stores"));
   emit("");
   // The adds' rows: from gknn's device pool, which keeps the previous (freed) Index's blocks, or cudaMalloc'd.
   emit(std::string("Index rows: ") +

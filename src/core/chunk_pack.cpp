@@ -3,8 +3,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -86,6 +89,35 @@ void stream_copy(unsigned char* dst, const unsigned char* src, size_t bytes) {
 
 void set_pack_streaming(bool on) { g_pack_streaming.store(on, std::memory_order_relaxed); }
 bool pack_streaming() { return g_pack_streaming.load(std::memory_order_relaxed); }
+
+size_t parse_cache_size(const char* text) {
+  if (!text) return 0;
+  char* end = nullptr;
+  const unsigned long long value = std::strtoull(text, &end, 10);
+  if (end == text) return 0;
+  size_t unit = 1;
+  if (*end == 'K') unit = size_t(1) << 10, ++end;
+  else if (*end == 'M') unit = size_t(1) << 20, ++end;
+  else if (*end == 'G') unit = size_t(1) << 30, ++end;
+  if (*end != '\0' && *end != '\n') return 0;
+  return static_cast<size_t>(value) * unit;
+}
+
+size_t last_level_cache_bytes() {
+  static const size_t bytes = [] {
+    size_t largest = 0;
+    for (int i = 0; i < 8; ++i) {
+      const std::string path = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/size";
+      std::FILE* f = std::fopen(path.c_str(), "r");
+      if (!f) break;
+      char text[64] = {};
+      if (std::fgets(text, sizeof text, f)) largest = std::max(largest, parse_cache_size(text));
+      std::fclose(f);
+    }
+    return largest;
+  }();
+  return bytes;
+}
 
 void copy_rows(unsigned char* dst, const HostRows& rows, int64_t first, int64_t count, bool streaming) {
   if (count <= 0) return;

@@ -42,6 +42,11 @@ void copy_rows(unsigned char* dst, const HostRows& rows, int64_t first, int64_t 
 /// gknn_upload_bench turns it off to time the adds with memcpy's stores beside those with streaming ones.
 void set_pack_streaming(bool on);
 bool pack_streaming();
+/// The size of cpu0's largest cache as sysfs states it (Linux: /sys/devices/system/cpu/cpu0/cache/index*/size), read
+/// once; 0 where it cannot be read. Whether a ring of staging slots stays cache-resident turns on it.
+size_t last_level_cache_bytes();
+/// Parses a sysfs cache size ("32768K", "2M", "512"); 0 for anything else.
+size_t parse_cache_size(const char* text);
 
 /// Rows where each chunk starts, then the total: chunks of `chunk_rows`, except that an upload of many chunks
 /// starts with chunks of `ramp_bytes`, doubling up to chunk_rows (unless !ramp_up), and ends with the same in

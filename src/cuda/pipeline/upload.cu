@@ -73,6 +73,27 @@ constexpr size_t kLandingAlign = 256;  ///< of a chunk that lands in a device sl
 /// memory traffic per byte packed instead of 3). Smaller ones keep memcpy's: their rows and slots may stay in the
 /// last-level cache from one add to the next (ordinary stores then hit the cache, and the copy engine reads it).
 constexpr size_t kMinStreamingBytes = size_t(32) << 20;
+/// Large uploads on a host whose last-level cache holds kCacheShare times a ring of kSlots x kCachedChunkBytes pack
+/// into that ring with memcpy's stores instead: the pack's lines are written into the cache (no read for ownership
+/// from DRAM, no write-back while the ring stays resident) and the copy engine's reads, which snoop the cache, find
+/// them there, so a pageable add moves about 1 byte of host DRAM per byte instead of the streaming pack's 2 plus the
+/// copy engine's read. Measured on the H200 host (300 MB last-level cache; gknn_upload_bench's sweep,
+/// bench/results/upload_2026-11-29b_h200.md): the 1M x 128 float32 add 9.98 ms = 95% of the pinned H2D (8 MiB x 4,
+/// memcpy stores) against 11.9-12.5 ms = 75-79% streaming in 4-16 MiB chunks; 16 MiB chunks cached 10.42 ms (91%),
+/// 32 MiB 11.66 (81%): the ring must stay well inside the cache. kCacheShare keeps it within a quarter on hosts not
+/// measured (GKNN_UPLOAD_CACHED_RING=0 turns it off, for the A/B).
+constexpr size_t kCachedChunkBytes = size_t(8) << 20;
+constexpr size_t kCacheShare = 4;
+
+}  // namespace
+
+bool upload_cached_ring() {
+  static const bool on = !env_switch_off("GKNN_UPLOAD_CACHED_RING") &&
+                         kCacheShare * kSlots * kCachedChunkBytes <= last_level_cache_bytes();
+  return on;
+}
+
+namespace {
 
 std::atomic<int64_t> g_chunk_override{0};
 std::atomic<int> g_slots_override{0};
@@ -460,11 +481,14 @@ double time_pinned_slot(size_t bytes) {
 
 UploadChunking upload_chunking(size_t total_bytes, size_t row_bytes) {
   const int64_t forced = g_chunk_override.load();
-  const size_t largest = forced > 0 ? static_cast<size_t>(forced) : kChunkBytes;
+  const int forced_slots = g_slots_override.load();
+  // The bench's forced chunkings keep pack_streaming's stores as it sets them.
+  const bool cached = forced <= 0 && forced_slots <= 0 && total_bytes >= kMinStreamingBytes && upload_cached_ring();
+  const size_t largest = forced > 0 ? static_cast<size_t>(forced) : cached ? kCachedChunkBytes : kChunkBytes;
   size_t chunk = std::min(largest, std::max(std::min(kMinChunkBytes, largest), total_bytes / kMinChunks));
   chunk = std::max(row_bytes, chunk / std::max<size_t>(1, row_bytes) * row_bytes);  // whole rows, at least one
-  const int forced_slots = g_slots_override.load();
-  return UploadChunking{chunk, forced_slots > 0 ? forced_slots : kSlots};
+  const bool streaming = !cached && pack_streaming() && total_bytes >= kMinStreamingBytes;
+  return UploadChunking{chunk, forced_slots > 0 ? forced_slots : kSlots, streaming};
 }
 
 namespace {
@@ -530,7 +554,7 @@ HostUpload::HostUpload(const HostRows& rows) : impl_(std::make_unique<Impl>()) {
   for (int s = 0; s < used; ++s) u.slots.push_back(set.slots[static_cast<size_t>(s)].get());
   if (u.direct) return;
   const bool wc = g_write_combined.load();
-  u.streaming = pack_streaming() && static_cast<size_t>(rows.rows) * rows.row_bytes >= kMinStreamingBytes;
+  u.streaming = cut.streaming;
   // The slots that lack pinned bytes (grown, never shrunk) are made together (their pages faulted in at once).
   std::vector<Slot*> lacking;
   size_t grown = u.slot_bytes;

@@ -58,15 +58,22 @@ struct UploadChunk {
   int64_t rows = 0;
 };
 
-/// How an upload is cut: chunks of at most `chunk_bytes` through `slots` pinned slots.
+/// How an upload is cut: chunks of at most `chunk_bytes` through `slots` pinned slots, packed with streaming stores
+/// or memcpy's.
 struct UploadChunking {
   size_t chunk_bytes = 0;
   int slots = 0;
+  bool streaming = false;
 };
 /// The chunking of an upload of `total_bytes` in rows of `row_bytes`: set_upload_override's (hooks.hpp), else 16 MiB
 /// chunks (at least one row) through 4 slots, and uploads under 4 chunks cut in 4 chunks of at least 512 KiB, so
-/// that the pack and the copy of a small add overlap too.
+/// that the pack and the copy of a small add overlap too. Uploads of at least 32 MiB pack with streaming stores
+/// (pack_streaming), except on a host whose last-level cache holds four times a ring of 4 slots of 8 MiB: there
+/// they go in 8 MiB chunks packed with memcpy's stores, which the copy engine then reads from the cache
+/// (GKNN_UPLOAD_CACHED_RING=0: the streaming 16 MiB chunks everywhere).
 UploadChunking upload_chunking(size_t total_bytes, size_t row_bytes);
+/// Whether this host's large uploads pack into the cache-resident ring (read once: the cache size, the switch).
+bool upload_cached_ring();
 
 /// One upload of host rows through the current device's kept pinned slots (rows in page-locked memory: copied from
 /// where they are). Made, it leases the slots and starts packing the first chunks on the async team (when another
