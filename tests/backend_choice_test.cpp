@@ -163,11 +163,26 @@ TEST(ExplainSearch, AutoBackendAndCudaReasons) {
   EXPECT_EQ(plan.distance, DistanceAlgorithm::Fp16Mma) << plan.distance_reason;
   EXPECT_NE(plan.distance_reason.find("integer data"), std::string::npos) << plan.distance_reason;
   EXPECT_NE(plan.select_reason.find("k = 7"), std::string::npos) << plan.select_reason;
+  EXPECT_FALSE(plan.selects_itself);
   // Enough query x base pairs (here 9M): the fused kernel, for the same data and k.
   const HostMatrix<float> long_base = integer_matrix(90000, 32, 0, 255, 11);
   plan = explain_search(long_base.view(), int_queries.view(), p);
   EXPECT_EQ(plan.distance, DistanceAlgorithm::Fused) << plan.distance_reason;
   EXPECT_NE(plan.distance_reason.find("fused kernel"), std::string::npos) << plan.distance_reason;
+  // It keeps the top k itself: no selection stage, whatever a selection request or a table row says.
+  EXPECT_TRUE(plan.selects_itself);
+  EXPECT_EQ(plan.select, SelectAlgorithm::Auto);
+  EXPECT_NE(to_string(plan).find("select       none (none: fused keeps each query's top k itself)"),
+            std::string::npos)
+      << to_string(plan);
+  SearchParams fused_insertion = forcing(DistanceAlgorithm::Fused, SelectAlgorithm::Insertion);
+  EXPECT_TRUE(explain_search(long_base.view(), int_queries.view(), fused_insertion).selects_itself);
+  // Beyond what the kernel serves (rows of more than 256 bytes): the two-stage path, with its selection.
+  const HostMatrix<float> long_rows = integer_matrix(2000, 300, 0, 100, 13),
+                          long_queries = integer_matrix(70, 300, 0, 100, 14);
+  const SearchPlan two_stage = explain_search(long_rows.view(), long_queries.view(), fused_insertion);
+  EXPECT_FALSE(two_stage.selects_itself);
+  EXPECT_EQ(two_stage.select, SelectAlgorithm::Insertion);
   const HostMatrix<float> floats = random_matrix(500, 32, 9), float_queries = random_matrix(256, 32, 10);
   // Float data: under the exactness guard (its default, Auto) from 256 queries the TF32 tensor cores with the
   // re-rank, with fewer fp32 SGEMM; unguarded, fp32 SGEMM.

@@ -99,7 +99,8 @@ const double* hopeless_estimate(const HopelessPairs& hopeless, const Pair& pair)
 }
 
 /// The candidates of a cell, in the order they are timed: every distance with Auto's selection, then every selection
-/// (by name: a table row names its algorithms) with the fastest distance, as the test suite covers the algorithms.
+/// (by name: a table row names its algorithms) with the fastest distance, as the test suite covers the algorithms —
+/// unless that distance keeps the top k itself there (CellBench::selects_itself).
 std::vector<DistanceAlgorithm> candidate_distances(Backend backend, Metric metric, bool integer) {
   std::vector<DistanceAlgorithm> out;
   for (DistanceAlgorithm d : compiled_distance_algorithms(backend, metric))
@@ -180,9 +181,9 @@ bool trace_calls() {
 
 class CellBench {
  public:
-  CellBench(const Index& index, const HostMatrix<float>& queries, const SearchParams& params, int warmup, int repeat,
-            double cap)
-      : index_(index), queries_(queries), params_(params), warmup_(warmup), repeat_(repeat), cap_(cap) {}
+  CellBench(const Index& index, FloatView base, const HostMatrix<float>& queries, const SearchParams& params,
+            int warmup, int repeat, double cap)
+      : index_(index), base_(base), queries_(queries), params_(params), warmup_(warmup), repeat_(repeat), cap_(cap) {}
 
   /// Median wall time of the pair in ms after the warm-up; nullopt when the backend refuses the pair (metric, k,
   /// data). A pair whose call exceeds `cutoff_ms` is not run again (capped): the slow kernels of a large cell would
@@ -236,7 +237,8 @@ class CellBench {
       return out;
     };
     const std::optional<Timed> distance = fastest(distance_round(backend, params_.metric, integer));
-    if (!distance) return distance;
+    // (Only integer data have a fused path: explain_search scans the base, seconds for the largest float cells.)
+    if (!distance || (integer && selects_itself(distance->distance))) return distance;
     return fastest(selection_round(backend, params_.k, distance->distance));
   }
 
@@ -247,7 +249,17 @@ class CellBench {
     return clock.seconds() * 1000.0;
   }
 
+  /// Whether `distance` keeps the top k itself in this cell (the fused kernel where it serves): every selection
+  /// beside it would time the same search, so the selection round is left out (the cell's pair: its Auto).
+  bool selects_itself(DistanceAlgorithm distance) const {
+    SearchParams p = params_;
+    p.distance = distance;
+    p.select = SelectAlgorithm::Auto;
+    return explain_search(base_, queries_.view(), p).selects_itself;
+  }
+
   const Index& index_;
+  FloatView base_;
   const HostMatrix<float>& queries_;
   const SearchParams& params_;
   int warmup_, repeat_;
@@ -725,7 +737,7 @@ class Sweep {
                double forecast_ms) {
     const Stopwatch clock;
     const HostMatrix<float>& queries = group.queries(cell.q);
-    const CellBench bench(group.index(), queries, p, warmup_, repeat_, options_.cap);
+    const CellBench bench(group.index(), group.base().view(), queries, p, warmup_, repeat_, options_.cap);
     std::vector<Timed> candidates;
     const std::optional<Timed> best = bench.best(backend_, cell.data == "integer", hopeless, candidates);
     const std::optional<Timed> automatic = bench.time(DistanceAlgorithm::Auto, SelectAlgorithm::Auto, kNoLimit);

@@ -86,6 +86,9 @@ struct SearchPlan {
   std::string distance_reason;
   SelectAlgorithm select = SelectAlgorithm::Auto;
   std::string select_reason;
+  /// The distance kernel keeps each query's top k itself (the fused kernel where it serves the search): there is no
+  /// selection stage, so `select` is Auto and a selection named beside it serves nothing.
+  bool selects_itself = false;
   bool guarded = false;      ///< the exactness guard re-ranks the keys (Guard)
   std::string guard_reason;  ///< why it does or does not
 };

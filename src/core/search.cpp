@@ -151,7 +151,8 @@ SearchPlan explain_search(FloatView base, FloatView queries, const SearchParams&
 std::string to_string(const SearchPlan& plan) {
   return "backend      " + to_string(plan.backend.backend) + " (" + plan.backend.reason + ")\n" +
          "distance     " + to_string(plan.distance) + " (" + plan.distance_reason + ")\n" +
-         "select       " + to_string(plan.select) + " (" + plan.select_reason + ")\n" +
+         "select       " + (plan.selects_itself ? std::string("none") : to_string(plan.select)) + " (" +
+         plan.select_reason + ")\n" +
          "guard        " + (plan.guarded ? "re-rank" : "none") + " (" + plan.guard_reason + ")\n";
 }
 

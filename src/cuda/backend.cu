@@ -64,6 +64,13 @@ void explain(const SearchParams& key_params, int64_t nq, int64_t nb, int64_t dim
   plan.distance = resolve_distance(kp.distance, kp.metric, nq, nb, k, data, &plan.distance_reason).algorithm;
   if (!choice.select_reason.empty()) plan.select_reason = choice.select_reason;  // not "requested": the table's
   if (!choice.distance_reason.empty()) plan.distance_reason = choice.distance_reason;
+  // As run_search decides per base tile (search.cu); the resident base is one tile.
+  const DistanceEntry* d = find_distance(plan.distance);
+  if (d && d->fused && d->fused_serves(k, dim, data)) {
+    plan.selects_itself = true;
+    plan.select = SelectAlgorithm::Auto;
+    plan.select_reason = "none: " + to_string(plan.distance) + " keeps each query's top k itself";
+  }
 }
 
 // Both lists come in the catalogue's order (gknn/algorithms.def), whatever the order of the registry's folders.
