@@ -88,7 +88,7 @@ py::dict explain(const py::buffer& base_buffer, const py::buffer& query_buffer, 
   out["backend_reason"] = plan.backend.reason;
   out["distance"] = to_string(plan.distance);
   out["distance_reason"] = plan.distance_reason;
-  out["select"] = to_string(plan.select);
+  out["select"] = plan.selects_itself ? std::string("none") : to_string(plan.select);  // as `gknn --explain` prints
   out["select_reason"] = plan.select_reason;
   out["guard"] = plan.guarded ? "re-rank" : "none";
   out["guard_reason"] = plan.guard_reason;
