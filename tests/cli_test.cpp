@@ -570,6 +570,27 @@ TEST_F(Cli, BenchSweepWritesPlanTableRows) {
   expect_error("bench -k 3", 1, "--base and --query are required");
 }
 
+// A re-check of Auto alone (bench/suite/report.py --auto-from): one auto line a cell, resumable, no plan table.
+TEST_F(Cli, BenchSweepAutoOnlyTimesAutoAlone) {
+  const std::string sweep =
+      "bench --sweep --backend cpu --sweep-n 300 --sweep-q 20 --sweep-d 8 --sweep-k 1,5 --sweep-metrics squared_l2 "
+      "--sweep-data integer --repeat 1 --warmup 0 --sweep-auto-only --csv autos.csv";
+  const CliRun r = gknn(sweep);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find(", Auto only"), std::string::npos) << r.out;
+  const auto rows = csv_fields(path("autos.csv"));
+  ASSERT_EQ(rows.size(), 3u);  // the header, then one line a cell
+  for (size_t i = 1; i < rows.size(); ++i) {
+    ASSERT_EQ(rows[i].size(), 15u);
+    EXPECT_EQ(rows[i][7], "auto");
+    EXPECT_EQ(rows[i][12], "gemm");  // the pair Auto resolved to
+  }
+  const CliRun again = gknn(sweep + " --resume");
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_NE(again.out.find("cells        0 measured now, 2 from earlier runs, 0 left"), std::string::npos) << again.out;
+  expect_error(sweep + " --out table.csv", 2, "--out excludes --sweep-auto-only");  // a usage error
+}
+
 // issue 13: the suite runs in slices over several sessions. A resumed sweep measures only the cells its CSV lacks
 // (a cell without its auto line was cut short and is measured again), keeps the earlier lines as they were and
 // holds every cell once; the plan table keeps one row per cell.

@@ -629,8 +629,9 @@ class Sweep {
   int run() {
     load_earlier_results();
     warm_up_backend();
-    std::printf("sweep        %s (%s), median of %d after %d warm-up, cap %gx%s", device_.c_str(),
-                to_string(backend_).c_str(), repeat_, warmup_, options_.cap, options_.prune ? "" : ", no pruning");
+    std::printf("sweep        %s (%s), median of %d after %d warm-up, cap %gx%s%s", device_.c_str(),
+                to_string(backend_).c_str(), repeat_, warmup_, options_.cap, options_.prune ? "" : ", no pruning",
+                options_.auto_only ? ", Auto only" : "");
     if (std::isfinite(options_.budget_s)) std::printf(", budget %g s", options_.budget_s);
     std::printf("\n%-10s %-7s %8s %6s %4s %5s  %-16s %-16s %10s %10s %6s %8s %8s %4s\n", "metric", "data", "n", "q",
                 "d", "k", "distance", "select", "best ms", "auto ms", "ratio", "cell s", "est s", "skip");
@@ -725,6 +726,7 @@ class Sweep {
   /// smaller cells' fastest distance, whose hopeless selections are known, usually stays the fastest; when another
   /// wins, the cell may cost more).
   int64_t planned_searches(Metric metric, const SweepCell& cell, const HopelessPairs& hopeless) const {
+    if (options_.auto_only) return searches_per_pair(warmup_, repeat_);
     const std::vector<Pair> distances = distance_round(backend_, metric, cell.data == "integer");
     size_t selections = distances.empty() ? 0 : std::numeric_limits<size_t>::max();
     for (const Pair& d : distances)
@@ -738,6 +740,7 @@ class Sweep {
     const Stopwatch clock;
     const HostMatrix<float>& queries = group.queries(cell.q);
     const CellBench bench(group.index(), group.base().view(), queries, p, warmup_, repeat_, options_.cap);
+    if (options_.auto_only) return measure_auto(cell, group, queries, p, bench, clock, forecast_ms);
     std::vector<Timed> candidates;
     const std::optional<Timed> best = bench.best(backend_, cell.data == "integer", hopeless, candidates);
     const std::optional<Timed> automatic = bench.time(DistanceAlgorithm::Auto, SelectAlgorithm::Auto, kNoLimit);
@@ -764,6 +767,25 @@ class Sweep {
       worst_ = ratio;
       worst_cell_ = cell.label();
     }
+  }
+
+  /// --sweep-auto-only: Auto alone, its line closing the cell; printed with the pair it resolved to.
+  void measure_auto(const SweepCell& cell, SweepGroup& group, const HostMatrix<float>& queries, const SearchParams& p,
+                    const CellBench& bench, const Stopwatch& clock, double forecast_ms) {
+    const std::optional<Timed> automatic = bench.time(DistanceAlgorithm::Auto, SelectAlgorithm::Auto, kNoLimit);
+    if (!automatic) {
+      ++unsupported_;
+      return;
+    }
+    const SearchPlan plan = explain_search(group.base().view(), queries.view(), p);
+    timings_.add_cell(cell.key(device_), {}, *automatic, plan);
+    save();
+    ++measured_;
+    std::printf("%-10s %-7s %8lld %6lld %4lld %5lld  %-16s %-16s %10s %10.3f %6s %8s %8s %4d\n", cell.metric.c_str(),
+                cell.data.c_str(), (long long)cell.n, (long long)cell.q, (long long)cell.d, (long long)cell.k,
+                to_string(plan.distance).c_str(), to_string(plan.select).c_str(), "-", automatic->ms, "-",
+                seconds(clock.seconds() * 1000).c_str(), seconds(forecast_ms).c_str(), 0);
+    std::fflush(stdout);
   }
 
   /// Keeps a measured cell's capped candidates for the larger cells' pruning; returns how many were skipped.
@@ -841,9 +863,9 @@ class Sweep {
 void SweepOptions::add_to(CLI::App& app) {
   app.add_flag("--sweep", enabled,
                "measure every distance/selection pair on a grid and print the fastest per cell (no --base/--query)");
-  app.add_option("--out", out,
-                 "with --sweep: add the plan table rows to this file (src/plan/plan_table.csv); a re-measured cell "
-                 "replaces its row");
+  CLI::Option* out_option = app.add_option("--out", out,
+                                           "with --sweep: add the plan table rows to this file (src/plan/plan_table.csv); a re-measured cell "
+                                           "replaces its row");
   CLI::Option* csv_option =
       app.add_option("--csv", csv, "with --sweep: write every timing (each candidate pair and Auto, per cell) here");
   app.add_flag("--resume", resume,
@@ -871,6 +893,10 @@ void SweepOptions::add_to(CLI::App& app) {
       ->check(non_negative())
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
       ->capture_default_str();
+  app.add_flag("--sweep-auto-only", auto_only,
+               "with --sweep: time only Auto in each cell (the CSV holds its line alone): a re-check of Auto against "
+               "the best pairs of an earlier full sweep (bench/suite/report.py --auto-from); not with --out")
+      ->excludes(out_option);
   app.add_option("--sweep-n", n, "base rows of the grid")->delimiter(',')->capture_default_str();
   app.add_option("--sweep-q", q, "query counts of the grid")->delimiter(',')->capture_default_str();
   app.add_option("--sweep-d", d, "dimensions of the grid")->delimiter(',')->capture_default_str();

@@ -25,6 +25,9 @@ struct SweepOptions {
   /// ... when it lost there by at least this factor to the cell's fastest pair (--sweep-hopeless; see
   /// kHopelessLoss in bench_sweep.cpp for why it is not the cap).
   double hopeless_loss = 16;
+  /// Only Auto is timed in each cell (--sweep-auto-only): a cheap re-check of today's Auto against the best pairs a
+  /// full sweep recorded earlier (bench/suite/report.py --auto-from); no plan table rows (no best pair is measured).
+  bool auto_only = false;
   std::vector<int64_t> n{16384, 262144, 1048576};
   std::vector<int64_t> q{1, 64, 1024, 10000};
   std::vector<int64_t> d{8, 32, 128};
@@ -32,8 +35,8 @@ struct SweepOptions {
   std::vector<std::string> metrics{"squared_l2", "l1"};
   std::vector<std::string> data{"integer", "float"};
 
-  /// Registers --sweep, --out, --csv, --resume, --sweep-budget, --sweep-cap, --sweep-no-prune, --sweep-hopeless and the --sweep-* grid
-  /// options.
+  /// Registers --sweep, --out, --csv, --resume, --sweep-budget, --sweep-cap, --sweep-no-prune, --sweep-hopeless,
+  /// --sweep-auto-only and the --sweep-* grid options.
   void add_to(CLI::App& app);
 };
 

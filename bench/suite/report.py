@@ -11,7 +11,8 @@ The suite is measured in slices (run.sh --budget), so the grid may be partial: t
 the sweep; by default every value seen in the CSV) decides which cells there should be, the Markdown counts and
 names the missing ones, the heat maps show them grey, and the ratios and quartiles cover the measured cells only.
 One device per report (--device, by default the one with the most rows): a cell measured on another card is not
-compared with these.
+compared with these. --auto-from FILE (a `gknn bench --sweep --sweep-auto-only --csv` file) replaces the Auto times
+of the cells it holds: Auto re-checked after the planner changed, without re-measuring every pair.
 """
 import argparse
 import csv
@@ -60,6 +61,18 @@ def summarise(gknn_rows, torch_rows):
     return {c: v for c, v in out.items() if "auto_ms" in v and "best_ms" in v}
 
 
+def recheck_auto(cells, auto_rows):
+    """Replaces the Auto time and pair of the cells that `gknn bench --sweep --sweep-auto-only` timed again (its auto
+    lines, one device's): today's Auto against the best pairs the full sweep recorded. Returns how many it replaced."""
+    replaced = 0
+    for r in auto_rows:
+        c = cell_of(r)
+        if r["path"] == "auto" and c in cells:
+            cells[c].update(auto_ms=float(r["ms"]), auto_pair=f'{r["auto_distance"]}+{r["auto_select"]}')
+            replaced += 1
+    return replaced
+
+
 def grid_cells(grid):
     """Every cell of the grid (a dict of CELL name -> values), but those with k > n, which the sweep skips."""
     return {c for c in itertools.product(*(grid[name] for name in CELL)) if c[5] <= c[2]}
@@ -82,8 +95,9 @@ def missing_summary(missing):
             + "."]
 
 
-def markdown(cells, device, expected, other_devices=()):
-    """The report. `expected`: the cells of the grid; those not in `cells` are counted and named as missing."""
+def markdown(cells, device, expected, other_devices=(), auto_note=None):
+    """The report. `expected`: the cells of the grid; those not in `cells` are counted and named as missing;
+    `auto_note`: where the Auto times come from when they were re-checked (recheck_auto)."""
     ratios = [v["auto_ms"] / v["best_ms"] for v in cells.values()]
     speedups = [v["torch_ms"] / v["auto_ms"] for v in cells.values() if "torch_ms" in v]
     worst = max(cells.items(), key=lambda kv: kv[1]["auto_ms"] / kv[1]["best_ms"])
@@ -95,6 +109,8 @@ def markdown(cells, device, expected, other_devices=()):
         lines += missing_summary(missing)
     if other_devices:
         lines.append("Not in this report (other devices): " + ", ".join(other_devices) + ".")
+    if auto_note:
+        lines.append(auto_note)
     lines.append(f"Worst Auto / best over the measured cells: {max(ratios):.2f} at "
                  + ", ".join(f"{k}={v}" for k, v in zip(CELL, worst[0])) + ".")
     capped = sum(v["capped"] for v in cells.values())
@@ -187,6 +203,8 @@ def main(argv=None):
     ap.add_argument("torch_csv", nargs="?", help="torch_suite.py output (optional)")
     ap.add_argument("--out-dir", default="bench/results")
     ap.add_argument("--device", help="the device to report (default: the one with the most rows)")
+    ap.add_argument("--auto-from", help="a `gknn bench --sweep --sweep-auto-only --csv` file: its Auto times replace "
+                    "those of the cells it has (today's Auto against the best pairs recorded earlier)")
     for name, kind in (("n", numbers), ("q", numbers), ("d", numbers), ("k", numbers), ("metric", names),
                        ("data", names)):
         ap.add_argument(f"--grid-{name}", type=kind, help=f"the grid's {name} values, comma-separated "
@@ -208,6 +226,11 @@ def main(argv=None):
     if not cells:
         print(f"report: no complete cell of {device} in {args.gknn_csv}", file=sys.stderr)
         return 1
+    auto_note = None
+    if args.auto_from:
+        replaced = recheck_auto(cells, [r for r in read(args.auto_from) if r["device"] == device])
+        auto_note = (f"Auto times re-checked (`gknn bench --sweep --sweep-auto-only`, {args.auto_from}) in "
+                     f"{replaced} of the {len(cells)} measured cells; the others are the full sweep's.")
     grid = seen_grid(gknn_rows)
     for name in CELL:
         given = getattr(args, f"grid_{name}")
@@ -215,7 +238,7 @@ def main(argv=None):
             grid[name] = given
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "suite.md").write_text(markdown(cells, device, grid_cells(grid), others))
+    (out_dir / "suite.md").write_text(markdown(cells, device, grid_cells(grid), others, auto_note))
     print(f"wrote {out_dir / 'suite.md'}")
     for path in heat_maps(cells, grid, out_dir):
         print(f"wrote {path}")

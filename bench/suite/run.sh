@@ -18,14 +18,17 @@
 # n, d, k and a smaller q, or same q, d, k and a smaller n) is not run in the larger one but recorded as skipped (on
 # the H200 one such `insertion` call took 87.5 s at n=262144 q=10000 d=8 k=1000): SUITE_NO_PRUNE=1 runs them anyway
 # (gknn --sweep-no-prune); SUITE_BACKEND=cpu tries the script without a GPU (torch_suite.py then needs torch with
-# CUDA, or says SKIPPED).
+# CUDA, or says SKIPPED). --recheck-auto times Auto alone in every cell of the grid (gknn --sweep-auto-only into
+# OUT/suite_auto.csv, resumable in slices like the sweep): Auto again after the planner changed, without every pair;
+# whenever that file exists the report takes its Auto times for the cells it holds (report.py --auto-from).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-usage="usage: bench/suite/run.sh [--quick] [--budget SECONDS|none] [BUILD] [OUT]"
-quick=0 budget=480
+usage="usage: bench/suite/run.sh [--quick] [--recheck-auto] [--budget SECONDS|none] [BUILD] [OUT]"
+quick=0 budget=480 recheck=0
 while (($#)); do
   case $1 in
     --quick) quick=1; shift ;;
+    --recheck-auto) recheck=1; shift ;;
     --budget) [[ $# -ge 2 ]] || { echo "$usage" >&2; exit 2; }; budget=$2; shift 2 ;;
     --budget=*) budget=${1#--budget=}; shift ;;
     -h|--help) echo "$usage"; exit 0 ;;
@@ -49,6 +52,24 @@ if [[ $budget != none ]]; then
   sweep_budget=(--sweep-budget $((budget * 3 / 4)))
 fi
 mkdir -p "$out"
+report_grid=(--grid-n "$n" --grid-q "$q" --grid-d "$d" --grid-k "$k" --grid-metric "$metrics" --grid-data "$data")
+if ((recheck)); then
+  "$build/tools/gknn" bench --sweep --backend "${SUITE_BACKEND:-cuda}" --sweep-n "$n" --sweep-q "$q" --sweep-d "$d" \
+    --sweep-k "$k" --sweep-metrics "$metrics" --sweep-data "$data" --repeat 3 --warmup 1 --sweep-auto-only \
+    --csv "$out/suite_auto.csv" --resume "${sweep_budget[@]}" | tee "$out/suite_auto.log"
+  if [[ -s $out/suite_gknn.csv ]]; then
+    python3 bench/suite/report.py "$out/suite_gknn.csv" "$out/suite_torch.csv" --out-dir "$out" "${report_grid[@]}" \
+      --auto-from "$out/suite_auto.csv"
+  fi
+  if grep -q '^continue ' "$out/suite_auto.log"; then
+    echo "suite: cells left to re-check; the next call: bench/suite/run.sh --recheck-auto --budget $budget $build $out"
+  else
+    echo "suite: Auto re-checked in every cell of the grid ($out/suite_auto.csv)"
+  fi
+  exit 0
+fi
+report_auto=()
+[[ -s $out/suite_auto.csv ]] && report_auto=(--auto-from "$out/suite_auto.csv")
 # --resume: a missing CSV is a fresh start, so the first call and every later one are the same command.
 "$build/tools/gknn" bench --sweep --backend "${SUITE_BACKEND:-cuda}" --sweep-n "$n" --sweep-q "$q" --sweep-d "$d" --sweep-k "$k" \
   --sweep-metrics "$metrics" --sweep-data "$data" --repeat 3 --warmup 1 --sweep-cap "${SUITE_CAP:-4}" "${prune[@]}" \
@@ -60,8 +81,8 @@ fi
 python3 bench/suite/torch_suite.py "$out/suite_gknn.csv" --out "$out/suite_torch.csv" --resume "${torch_budget[@]}" |
   tee "$out/suite_torch.log"
 if [[ -s $out/suite_gknn.csv ]]; then  # absent until the first cell is measured
-  python3 bench/suite/report.py "$out/suite_gknn.csv" "$out/suite_torch.csv" --out-dir "$out" --grid-n "$n" \
-    --grid-q "$q" --grid-d "$d" --grid-k "$k" --grid-metric "$metrics" --grid-data "$data"
+  python3 bench/suite/report.py "$out/suite_gknn.csv" "$out/suite_torch.csv" --out-dir "$out" "${report_grid[@]}" \
+    "${report_auto[@]}"
 fi
 if grep -q '^continue ' "$out/suite_gknn.log" || grep -q ' [1-9][0-9]* left ' "$out/suite_torch.log"; then
   again=(bench/suite/run.sh)

@@ -93,6 +93,20 @@ def markdown_part(mod, tmp, gknn_csv, torch_csv):
     check(rc == 0 and "# Benchmark suite (H200)" in text and "Worst Auto / best over the measured cells: 10.00" in text,
           "--device H200 reports that card alone, without a torch file")
 
+    # Auto re-checked (--sweep-auto-only): the worst cell's Auto got faster; a cell the full sweep lacks, and another
+    # device's line, change nothing.
+    recheck = os.path.join(tmp, "recheck.csv")
+    write(recheck, [HEADER, "H100,squared_l2,integer,1000,10,8,1,auto,auto,auto,1.2,3,fused,auto,0",
+                    "H100,squared_l2,integer,4000,1,8,5,auto,auto,auto,9.0,3,fused,auto,0",
+                    "H200,squared_l2,integer,1000,1,8,1,auto,auto,auto,99.0,3,fused,auto,0"])
+    rc = mod.main([gknn_csv, torch_csv, "--out-dir", out, "--auto-from", recheck])
+    with open(os.path.join(out, "suite.md")) as f:
+        text = f.read()
+    check(rc == 0 and "Auto times re-checked" in text and "in 1 of the 5 measured cells" in text,
+          "--auto-from: the re-checked cells counted")
+    check("Worst Auto / best over the measured cells: 1.50 at metric=squared_l2, data=integer, n=1000, q=1, d=8, k=1."
+          in text, "--auto-from: the worst ratio from the re-checked Auto (3.00 -> 1.20: now n=1000 q=1 k=1's 1.50)")
+
 
 def png_part(mod, tmp, gknn_csv, torch_csv):
     try:
