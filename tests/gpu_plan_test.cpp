@@ -31,6 +31,11 @@ class GpuPlanTable : public ::testing::Test {
         << plan_table_row(device, Metric::SquaredL2, true, 2000, 300, 32, 10, DistanceAlgorithm::GarciaGlobal,
                           SelectAlgorithm::WarpSelect, 1.0)
         << "\n"
+        // integer data, 90000 x 32 base, 100 queries, k = 7: the fused kernel, its selection `auto` (it selects
+        // itself; a fallback would leave the selection to the rules)
+        << plan_table_row(device, Metric::SquaredL2, true, 90000, 100, 32, 7, DistanceAlgorithm::Fused,
+                          SelectAlgorithm::Auto, 1.0)
+        << "\n"
         // the same cell for another device name: never taken here
         << plan_table_row("NoSuchGpu", Metric::L1, false, 2000, 300, 32, 10, DistanceAlgorithm::Naive,
                           SelectAlgorithm::Sort, 1.0)
@@ -55,6 +60,21 @@ TEST_F(GpuPlanTable, AutoTakesTheMeasuredRowAndStaysExact) {
   EXPECT_NE(plan.distance_reason.find("measured: fastest at n=2000, q=300, d=32, k=10"), std::string::npos)
       << plan.distance_reason;
   EXPECT_NE(plan.select_reason.find("gknn_gpu_plan_table.csv line 2"), std::string::npos) << plan.select_reason;
+  CheckOptions exact;
+  exact.exact_indices = true;
+  EXPECT_EQ("", check_search(search(base.view(), queries.view(), p), base.view(), queries.view(), p, exact));
+}
+
+// A row whose selection is `auto` (the fused kernel's) is taken for its distance; the selection is none (the kernel
+// keeps the top k), not the table's, and the results are the oracle's.
+TEST_F(GpuPlanTable, AFusedRowWithoutASelectionIsTaken) {
+  const HostMatrix<float> base = integer_matrix(90000, 32, 0, 255, 5), queries = integer_matrix(100, 32, 0, 255, 6);
+  const SearchParams p = cuda_params(7);
+  const SearchPlan plan = explain_search(base.view(), queries.view(), p);
+  EXPECT_EQ(plan.distance, DistanceAlgorithm::Fused) << plan.distance_reason;
+  EXPECT_NE(plan.distance_reason.find("measured: fastest at n=90000, q=100, d=32, k=7"), std::string::npos)
+      << plan.distance_reason;
+  EXPECT_TRUE(plan.selects_itself) << plan.select_reason;
   CheckOptions exact;
   exact.exact_indices = true;
   EXPECT_EQ("", check_search(search(base.view(), queries.view(), p), base.view(), queries.view(), p, exact));

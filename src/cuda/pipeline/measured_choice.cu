@@ -21,8 +21,12 @@ MeasuredChoice measured_choice(const SearchParams& key_params, int64_t nq, int64
   const auto usable = [&](const detail::plan::Row& r) {
     if (!detail::plan::pairs_with(r, key_params.distance, key_params.select)) return false;
     const DistanceEntry* d = find_distance(auto_distance ? r.distance : key_params.distance);
-    const SelectEntry* s = find_select(auto_select ? r.select : key_params.select);
-    return d && s && d->supports(key_params.metric) && (!d->exact_on || d->exact_on(facts)) && k <= s->max_k;
+    // A row's `auto` selection (the sweep writes it beside the fused kernel, which selects itself) leaves the
+    // selection to the rules, which serve every k.
+    const SelectAlgorithm select = auto_select ? r.select : key_params.select;
+    const SelectEntry* s = select == SelectAlgorithm::Auto ? nullptr : find_select(select);
+    return d && (select == SelectAlgorithm::Auto || (s && k <= s->max_k)) && d->supports(key_params.metric) &&
+           (!d->exact_on || d->exact_on(facts));
   };
   const detail::plan::Row* row =
       detail::plan::nearest(table, device_props(device).name, detail::plan::metric_class(key_params.metric),
@@ -30,7 +34,7 @@ MeasuredChoice measured_choice(const SearchParams& key_params, int64_t nq, int64
   if (!row) return out;
   const std::string why = detail::plan::describe(*row, table);
   if (auto_distance) out.params.distance = row->distance, out.distance_reason = why;
-  if (auto_select) out.params.select = row->select, out.select_reason = why;
+  if (auto_select && row->select != SelectAlgorithm::Auto) out.params.select = row->select, out.select_reason = why;
   return out;
 }
 
