@@ -131,6 +131,12 @@ TEST(PlanTable, ARowFillsAnAutoHalfOnlyBesideItsOwnOtherHalf) {
   EXPECT_TRUE(detail::plan::pairs_with(fp16_bits, D::Auto, S::Bits));
   EXPECT_FALSE(detail::plan::pairs_with(fp16_bits, D::Naive, S::Auto));  // bits was measured behind fp16_mma only
   EXPECT_FALSE(detail::plan::pairs_with(fp16_bits, D::Auto, S::Sort));
+  // A fused row selects nothing itself (`auto`): its distance serves a request with any selection.
+  Row fused = fp16_bits;
+  fused.distance = D::Fused;
+  fused.select = S::Auto;
+  EXPECT_TRUE(detail::plan::pairs_with(fused, D::Auto, S::Sort));
+  EXPECT_FALSE(detail::plan::pairs_with(fused, D::Naive, S::Auto));
   // As Auto filters the rows: a forced naive distance finds no row of the SIFT1M shape here, so the rules decide.
   const auto naive_auto = [](const Row& r) { return detail::plan::pairs_with(r, D::Naive, S::Auto); };
   EXPECT_EQ(detail::plan::nearest(t, "NVIDIA H100", MetricClass::Dot, true, Cell{1000000, 10000, 128, 100}, naive_auto),

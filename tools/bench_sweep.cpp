@@ -210,14 +210,14 @@ class CellBench {
   }
 
   /// The fastest pair of the two rounds (distance_round, then selection_round). Every timing goes to `all`; a
-  /// candidate is capped at `cap` times the fastest time so far in the cell, either round, or Auto's (`auto_ms`,
-  /// timed before them) where that is faster: the round starts with the SIMT baselines, and without a reference the
+  /// candidate is capped at `cap` times the fastest time so far in the cell, either round, or Auto's (`automatic`,
+  /// timed before them; `auto_plan` its plan) where that is faster: the round starts with the SIMT baselines, and without a reference the
   /// first of them set the cap (H200, integer 262144 x 1024 x 960, k = 1: naive 1006 ms, then atomic 1454 ms, each
   /// timed four times beside Auto's 4.5 ms). A `hopeless` pair is not called (but see forced_pair): it goes to
   /// `all` with its estimate, runs 0 and capped, and is never the best.
-  std::optional<Timed> best(Backend backend, bool integer, const HopelessPairs& hopeless, double auto_ms,
-                            std::vector<Timed>& all) const {
-    double best_ms = auto_ms;
+  std::optional<Timed> best(Backend backend, bool integer, const HopelessPairs& hopeless, const Timed& automatic,
+                            const SearchPlan& auto_plan, std::vector<Timed>& all) const {
+    double best_ms = automatic.ms;
     const auto fastest = [&](const std::vector<Pair>& round) {
       std::optional<Timed> out;
       const std::optional<Pair> forced = forced_pair(round, hopeless);
@@ -241,7 +241,7 @@ class CellBench {
     };
     const std::optional<Timed> distance = fastest(distance_round(backend, params_.metric, integer));
     // (Only integer data have a fused path: explain_search scans the base, seconds for the largest float cells.)
-    if (!distance || (integer && selects_itself(distance->distance))) return distance;
+    if (!distance || (integer && selects_itself(distance->distance, auto_plan))) return distance;
     return fastest(selection_round(backend, params_.k, distance->distance));
   }
 
@@ -253,8 +253,10 @@ class CellBench {
   }
 
   /// Whether `distance` keeps the top k itself in this cell (the fused kernel where it serves): every selection
-  /// beside it would time the same search, so the selection round is left out (the cell's pair: its Auto).
-  bool selects_itself(DistanceAlgorithm distance) const {
+  /// beside it would time the same search, so the selection round is left out (the cell's pair: its Auto). Auto's
+  /// plan answers for its own distance (no second scan of the base).
+  bool selects_itself(DistanceAlgorithm distance, const SearchPlan& auto_plan) const {
+    if (distance == auto_plan.distance) return auto_plan.selects_itself;
     SearchParams p = params_;
     p.distance = distance;
     p.select = SelectAlgorithm::Auto;
@@ -743,54 +745,46 @@ class Sweep {
     const Stopwatch clock;
     const HostMatrix<float>& queries = group.queries(cell.q);
     const CellBench bench(group.index(), group.base().view(), queries, p, warmup_, repeat_, options_.cap);
-    if (options_.auto_only) return measure_auto(cell, group, queries, p, bench, clock, forecast_ms);
-    // Auto first: its time caps the candidates from the first one on (CellBench::best).
-    const std::optional<Timed> automatic = bench.time(DistanceAlgorithm::Auto, SelectAlgorithm::Auto, kNoLimit);
-    std::vector<Timed> candidates;
-    const std::optional<Timed> best =
-        bench.best(backend_, cell.data == "integer", hopeless, automatic ? automatic->ms : kNoLimit, candidates);
-    if (!best || !automatic) {
-      ++unsupported_;
-      return;
-    }
-    const SearchPlan plan = explain_search(group.base().view(), queries.view(), p);
-    timings_.add_cell(cell.key(device_), candidates, *automatic, plan);
-    const size_t skipped = remember_capped(cell, candidates, best->ms);
-    const bool integer = cell.data == "integer";
-    if (table_)
-      table_->put(plan_table_row(device_, p.metric, integer, cell.n, cell.q, cell.d, cell.k, best->distance,
-                                 best->select, best->ms));
-    save();
-    ++measured_;
-    const double ratio = automatic->ms / best->ms;
-    std::printf("%-10s %-7s %8lld %6lld %4lld %5lld  %-16s %-16s %10.3f %10.3f %6.2f %8s %8s %4zu\n",
-                cell.metric.c_str(), cell.data.c_str(), (long long)cell.n, (long long)cell.q, (long long)cell.d,
-                (long long)cell.k, to_string(best->distance).c_str(), to_string(best->select).c_str(), best->ms,
-                automatic->ms, ratio, seconds(clock.seconds() * 1000).c_str(), seconds(forecast_ms).c_str(), skipped);
-    std::fflush(stdout);
-    if (ratio > worst_) {
-      worst_ = ratio;
-      worst_cell_ = cell.label();
-    }
-  }
-
-  /// --sweep-auto-only: Auto alone, its line closing the cell; printed with the pair it resolved to.
-  void measure_auto(const SweepCell& cell, SweepGroup& group, const HostMatrix<float>& queries, const SearchParams& p,
-                    const CellBench& bench, const Stopwatch& clock, double forecast_ms) {
+    // Auto first: its time caps the candidates from the first one on, and its plan is explained once (CellBench::best).
     const std::optional<Timed> automatic = bench.time(DistanceAlgorithm::Auto, SelectAlgorithm::Auto, kNoLimit);
     if (!automatic) {
       ++unsupported_;
       return;
     }
     const SearchPlan plan = explain_search(group.base().view(), queries.view(), p);
-    timings_.add_cell(cell.key(device_), {}, *automatic, plan);
+    std::vector<Timed> candidates;
+    std::optional<Timed> best;  // none with --sweep-auto-only: Auto's line alone closes the cell
+    if (!options_.auto_only) {
+      best = bench.best(backend_, cell.data == "integer", hopeless, *automatic, plan, candidates);
+      if (!best) {
+        ++unsupported_;
+        return;
+      }
+    }
+    timings_.add_cell(cell.key(device_), candidates, *automatic, plan);
+    const size_t skipped = best ? remember_capped(cell, candidates, best->ms) : 0;
+    if (table_ && best)
+      table_->put(plan_table_row(device_, p.metric, cell.data == "integer", cell.n, cell.q, cell.d, cell.k,
+                                 best->distance, best->select, best->ms));
     save();
     ++measured_;
-    std::printf("%-10s %-7s %8lld %6lld %4lld %5lld  %-16s %-16s %10s %10.3f %6s %8s %8s %4d\n", cell.metric.c_str(),
-                cell.data.c_str(), (long long)cell.n, (long long)cell.q, (long long)cell.d, (long long)cell.k,
-                to_string(plan.distance).c_str(), to_string(plan.select).c_str(), "-", automatic->ms, "-",
-                seconds(clock.seconds() * 1000).c_str(), seconds(forecast_ms).c_str(), 0);
+    // Auto-only lines name the pair Auto resolved to, with no best time or ratio.
+    const double ratio = best ? automatic->ms / best->ms : 0;
+    char best_ms[32] = "-", ratio_text[32] = "-";
+    if (best) {
+      std::snprintf(best_ms, sizeof best_ms, "%.3f", best->ms);
+      std::snprintf(ratio_text, sizeof ratio_text, "%.2f", ratio);
+    }
+    std::printf("%-10s %-7s %8lld %6lld %4lld %5lld  %-16s %-16s %10s %10.3f %6s %8s %8s %4zu\n",
+                cell.metric.c_str(), cell.data.c_str(), (long long)cell.n, (long long)cell.q, (long long)cell.d,
+                (long long)cell.k, to_string(best ? best->distance : plan.distance).c_str(),
+                to_string(best ? best->select : plan.select).c_str(), best_ms, automatic->ms, ratio_text,
+                seconds(clock.seconds() * 1000).c_str(), seconds(forecast_ms).c_str(), skipped);
     std::fflush(stdout);
+    if (ratio > worst_) {
+      worst_ = ratio;
+      worst_cell_ = cell.label();
+    }
   }
 
   /// Keeps a measured cell's capped candidates for the larger cells' pruning; returns how many were skipped.

@@ -725,9 +725,10 @@ int main(int argc, char** argv) {
   emit("# gknn upload bench: " + std::string(prop.name) + ", " + std::to_string(gknn::detail::host_team()) +
        " host threads, median of " + std::to_string(o.reps));
   emit("");
-  const bool streamed = gknn::detail::cuda::upload_chunking(size_t(1) << 30, 512).streaming;
   emit("Host last-level cache (cpu0): " + fmt("%.0f MiB", gknn::detail::last_level_cache_bytes() / 1048576.0) +
-       "; large adds pack " + (streamed ? "with streaming stores" : "into a cache-resident ring with memcpy's stores"));
+       "; large adds pack " +
+       (gknn::detail::cuda::upload_cached_ring() ? "into a cache-resident ring with memcpy's stores"
+                                                  : "with streaming stores"));
   emit("");
   // The adds' rows: from gknn's device pool, which keeps the previous (freed) Index's blocks, or cudaMalloc'd.
   emit(std::string("Index rows: ") +

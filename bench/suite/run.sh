@@ -52,15 +52,19 @@ if [[ $budget != none ]]; then
   sweep_budget=(--sweep-budget $((budget * 3 / 4)))
 fi
 mkdir -p "$out"
-report_grid=(--grid-n "$n" --grid-q "$q" --grid-d "$d" --grid-k "$k" --grid-metric "$metrics" --grid-data "$data")
+# The grid's sweep (the full one, or Auto alone with --recheck-auto) and its report; both modes resume their CSV.
+sweep=("$build/tools/gknn" bench --sweep --backend "${SUITE_BACKEND:-cuda}" --sweep-n "$n" --sweep-q "$q" --sweep-d "$d"
+       --sweep-k "$k" --sweep-metrics "$metrics" --sweep-data "$data" --repeat 3 --warmup 1 --resume "${sweep_budget[@]}")
+report() {
+  [[ -s $out/suite_gknn.csv ]] || return 0  # absent until the first cell is measured
+  local auto=()
+  [[ -s $out/suite_auto.csv ]] && auto=(--auto-from "$out/suite_auto.csv")
+  python3 bench/suite/report.py "$out/suite_gknn.csv" "$out/suite_torch.csv" --out-dir "$out" --grid-n "$n" \
+    --grid-q "$q" --grid-d "$d" --grid-k "$k" --grid-metric "$metrics" --grid-data "$data" "${auto[@]}"
+}
 if ((recheck)); then
-  "$build/tools/gknn" bench --sweep --backend "${SUITE_BACKEND:-cuda}" --sweep-n "$n" --sweep-q "$q" --sweep-d "$d" \
-    --sweep-k "$k" --sweep-metrics "$metrics" --sweep-data "$data" --repeat 3 --warmup 1 --sweep-auto-only \
-    --csv "$out/suite_auto.csv" --resume "${sweep_budget[@]}" | tee "$out/suite_auto.log"
-  if [[ -s $out/suite_gknn.csv ]]; then
-    python3 bench/suite/report.py "$out/suite_gknn.csv" "$out/suite_torch.csv" --out-dir "$out" "${report_grid[@]}" \
-      --auto-from "$out/suite_auto.csv"
-  fi
+  "${sweep[@]}" --sweep-auto-only --csv "$out/suite_auto.csv" | tee "$out/suite_auto.log"
+  report
   if grep -q '^continue ' "$out/suite_auto.log"; then
     echo "suite: cells left to re-check; the next call: bench/suite/run.sh --recheck-auto --budget $budget $build $out"
   else
@@ -68,22 +72,14 @@ if ((recheck)); then
   fi
   exit 0
 fi
-report_auto=()
-[[ -s $out/suite_auto.csv ]] && report_auto=(--auto-from "$out/suite_auto.csv")
-# --resume: a missing CSV is a fresh start, so the first call and every later one are the same command.
-"$build/tools/gknn" bench --sweep --backend "${SUITE_BACKEND:-cuda}" --sweep-n "$n" --sweep-q "$q" --sweep-d "$d" --sweep-k "$k" \
-  --sweep-metrics "$metrics" --sweep-data "$data" --repeat 3 --warmup 1 --sweep-cap "${SUITE_CAP:-4}" "${prune[@]}" \
-  --csv "$out/suite_gknn.csv" --out "$out/plan_table_measured.csv" --resume "${sweep_budget[@]}" |
-  tee "$out/suite_gknn.log"
+"${sweep[@]}" --sweep-cap "${SUITE_CAP:-4}" "${prune[@]}" --csv "$out/suite_gknn.csv" \
+  --out "$out/plan_table_measured.csv" | tee "$out/suite_gknn.log"
 if [[ $budget != none ]]; then
   torch_budget=(--budget $((budget - SECONDS - 20 > 0 ? budget - SECONDS - 20 : 0)))
 fi
 python3 bench/suite/torch_suite.py "$out/suite_gknn.csv" --out "$out/suite_torch.csv" --resume "${torch_budget[@]}" |
   tee "$out/suite_torch.log"
-if [[ -s $out/suite_gknn.csv ]]; then  # absent until the first cell is measured
-  python3 bench/suite/report.py "$out/suite_gknn.csv" "$out/suite_torch.csv" --out-dir "$out" "${report_grid[@]}" \
-    "${report_auto[@]}"
-fi
+report
 if grep -q '^continue ' "$out/suite_gknn.log" || grep -q ' [1-9][0-9]* left ' "$out/suite_torch.log"; then
   again=(bench/suite/run.sh)
   ((quick)) && again+=(--quick)

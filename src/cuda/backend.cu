@@ -66,7 +66,7 @@ void explain(const SearchParams& key_params, int64_t nq, int64_t nb, int64_t dim
   if (!choice.distance_reason.empty()) plan.distance_reason = choice.distance_reason;
   // As run_search decides per base tile (search.cu); the resident base is one tile.
   const DistanceEntry* d = find_distance(plan.distance);
-  if (d && d->fused && d->fused_serves(k, dim, data)) {
+  if (d && d->selects_itself(k, dim, data)) {
     plan.selects_itself = true;
     plan.select = SelectAlgorithm::Auto;
     plan.select_reason = "none: " + to_string(plan.distance) + " keeps each query's top k itself";

@@ -111,7 +111,7 @@ const Row* nearest(const Table& table, std::string_view device, MetricClass metr
 
 bool pairs_with(const Row& row, DistanceAlgorithm distance, SelectAlgorithm select) {
   return (distance == DistanceAlgorithm::Auto || distance == row.distance) &&
-         (select == SelectAlgorithm::Auto || select == row.select);
+         (select == SelectAlgorithm::Auto || row.select == SelectAlgorithm::Auto || select == row.select);
 }
 
 std::string describe(const Row& row, const Table& table) {

@@ -140,6 +140,12 @@ struct DistanceEntry {
   FusedServesFn fused_serves;
   FusedFn fused;
   FusedOperandBytesFn fused_operand_bytes;  ///< with `fused`: the size of a kept operand copy (OperandCache)
+
+  /// Whether this entry keeps each query's top k itself for this k, dimension and data (a fused entry where it
+  /// serves them): no key matrix, no selection stage (run_search per base tile, explain_search's `selects_itself`).
+  bool selects_itself(int64_t k, int64_t dim, const DataFacts& facts) const {
+    return fused && fused_serves(k, dim, facts);
+  }
 };
 
 const DistanceEntry* find_distance(DistanceAlgorithm algorithm);

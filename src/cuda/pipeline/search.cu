@@ -150,7 +150,7 @@ ListRef search_query_tile(const TileJob& job, const float* queries, int64_t quer
     const DistanceContext dctx{p.distance_workspace, s, p.device, &fallbacks};
     const int64_t kt = std::min(k, bn);
     const ListRef dst = cur_len == 0 ? cur : tile;
-    const bool fused = job.distance.fused && job.distance.fused_serves(kt, job.dim, job.facts);
+    const bool fused = job.distance.selects_itself(kt, job.dim, job.facts);
     SelectInput sin{p.distances.data(), nullptr, bn, qn, bn, b0};
     if (fused) {  // distances and selection in one kernel; splits of the base leave lists to select from
       const OperandCache* cache = job.operand_cache;
@@ -586,7 +586,7 @@ void run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchPa
   const DistanceEntry& distance = resolve_distance(kp.distance, kp.metric, nq, nb, k, facts);
   const bool host_out = out.memory == Memory::Host;
   // A fused kernel that serves k serves every tile (a tile's k is min(k, tile rows) <= k): no key matrix at all.
-  const bool fused_only = distance.fused && distance.fused_serves(k, dim, facts);
+  const bool fused_only = distance.selects_itself(k, dim, facts);
   OperandCache* const operands = fused_only ? size_operand_cache(p, cache, distance, nb, facts, &budget) : nullptr;
   const PlanInput plan_input{nq, nb, dim, k, budget, base.streamed(), select.workspace_bytes,
                              distance.workspace_bytes, host_out ? out.k : 0, !fused_only};
