@@ -230,7 +230,8 @@ struct Shared {
   int* count;     // entries in a row's buffer
   int* kept;      // of which the first `kept` are sorted (the list)
   float* tau;     // a row's threshold: keys must be below it to enter
-  int* at_tile;   // count when the current tile began: its appends are the entries past it
+  int* first;     // 2 x kBM: per row, the least place a tile's appends took (tile t: first + (t & 1) kBM; INT_MAX:
+                  // none), so that an overflowed tile's appends can be taken back without a barrier to mark its start
   int* flag;      // a buffer overflowed in the current tile
 };
 
@@ -538,7 +539,7 @@ __device__ void merge_few_splits(const KernelArgs& a, uint64_t* buf, int m0, int
 template <int kRowBytes, int kStages, class S>
 constexpr size_t shared_bytes() {
   return size_t(S::kBM) * kBuf * 8 + size_t(kStages) * kBN * (kRowBytes + 16) + size_t(kStages) * kBN * 4 +
-         4 * S::kBM * 4 + 16;
+         5 * S::kBM * 4 + 16;
 }
 
 /// Whether the shape's blocks, `bytes` of shared memory each, fit an SM (228 KB, 1 KB of it reserved a block).
@@ -598,9 +599,9 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
   using NormT = std::conditional_t<kLean && std::is_same_v<Acc, int>, int, float>;
   constexpr int kRowBytes = kSteps * 32, kPitch = kRowBytes + 16;  // +16 B: conflict-free fragment loads
   extern __shared__ __align__(16) unsigned char smem[];
-  // The layout: buffers, tiles, the tiles' norms (words), then count, kept, tau and at_tile per row, and the flag.
+  // The layout: buffers, tiles, the tiles' norms (words), then count, kept, tau and two `first` per row, the flag.
   constexpr unsigned kTilesOffset = unsigned(kBM) * kBuf * 8, kNormsOffset = kTilesOffset + kStages * kBN * kPitch,
-                     kIntsOffset = kNormsOffset + kStages * kBN * 4, kFlagOffset = kIntsOffset + 4 * kBM * 4;
+                     kIntsOffset = kNormsOffset + kStages * kBN * 4, kFlagOffset = kIntsOffset + 5 * kBM * 4;
   static_assert(sizeof(NormT) == 4 && kFlagOffset + 16 <= shared_bytes<kRowBytes, kStages, S>());
   unsigned char* tiles = smem + kTilesOffset;
   NormT* tile_norms = reinterpret_cast<NormT*>(smem + kNormsOffset);
@@ -619,7 +620,8 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
   if (tid < kBM) {
     sh.count[tid] = 0;
     sh.kept[tid] = 0;
-    sh.at_tile[tid] = 0;
+    sh.first[tid] = INT_MAX;
+    sh.first[kBM + tid] = INT_MAX;
     sh.tau[tid] = tid < rows_valid ? INFINITY : -INFINITY;  // rows past the queries take nothing
   }
   if (tid == 0) *sh.flag = 0;
@@ -762,9 +764,11 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
   Acc key[kMt][kNb][4];
   // Appends the keys of one row group (a thread's row mt * 16 + g + 8 h) below the row's threshold. A full buffer
   // drops the key and raises the flag: the tile is then taken back and appended again after the buffers were cut
-  // to k (which leaves room for a whole tile).
-  auto append_row = [&](int mt, int h, uint32_t col0) {
+  // to k (which leaves room for a whole tile). `first`: the tile's least places (Shared::first), lowered to the
+  // places taken.
+  auto append_row = [&](int mt, int h, uint32_t col0, int* first) {
     const int row = wm * kWarpRows + mt * 16 + g + 8 * h;
+    int least = INT_MAX;
 #pragma unroll
     for (int nb = 0; nb < kNb; ++nb)
 #pragma unroll
@@ -775,17 +779,19 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
           const uint64_t word = composite_key(ordered_key_of_normal(K::to_float(key[mt][nb][2 * h + j])), col, kColumnBits);
           if (kFilter && word > filter[mt][h]) continue;  // a tie of the threshold's key past its column
           const int pos = atomicAdd(sh.count + row, 1);
+          least = min(least, pos);
           if (pos < kBuf) sh.buf[row * kBuf + pos] = word;
           else *sh.flag = 1;
         }
+    if (least != INT_MAX) atomicMin(first + row, least);
   };
   // The lean walk's appends: the thread's keys of the row group below the threshold take their places with one
   // atomic (their count). Where they do not all fit, the thread stores none of them and raises the flag: the
-  // tile's appends are all taken back then (every row's count goes back to at_tile, and no entry past it is read),
-  // so the keys it could have stored before the buffer's end would be dropped anyway. (An OR of the threads' own
-  // bits in the tile's barrier instead of the flag held a register over the appends: the 256-byte wide kernel
-  // spilled with it.)
-  auto append_row_lean = [&](int mt, int h, uint32_t col0) {
+  // tile's appends are all taken back then (every row's count goes back to the tile's least place, and no entry
+  // past it is read), so the keys it could have stored before the buffer's end would be dropped anyway. (An OR of
+  // the threads' own bits in the tile's barrier instead of the flag held a register over the appends: the 256-byte
+  // wide kernel spilled with it.)
+  auto append_row_lean = [&](int mt, int h, uint32_t col0, int* first) {
     const int row = wm * kWarpRows + mt * 16 + g + 8 * h;
     int n = 0;
 #pragma unroll
@@ -794,6 +800,7 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
       for (int j = 0; j < 2; ++j) n += key[mt][nb][2 * h + j] < tau[mt][h];
     if (n == 0) return;
     int pos = atomicAdd(sh.count + row, n);
+    atomicMin(first + row, pos);
     if (pos + n > kBuf) {  // rare: the tile is taken back
       *sh.flag = 1;
       return;
@@ -808,16 +815,48 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
               composite_key(ordered_key_of_normal(K::to_float(key[mt][nb][2 * h + j])), col, kColumnBits);
         }
   };
-  auto append = [&](int mt, int h, uint32_t col0) {
-    if constexpr (kLean) append_row_lean(mt, h, col0);
-    else append_row(mt, h, col0);
+  auto append = [&](int mt, int h, uint32_t col0, int* first) {
+    if constexpr (kLean) append_row_lean(mt, h, col0, first);
+    else append_row(mt, h, col0, first);
   };
   static_assert(kBuf >= kMaxFusedK + kBN, "after a cut to k a buffer must hold a whole tile's appends");
+
+  // After tile tp's appends and a barrier (the next tile's, so that a tile costs one): where a buffer overflowed,
+  // the tile's appends are taken back (every row's count to the tile's least place), every list is cut to k (filter
+  // mode: flushed) and the tile's keys, still in registers, are appended again, which now fits; else after the
+  // first tile its keys are cut to k at once (KernelArgs::early_cut): the second tile then appends only the keys
+  // below the k-th of them instead of all of its own too (two full buffers, then a sort of 256 entries a row:
+  // Garcia's shape, k = 16, spent about half of its kernel in such sorts). Then tile tp's `first` is cleared for
+  // tile tp + 2, whose appends follow that tile's barrier. Block-uniform (the flag is read after a barrier).
+  auto settle = [&](int tp) {
+    int* first = sh.first + (tp & 1) * kBM;
+    if (*sh.flag) {
+      if (tid < kBM) sh.count[tid] = min(sh.count[tid], first[tid]);
+      __syncthreads();
+      if constexpr (kFilter) {
+        flush_to_candidates<S>(sh, a, m0, rows_valid);  // the thresholds stay
+      } else {
+        keep_best<S>(sh, a.k, rows_valid, a.shared_tau ? a.shared_tau + m0 : nullptr);
+        read_thresholds();
+      }
+      const uint32_t col0 = static_cast<uint32_t>(tp) * kBN + wn * kWarpCols;
+#pragma unroll
+      for (int mt = 0; mt < kMt; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) append(mt, h, col0, first);
+      __syncthreads();
+    } else if (!kFilter && tp == 0 && a.early_cut) {
+      keep_best<S>(sh, a.k, rows_valid, a.shared_tau ? a.shared_tau + m0 : nullptr);
+      read_thresholds();
+    }
+    if (tid < kBM) first[tid] = INT_MAX;
+  };
 
   int stage = 0, load_stage = kStages - 1;
   for (int t = 0; t < tiles_n; ++t) {
     cp_async_wait<kStages - 2>();
-    __syncthreads();  // tile t is in; every warp is done with the stage the next load overwrites
+    __syncthreads();  // tile t is in; every warp is done with the stage the next load overwrites and with its appends
+    if (t > 0) settle(t - 1);
     if (t + kStages - 1 < tiles_n) load_tile(t + kStages - 1, load_stage);
     cp_async_commit();
     load_stage = load_stage + 1 == kStages ? 0 : load_stage + 1;
@@ -869,34 +908,12 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
             key[mt][nb][2 * h + j] = K::key(norm[nb][j], scale, acc[mt][nb][2 * h + j]);
             least = min(least, key[mt][nb][2 * h + j]);
           }
-        if (least < tau[mt][h]) append(mt, h, col0);
+        if (least < tau[mt][h]) append(mt, h, col0, sh.first + (t & 1) * kBM);
       }
-    __syncthreads();
-    if (*sh.flag) {  // a buffer overflowed: take the tile's appends back, cut every list to k, append again
-      if (tid < kBM) sh.count[tid] = sh.at_tile[tid];
-      __syncthreads();
-      if constexpr (kFilter) {
-        flush_to_candidates<S>(sh, a, m0, rows_valid);  // the thresholds stay
-      } else {
-        keep_best<S>(sh, a.k, rows_valid, a.shared_tau ? a.shared_tau + m0 : nullptr);
-        read_thresholds();
-      }
-#pragma unroll
-      for (int mt = 0; mt < kMt; ++mt)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) append(mt, h, col0);
-      __syncthreads();
-    } else if (!kFilter && t == 0 && a.early_cut) {
-      // The first tile appended every key (no threshold yet): cut its 128 keys a row to k now, so that the next
-      // tile appends only the keys below the k-th of them instead of all of its own too (two full buffers, then a
-      // sort of 256 entries a row: Garcia's shape, k = 16, spent about half of its kernel in such sorts).
-      keep_best<S>(sh, a.k, rows_valid, a.shared_tau ? a.shared_tau + m0 : nullptr);
-      read_thresholds();
-    }
-    if (tid < kBM) sh.at_tile[tid] = sh.count[tid];  // ordered before the next appends by the loop's barrier
   }
   cp_async_wait<0>();
   __syncthreads();
+  if (tiles_n > 0) settle(tiles_n - 1);
   if constexpr (kFilter) {
     flush_to_candidates<S>(sh, a, m0, rows_valid);
     return;
