@@ -169,6 +169,15 @@ constexpr double kColdCallMs = 200.0;
 /// rest of the warm-up, then the timed runs.
 int searches_per_pair(int warmup, int repeat) { return std::max(warmup, 1) + repeat; }
 
+/// Timed runs go on past --repeat while they sum to less than kMinTimedMs, up to kMaxRuns: the median of three calls
+/// of a tenth of a millisecond moved by 35% between two timings of one pair (H200 suite, 2026-11-29: the same
+/// shared_reduce + bits_global at 0.071 and 0.096 ms; a cuBLAS pair at 0.065, 0.091 and 0.163 ms).
+constexpr double kMinTimedMs = 25.0;
+constexpr size_t kMaxRuns = 51;
+bool more_runs(size_t runs, int repeat, double timed_ms) {
+  return runs < static_cast<size_t>(repeat) || (timed_ms < kMinTimedMs && runs < kMaxRuns);
+}
+
 /// GKNN_SWEEP_TRACE set (not "0"): each candidate's call is announced on stderr before it starts, so that a log cut
 /// off at a device command's limit names the call it was in.
 bool trace_calls() {
@@ -201,8 +210,38 @@ class CellBench {
       if (first > cutoff_ms) return Timed{distance, select, first, 1, true};
       for (int i = 1; i < warmup_; ++i) run_ms(p);
       std::vector<double> runs;
-      for (int i = 0; i < repeat_; ++i) runs.push_back(run_ms(p));
-      return Timed{distance, select, median(runs), repeat_, false};
+      double timed = 0;
+      while (more_runs(runs.size(), repeat_, timed)) timed += runs.emplace_back(run_ms(p));
+      return Timed{distance, select, median(runs), static_cast<int>(runs.size()), false};
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::Unsupported) return std::nullopt;
+      throw;
+    }
+  }
+
+  /// Auto and another pair timed side by side (--sweep-best-from): after each one's warm-up, their runs alternate,
+  /// as many of each as time() would take for the slower one, so that both meet the same clocks and the same state of
+  /// the host; both medians. Nullopt where the backend refuses the other pair now.
+  std::optional<std::pair<Timed, Timed>> duel(DistanceAlgorithm distance, SelectAlgorithm select) const {
+    SearchParams a = params_, b = params_;
+    a.distance = DistanceAlgorithm::Auto;
+    a.select = SelectAlgorithm::Auto;
+    b.distance = distance;
+    b.select = select;
+    try {
+      for (int i = 0; i < std::max(warmup_, 1); ++i) {
+        run_ms(a);
+        run_ms(b);
+      }
+      std::vector<double> ra, rb;
+      double sum_a = 0, sum_b = 0;
+      while (more_runs(ra.size(), repeat_, std::max(sum_a, sum_b))) {
+        sum_a += ra.emplace_back(run_ms(a));
+        sum_b += rb.emplace_back(run_ms(b));
+      }
+      const int runs = static_cast<int>(ra.size());
+      return std::pair{Timed{DistanceAlgorithm::Auto, SelectAlgorithm::Auto, median(ra), runs, false},
+                       Timed{distance, select, median(rb), runs, false}};
     } catch (const Error& e) {
       if (e.code() == ErrorCode::Unsupported) return std::nullopt;
       throw;
@@ -377,6 +416,20 @@ std::vector<PastCell> past_cells(const Rows& rows, int per_pair) {
 
 /// The fastest measured candidate time of each cell of a resumed CSV's rows, by cell key (a cell whose candidates
 /// were all skipped, which forced_pair prevents, would get 0: no loss known, so nothing is pruned from it).
+/// Per cell, the fastest pair that was run (--sweep-best-from: the pair Auto is timed against).
+std::map<std::string, Pair> fastest_pairs(const Rows& rows) {
+  std::map<std::string, std::pair<double, Pair>> best;
+  for (const std::vector<std::string>& f : rows) {
+    if (f[7] != "candidate" || f[11] == "0") continue;
+    const double ms = std::stod(f[10]);
+    const auto [at, fresh] = best.try_emplace(cell_key_of(f), ms, Pair{parse_distance(f[8]), parse_select(f[9])});
+    if (!fresh && ms < at->second.first) at->second = {ms, Pair{parse_distance(f[8]), parse_select(f[9])}};
+  }
+  std::map<std::string, Pair> out;
+  for (const auto& [key, timed] : best) out.emplace(key, timed.second);
+  return out;
+}
+
 std::map<std::string, double> fastest_measured(const Rows& rows) {
   std::map<std::string, double> out;
   for (const std::vector<std::string>& f : rows) {
@@ -663,6 +716,8 @@ class Sweep {
             capped_.add(cell_of_fields(f), {f[8], f[9]}, std::stod(f[10]), best.at(cell_key_of(f)));
       });
     if (!options_.out.empty()) with_option("--out", [&] { table_.emplace(options_.out); });
+    if (!options_.best_from.empty())
+      with_option("--sweep-best-from", [&] { best_pairs_ = fastest_pairs(TimingsCsv().resume(options_.best_from, device_)); });
     if (timings_.dropped_rows() > 0)
       std::printf("resume       %zu rows of cells cut short dropped from %s (measured again)\n", timings_.dropped_rows(),
                   options_.csv.c_str());
@@ -695,6 +750,7 @@ class Sweep {
       for (int64_t k : options_.k) {
         const SweepCell cell{metric, data, n, q, d, k};
         if (k > n || timings_.complete(cell.key(device_))) continue;
+        if (!options_.best_from.empty() && !best_pairs_.count(cell.key(device_))) continue;  // no pair to duel
         const HopelessPairs hopeless = options_.prune ? capped_.hopeless_in(cell) : HopelessPairs{};
         const int64_t searches = planned_searches(p.metric, cell, hopeless);
         const double cell_work = CostModel::cell_work(searches, n, q, d);
@@ -731,7 +787,7 @@ class Sweep {
   /// smaller cells' fastest distance, whose hopeless selections are known, usually stays the fastest; when another
   /// wins, the cell may cost more).
   int64_t planned_searches(Metric metric, const SweepCell& cell, const HopelessPairs& hopeless) const {
-    if (options_.auto_only) return searches_per_pair(warmup_, repeat_);
+    if (options_.auto_only) return searches_per_pair(warmup_, repeat_) * (options_.best_from.empty() ? 1 : 2);
     const std::vector<Pair> distances = distance_round(backend_, metric, cell.data == "integer");
     size_t selections = distances.empty() ? 0 : std::numeric_limits<size_t>::max();
     for (const Pair& d : distances)
@@ -746,14 +802,23 @@ class Sweep {
     const HostMatrix<float>& queries = group.queries(cell.q);
     const CellBench bench(group.index(), group.base().view(), queries, p, warmup_, repeat_, options_.cap);
     // Auto first: its time caps the candidates from the first one on, and its plan is explained once (CellBench::best).
-    const std::optional<Timed> automatic = bench.time(DistanceAlgorithm::Auto, SelectAlgorithm::Auto, kNoLimit);
+    // With --sweep-best-from: Auto and that sweep's fastest pair of the cell, side by side.
+    std::optional<Timed> automatic, rival;
+    if (const auto found = best_pairs_.find(cell.key(device_)); found != best_pairs_.end()) {
+      if (const auto both = bench.duel(found->second.first, found->second.second)) {
+        automatic = both->first;
+        rival = both->second;
+      }
+    }
+    if (!automatic) automatic = bench.time(DistanceAlgorithm::Auto, SelectAlgorithm::Auto, kNoLimit);
     if (!automatic) {
       ++unsupported_;
       return;
     }
     const SearchPlan plan = explain_search(group.base().view(), queries.view(), p);
     std::vector<Timed> candidates;
-    std::optional<Timed> best;  // none with --sweep-auto-only: Auto's line alone closes the cell
+    std::optional<Timed> best = rival;  // --sweep-auto-only: none, or the duel's pair
+    if (rival) candidates.push_back(*rival);
     if (!options_.auto_only) {
       best = bench.best(backend_, cell.data == "integer", hopeless, *automatic, plan, candidates);
       if (!best) {
@@ -844,6 +909,7 @@ class Sweep {
   const SweepOptions& options_;
   const SearchParams& params_;
   int warmup_, repeat_;
+  std::map<std::string, Pair> best_pairs_;  ///< --sweep-best-from's fastest pair per cell
   Backend backend_;
   std::string device_;
   TimingsCsv timings_;
@@ -892,10 +958,15 @@ void SweepOptions::add_to(CLI::App& app) {
       ->check(non_negative())
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
       ->capture_default_str();
-  app.add_flag("--sweep-auto-only", auto_only,
-               "with --sweep: time only Auto in each cell (the CSV holds its line alone): a re-check of Auto against "
-               "the best pairs of an earlier full sweep (bench/suite/report.py --auto-from); not with --out")
-      ->excludes(out_option);
+  CLI::Option* auto_only_option =
+      app.add_flag("--sweep-auto-only", auto_only,
+                   "with --sweep: time only Auto in each cell (the CSV holds its line alone): a re-check of Auto "
+                   "against the best pairs of an earlier full sweep (bench/suite/report.py --auto-from); not with --out")
+          ->excludes(out_option);
+  app.add_option("--sweep-best-from", best_from,
+                 "with --sweep-auto-only: a full sweep's --csv; only the cells it completed are measured, Auto and "
+                 "the cell's fastest pair there timed again side by side (runs alternating), both lines written")
+      ->needs(auto_only_option);
   app.add_option("--sweep-n", n, "base rows of the grid")->delimiter(',')->capture_default_str();
   app.add_option("--sweep-q", q, "query counts of the grid")->delimiter(',')->capture_default_str();
   app.add_option("--sweep-d", d, "dimensions of the grid")->delimiter(',')->capture_default_str();

@@ -28,6 +28,9 @@ struct SweepOptions {
   /// Only Auto is timed in each cell (--sweep-auto-only): a cheap re-check of today's Auto against the best pairs a
   /// full sweep recorded earlier (bench/suite/report.py --auto-from); no plan table rows (no best pair is measured).
   bool auto_only = false;
+  /// With auto_only: a full sweep's CSV (--sweep-best-from); in each cell it completed, Auto and its fastest pair are
+  /// timed again side by side (CellBench::duel), both lines written; cells it lacks are left out.
+  std::string best_from;
   std::vector<int64_t> n{16384, 262144, 1048576};
   std::vector<int64_t> q{1, 64, 1024, 10000};
   std::vector<int64_t> d{8, 32, 128};
@@ -36,12 +39,12 @@ struct SweepOptions {
   std::vector<std::string> data{"integer", "float"};
 
   /// Registers --sweep, --out, --csv, --resume, --sweep-budget, --sweep-cap, --sweep-no-prune, --sweep-hopeless,
-  /// --sweep-auto-only and the --sweep-* grid options.
+  /// --sweep-auto-only, --sweep-best-from and the --sweep-* grid options.
   void add_to(CLI::App& app);
 };
 
-/// Runs the sweep on the backend params choose (params.device for CUDA) with `warmup` untimed and `repeat` timed
-/// searches per candidate (median; a candidate whose first call already takes `cap` times the cell's best so far is
+/// Runs the sweep on the backend params choose (params.device for CUDA) with `warmup` untimed and at least `repeat`
+/// timed searches per candidate (median; more while they sum to under 25 ms, at most 51; a candidate whose first call already takes `cap` times the cell's best so far is
 /// not repeated and is flagged `capped`; unless `prune` is off, one capped in a smaller neighbour cell, where it lost
 /// by `hopeless_loss` or more, is not called at all but recorded as skipped); prints one line per cell (best pair, its time, Auto's time and the ratio)
 /// and the worst Auto/best ratio; after every cell rewrites the plan table (--out: a re-measured cell replaces its

@@ -12,7 +12,8 @@ the sweep; by default every value seen in the CSV) decides which cells there sho
 names the missing ones, the heat maps show them grey, and the ratios and quartiles cover the measured cells only.
 One device per report (--device, by default the one with the most rows): a cell measured on another card is not
 compared with these. --auto-from FILE (a `gknn bench --sweep --sweep-auto-only --csv` file) replaces the Auto times
-of the cells it holds: Auto re-checked after the planner changed, without re-measuring every pair.
+of the cells it holds: Auto re-checked after the planner changed, without re-measuring every pair; with the best
+pair's own line beside Auto's (--sweep-best-from), its best time too.
 """
 import argparse
 import csv
@@ -63,14 +64,22 @@ def summarise(gknn_rows, torch_rows):
 
 def recheck_auto(cells, auto_rows):
     """Replaces the Auto time and pair of the cells that `gknn bench --sweep --sweep-auto-only` timed again (its auto
-    lines, one device's): today's Auto against the best pairs the full sweep recorded. Returns how many it replaced."""
-    replaced = 0
+    lines, one device's): today's Auto against the best pairs the full sweep recorded; where it also timed that pair
+    beside Auto (--sweep-best-from: a candidate line), that time replaces the best one too, so that the ratio compares
+    two medians of one duel rather than Auto with the least of a dozen short medians. Returns (cells whose Auto was
+    replaced, cells whose best was)."""
+    replaced = dueled = 0
     for r in auto_rows:
         c = cell_of(r)
-        if r["path"] == "auto" and c in cells:
+        if c not in cells:
+            continue
+        if r["path"] == "auto":
             cells[c].update(auto_ms=float(r["ms"]), auto_pair=f'{r["auto_distance"]}+{r["auto_select"]}')
             replaced += 1
-    return replaced
+        elif r["runs"] != "0":
+            cells[c].update(best_ms=float(r["ms"]), best_pair=f'{r["distance"]}+{r["select"]}')
+            dueled += 1
+    return replaced, dueled
 
 
 def grid_cells(grid):
@@ -228,9 +237,10 @@ def main(argv=None):
         return 1
     auto_note = None
     if args.auto_from:
-        replaced = recheck_auto(cells, [r for r in read(args.auto_from) if r["device"] == device])
+        replaced, dueled = recheck_auto(cells, [r for r in read(args.auto_from) if r["device"] == device])
         auto_note = (f"Auto times re-checked (`gknn bench --sweep --sweep-auto-only`, {args.auto_from}) in "
-                     f"{replaced} of the {len(cells)} measured cells; the others are the full sweep's.")
+                     f"{replaced} of the {len(cells)} measured cells, in {dueled} of them side by side with the "
+                     "cell's best pair (--sweep-best-from: both times from that duel); the others are the full sweep's.")
     grid = seen_grid(gknn_rows)
     for name in CELL:
         given = getattr(args, f"grid_{name}")

@@ -18,9 +18,11 @@
 # n, d, k and a smaller q, or same q, d, k and a smaller n) is not run in the larger one but recorded as skipped (on
 # the H200 one such `insertion` call took 87.5 s at n=262144 q=10000 d=8 k=1000): SUITE_NO_PRUNE=1 runs them anyway
 # (gknn --sweep-no-prune); SUITE_BACKEND=cpu tries the script without a GPU (torch_suite.py then needs torch with
-# CUDA, or says SKIPPED). --recheck-auto times Auto alone in every cell of the grid (gknn --sweep-auto-only into
-# OUT/suite_auto.csv, resumable in slices like the sweep): Auto again after the planner changed, without every pair;
-# whenever that file exists the report takes its Auto times for the cells it holds (report.py --auto-from).
+# CUDA, or says SKIPPED). --recheck-auto times Auto again in every cell OUT/suite_gknn.csv completed, side by side
+# with that cell's fastest pair (gknn --sweep-auto-only --sweep-best-from, runs alternating, into OUT/suite_auto.csv,
+# resumable in slices like the sweep): Auto after the planner or a kernel changed, without every pair, and a fair
+# ratio where the best time was the least of a dozen short medians; whenever that file exists the report takes its
+# times for the cells it holds (report.py --auto-from).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 usage="usage: bench/suite/run.sh [--quick] [--recheck-auto] [--budget SECONDS|none] [BUILD] [OUT]"
@@ -63,12 +65,14 @@ report() {
     --grid-q "$q" --grid-d "$d" --grid-k "$k" --grid-metric "$metrics" --grid-data "$data" "${auto[@]}"
 }
 if ((recheck)); then
-  "${sweep[@]}" --sweep-auto-only --csv "$out/suite_auto.csv" | tee "$out/suite_auto.log"
+  [[ -s $out/suite_gknn.csv ]] || { echo "run.sh: --recheck-auto needs $out/suite_gknn.csv (a full sweep's cells)" >&2; exit 2; }
+  "${sweep[@]}" --sweep-auto-only --sweep-best-from "$out/suite_gknn.csv" --csv "$out/suite_auto.csv" |
+    tee "$out/suite_auto.log"
   report
   if grep -q '^continue ' "$out/suite_auto.log"; then
     echo "suite: cells left to re-check; the next call: bench/suite/run.sh --recheck-auto --budget $budget $build $out"
   else
-    echo "suite: Auto re-checked in every cell of the grid ($out/suite_auto.csv)"
+    echo "suite: Auto re-checked in every measured cell of the grid ($out/suite_auto.csv)"
   fi
   exit 0
 fi

@@ -107,6 +107,19 @@ def markdown_part(mod, tmp, gknn_csv, torch_csv):
     check("Worst Auto / best over the measured cells: 1.50 at metric=squared_l2, data=integer, n=1000, q=1, d=8, k=1."
           in text, "--auto-from: the worst ratio from the re-checked Auto (3.00 -> 1.20: now n=1000 q=1 k=1's 1.50)")
 
+    # Side by side with the cell's best pair (--sweep-best-from): that duel's best time replaces the full sweep's too
+    # (1.5 / 1.0 -> 1.47 / 1.4), so the worst cell is now the Auto-only re-check's n=1000 q=10 k=1 (1.20).
+    write(recheck, [HEADER, "H100,squared_l2,integer,1000,10,8,1,auto,auto,auto,1.2,3,fused,auto,0",
+                    "H100,squared_l2,integer,1000,1,8,1,candidate,cublas,auto,1.4,25,fused,auto,0",
+                    "H100,squared_l2,integer,1000,1,8,1,auto,auto,auto,1.47,25,fused,auto,0"])
+    rc = mod.main([gknn_csv, torch_csv, "--out-dir", out, "--auto-from", recheck])
+    with open(os.path.join(out, "suite.md")) as f:
+        text = f.read()
+    check(rc == 0 and "in 2 of the 5 measured cells, in 1 of them side by side" in text,
+          "--auto-from with a duel: Auto replaced in 2 cells, the best in 1")
+    check("Worst Auto / best over the measured cells: 1.20 at metric=squared_l2, data=integer, n=1000, q=10, d=8, k=1."
+          in text, "--auto-from with a duel: the duel's best time replaces the full sweep's (1.50 -> 1.05)")
+
 
 def png_part(mod, tmp, gknn_csv, torch_csv):
     try:

@@ -313,6 +313,9 @@ struct KernelArgs {
   // null for inner product), never `norms`.
   bool lean;
   const int* int_norms;
+  // A tile's overflow settled after the next tile's barrier, so that a tile costs one (fused_one_barrier(); else
+  // after a barrier of its own, the walk before it).
+  bool one_barrier;
 };
 
 /// Filter mode: every row's buffered entries (composite words with base-tile columns) appended to its candidate
@@ -821,7 +824,8 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
   };
   static_assert(kBuf >= kMaxFusedK + kBN, "after a cut to k a buffer must hold a whole tile's appends");
 
-  // After tile tp's appends and a barrier (the next tile's, so that a tile costs one): where a buffer overflowed,
+  // After tile tp's appends and a barrier (the next tile's, so that a tile costs one; KernelArgs::one_barrier off:
+  // a barrier of its own): where a buffer overflowed,
   // the tile's appends are taken back (every row's count to the tile's least place), every list is cut to k (filter
   // mode: flushed) and the tile's keys, still in registers, are appended again, which now fits; else after the
   // first tile its keys are cut to k at once (KernelArgs::early_cut): the second tile then appends only the keys
@@ -856,7 +860,7 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
   for (int t = 0; t < tiles_n; ++t) {
     cp_async_wait<kStages - 2>();
     __syncthreads();  // tile t is in; every warp is done with the stage the next load overwrites and with its appends
-    if (t > 0) settle(t - 1);
+    if (a.one_barrier && t > 0) settle(t - 1);
     if (t + kStages - 1 < tiles_n) load_tile(t + kStages - 1, load_stage);
     cp_async_commit();
     load_stage = load_stage + 1 == kStages ? 0 : load_stage + 1;
@@ -910,10 +914,14 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
           }
         if (least < tau[mt][h]) append(mt, h, col0, sh.first + (t & 1) * kBM);
       }
+    if (!a.one_barrier) {
+      __syncthreads();
+      settle(t);
+    }
   }
   cp_async_wait<0>();
   __syncthreads();
-  if (tiles_n > 0) settle(tiles_n - 1);
+  if (a.one_barrier && tiles_n > 0) settle(tiles_n - 1);
   if constexpr (kFilter) {
     flush_to_candidates<S>(sh, a, m0, rows_valid);
     return;
@@ -1025,6 +1033,13 @@ bool fused_lean() {
 /// The medium block (MediumBlock) where it serves; GKNN_FUSED_MEDIUM=0 runs the wide block there instead, to
 /// measure the two (results are identical either way). On by default since measured (H200, 2026-11-29, interleaved
 /// wide / medium): SIFT1M uint8 k = 100 kernel 10.54-10.57 -> 9.96-10.02 ms; Garcia 0.245 either way.
+/// The walk's one barrier a tile (KernelArgs::one_barrier); GKNN_FUSED_ONE_BARRIER=0 runs the walk with a second
+/// barrier a tile before it, to measure the two (results are identical either way).
+bool fused_one_barrier() {
+  static const bool off = detail::env_switch_off("GKNN_FUSED_ONE_BARRIER");
+  return !off;
+}
+
 bool fused_medium_block() {
   static const bool off = detail::env_switch_off("GKNN_FUSED_MEDIUM");
   return !off;
@@ -1267,6 +1282,7 @@ void search_large_k(const DistanceInput& in, int64_t k, const FusedTarget& targe
       break;
   }
   KernelArgs args{};
+  args.one_barrier = fused_one_barrier();
   args.early_cut = fused_early_cut();  // the sample's lists (filter rounds ignore it)
   args.scale = elem == Elem::F16 ? 1.f : (l2 ? -2.f : -1.f);  // as convert_and_launch: f16 queries carry it
   args.nq = static_cast<int>(in.nq);
@@ -1376,6 +1392,7 @@ FusedResult fused_search(const DistanceInput& in, const DataFacts& facts, int64_
   int* int_norms = int_norm_bytes ? reinterpret_cast<int*>(scratch + q_bytes + b_bytes + label_bytes + key_bytes) : nullptr;
 
   KernelArgs args{};
+  args.one_barrier = fused_one_barrier();
   args.early_cut = fused_early_cut();
   args.lean = lean;
   if (tau_bytes) {
