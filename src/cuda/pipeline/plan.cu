@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <mutex>
 
-#include "core/env_switch.hpp"
 #include "cuda/common/device.cuh"
 #include "cuda/hooks.hpp"
 #include "cuda/pipeline/plan.cuh"
@@ -28,14 +27,6 @@ int64_t halve(int64_t n) { return (n + 1) / 2; }
 int64_t halve_base(int64_t n) {
   if (n <= 128) return halve(n);
   return (halve(n) + 127) / 128 * 128;
-}
-
-/// GKNN_FUSED_QUERY_TILES=N: a search the fused kernel serves whole, to a host destination, in N query tiles, so
-/// that the host's query pack and the copies of one tile overlap the kernel of another; to measure the split
-/// against the one tile of the plan (unset: one, unless the results alone ask for more).
-int64_t fused_query_tiles() {
-  static const int64_t tiles = static_cast<int64_t>(detail::env_positive("GKNN_FUSED_QUERY_TILES", 1.0));
-  return tiles;
 }
 
 }  // namespace
@@ -68,8 +59,6 @@ TilePlan plan_search(const PlanInput& in) {
   const size_t result_bytes = static_cast<size_t>(in.nq) * static_cast<size_t>(in.out_k) * 12;
   if (result_bytes > kOverlapResultBytes)
     plan.query_rows = std::min(plan.query_rows, std::max<int64_t>(1, (in.nq + kOverlapTiles - 1) / kOverlapTiles));
-  if (const int64_t tiles = fused_query_tiles(); !in.key_matrix && in.out_k > 0 && tiles > 1)
-    plan.query_rows = std::min(plan.query_rows, std::max<int64_t>(1, (in.nq + tiles - 1) / tiles));
   if (forced.query_rows > 0) plan.query_rows = std::min(in.nq, forced.query_rows);
   if (forced.base_rows > 0) plan.base_rows = std::min(in.nb, forced.base_rows);
   if (forced.query_rows > 0 || forced.base_rows > 0) return plan;
