@@ -1,6 +1,7 @@
 // plan_table.cpp: parsing, the active table and the nearest-cell rule of plan_table.hpp.
 #include "plan/plan_table.hpp"
 
+#include <cmath>
 #include <sstream>
 
 #include "gknn/error.hpp"
@@ -36,6 +37,7 @@ Row parse_row(std::string_view line, const std::string& where, int line_number) 
             parse_number<int64_t>(f[6], "k", where)};
   GKNN_EXPECT(r.cell.n > 0 && r.cell.q > 0 && r.cell.d > 0 && r.cell.k > 0, ErrorCode::Format, where,
               ": n, q, d and k must be positive");
+  r.log_cell = log2_of(r.cell);
   try {
     r.distance = parse_distance(f[7]);
     r.select = parse_select(f[8]);
@@ -94,14 +96,19 @@ std::string format_row(const Row& row) {
 
 const Table& active_table() { return load_once<Table, load_active>(); }
 
+LogCell log2_of(const Cell& c) {
+  return {std::log2(double(c.n)), std::log2(double(c.q)), std::log2(double(c.d)), std::log2(double(c.k))};
+}
+
 const Row* nearest(const Table& table, std::string_view device, MetricClass metric, bool integer, const Cell& cell,
                    const std::function<bool(const Row&)>& usable) {
   const Row* best = nullptr;
   double best_gap = 0;
+  const LogCell at = log2_of(cell);
   for (const Row& r : table.rows) {
     if (r.metric != metric || r.integer != integer || device.find(r.device) == std::string_view::npos) continue;
-    const double dn = log_gap(r.cell.n, cell.n), dq = log_gap(r.cell.q, cell.q), dd = log_gap(r.cell.d, cell.d),
-                 dk = log_gap(r.cell.k, cell.k);
+    const double dn = std::fabs(r.log_cell.n - at.n), dq = std::fabs(r.log_cell.q - at.q),
+                 dd = std::fabs(r.log_cell.d - at.d), dk = std::fabs(r.log_cell.k - at.k);
     if (dd > 1 || dk > 1 || dn > 2 || dq > 2 || !usable(r)) continue;
     const double gap = dn + dq + dd + dk;
     if (!best || gap < best_gap) best = &r, best_gap = gap;

@@ -10,7 +10,7 @@
 namespace gknn::detail::cuda {
 
 MeasuredChoice measured_choice(const SearchParams& key_params, int64_t nq, int64_t nb, const DataFacts& facts,
-                               int device) {
+                               int device, bool reasons) {
   MeasuredChoice out{key_params, {}, {}};
   const bool auto_distance = key_params.distance == DistanceAlgorithm::Auto;
   const bool auto_select = key_params.select == SelectAlgorithm::Auto;
@@ -32,7 +32,7 @@ MeasuredChoice measured_choice(const SearchParams& key_params, int64_t nq, int64
       detail::plan::nearest(table, device_props(device).name, detail::plan::metric_class(key_params.metric),
                             facts.values.integral, detail::plan::Cell{nb, nq, facts.dim, k}, usable);
   if (!row) return out;
-  const std::string why = detail::plan::describe(*row, table);
+  const std::string why = reasons ? detail::plan::describe(*row, table) : std::string();
   if (auto_distance) out.params.distance = row->distance, out.distance_reason = why;
   if (auto_select && row->select != SelectAlgorithm::Auto) out.params.select = row->select, out.select_reason = why;
   return out;

@@ -18,8 +18,9 @@ struct MeasuredChoice {
 /// table holds a row for this device, metric class and data kind near enough (plan::nearest) whose algorithms this
 /// build can run on these data and k, and whose other half is the request's own where that is forced
 /// (plan::pairs_with), that row's choice; everything else stays as requested (Auto then falls to
-/// the rules). Both the search (run_search) and explain_search call it.
+/// the rules). Both the search (run_search) and explain_search call it; `reasons` false (the search) leaves the
+/// reasons empty (a string made per search for nothing).
 MeasuredChoice measured_choice(const SearchParams& key_params, int64_t nq, int64_t nb, const DataFacts& facts,
-                               int device);
+                               int device, bool reasons = true);
 
 }  // namespace gknn::detail::cuda

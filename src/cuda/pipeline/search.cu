@@ -578,7 +578,7 @@ void run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchPa
   OperandCache* const cache = operand_cache_enabled() ? base.operand_cache() : nullptr;
   if (cache) facts.keep_bytes = std::max(cache->bytes.capacity_bytes(), budget / 2);
   // Auto's choices from the measured plan table where it has a row for this search (else they stay Auto: rules).
-  const SearchParams kp = measured_choice(requested, nq, nb, facts, p.device).params;
+  const SearchParams kp = measured_choice(requested, nq, nb, facts, p.device, false).params;
   GKNN_EXPECT(k >= 1 && k <= nb, ErrorCode::Internal, "run_search: k = ", k, " outside [1, ", nb, "]");
   GKNN_EXPECT(out.k >= out_key_k, ErrorCode::Internal, "run_search: output k ", out.k, " below the key k ", out_key_k);
   // Resolve on the whole shape first, so an unsupported request fails before any work or allocation.
