@@ -29,11 +29,14 @@ if(GKNN_HAS_CUDA)
 endif()
 # The fused distance + selection kernel against the float64 oracle (issue 13); again with the splits of a query
 # not sharing their k-th keys (GKNN_FUSED_SHARED_THRESHOLD=0; sharing is the default), and with the wide block
-# (GKNN_FUSED_MEDIUM=0: 64 queries a block) where the medium one (32 queries, two blocks an SM) serves by default.
+# (GKNN_FUSED_MEDIUM=0: 64 queries a block) where the medium one (32 queries, two blocks an SM) serves by default,
+# and with the walk's second barrier a tile (GKNN_FUSED_ONE_BARRIER=0: an overflowed tile settled at once).
 if(GKNN_HAS_CUDA)
   gknn_test(gpu_fused LABEL gpu SOURCES gpu_fused_test.cpp)
   gknn_test_part(gpu_fused own_threshold "*")
   set_tests_properties(gpu_fused_own_threshold PROPERTIES ENVIRONMENT GKNN_FUSED_SHARED_THRESHOLD=0)
   gknn_test_part(gpu_fused wide "*")
   set_tests_properties(gpu_fused_wide PROPERTIES ENVIRONMENT GKNN_FUSED_MEDIUM=0)
+  gknn_test_part(gpu_fused two_barriers "*")
+  set_tests_properties(gpu_fused_two_barriers PROPERTIES ENVIRONMENT GKNN_FUSED_ONE_BARRIER=0)
 endif()

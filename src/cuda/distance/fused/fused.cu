@@ -8,8 +8,10 @@
 //   2. 16 warps (2 x 8, each 32 queries x 16 base rows; 1 x 8 warps of 16 x 16 for 16 queries) multiply them
 //      with mma.sync: u8 x u8 or s8 x s8 -> s32 (m16n8k32), or f16 x f16 -> f32 (m16n8k16) for integers up to 2048;
 //   3. every key below its row's running threshold (the k-th key kept so far) is appended to the row's buffer in
-//      shared memory; all others are dropped in registers. Once a row's buffer could overflow in the next tile,
-//      the block sorts the buffers (one warp per row, bitonic) and keeps the k best: the new thresholds.
+//      shared memory; all others are dropped in registers. A tile that overflows a buffer is settled after the
+//      next tile's barrier (one barrier a tile): its appends are taken back, the block sorts the buffers (one warp
+//      per row, bitonic) and keeps the k best (the new thresholds), and the tile's keys, still in registers, are
+//      appended again.
 // Base rows are visited in increasing index order, so a later key equal to the threshold ranks after the k-th
 // (ties go to the smaller index) and is dropped rightly: the kept list is exact in the library's total order.
 // Several splits per query give every SM work when queries are few; their sorted lists (k each, interleaved by
