@@ -272,7 +272,9 @@ class CellBench {
     double best_ms = automatic.ms;
     const auto fastest = [&](const std::vector<Pair>& round) {
       std::optional<Timed> out;
-      const std::optional<Pair> forced = forced_pair(round, hopeless);
+      // A round that holds Auto's own pair has a timed pair: no other is forced on it.
+      const bool has_autos = std::any_of(round.begin(), round.end(), [&](const Pair& p) { return autos_own(p, auto_plan); });
+      const std::optional<Pair> forced = has_autos ? std::nullopt : forced_pair(round, hopeless);
       for (const Pair& pair : round) {
         const double* skip = hopeless_estimate(hopeless, pair);
         if (skip && forced != pair && !autos_own(pair, auto_plan)) {
