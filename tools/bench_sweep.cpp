@@ -253,12 +253,6 @@ class CellBench {
     }
   }
 
-  /// The fastest pair of the two rounds (distance_round, then selection_round). Every timing goes to `all`; a
-  /// candidate is capped at `cap` times the fastest time so far in the cell, either round, or Auto's (`automatic`,
-  /// timed before them; `auto_plan` its plan) where that is faster: the round starts with the SIMT baselines, and without a reference the
-  /// first of them set the cap (H200, integer 262144 x 1024 x 960, k = 1: naive 1006 ms, then atomic 1454 ms, each
-  /// timed four times beside Auto's 4.5 ms). A `hopeless` pair is not called (but see forced_pair): it goes to
-  /// `all` with its estimate, runs 0 and capped, and is never the best.
   /// The pair Auto resolved to in this cell (a distance-round pair: its distance with the rules' selection): never
   /// skipped as hopeless, since Auto's own time already says it is not (H200, integer 4194304 x 10000 x 2, k = 1:
   /// the fused pair skipped, the cell's "best" tf32x3 at 113 ms beside Auto's fused 21.7 ms).
@@ -267,13 +261,20 @@ class CellBench {
            (pair.second == SelectAlgorithm::Auto || pair.second == auto_plan.select || auto_plan.selects_itself);
   }
 
+  /// The fastest pair of the two rounds (distance_round, then selection_round). Every timing goes to `all`; a
+  /// candidate is capped at `cap` times the fastest time so far in the cell, either round, or Auto's (`automatic`,
+  /// timed before them; `auto_plan` its plan) where that is faster: the round starts with the SIMT baselines, and
+  /// without a reference the first of them set the cap (H200, integer 262144 x 1024 x 960, k = 1: naive 1006 ms,
+  /// then atomic 1454 ms, each timed four times beside Auto's 4.5 ms). A `hopeless` pair is not called (but see forced_pair): it goes to
+  /// `all` with its estimate, runs 0 and capped, and is never the best, but Auto's own pair (autos_own) always runs.
   std::optional<Timed> best(Backend backend, bool integer, const HopelessPairs& hopeless, const Timed& automatic,
                             const SearchPlan& auto_plan, std::vector<Timed>& all) const {
     double best_ms = automatic.ms;
     const auto fastest = [&](const std::vector<Pair>& round) {
       std::optional<Timed> out;
       // A round that holds Auto's own pair has a timed pair: no other is forced on it.
-      const bool has_autos = std::any_of(round.begin(), round.end(), [&](const Pair& p) { return autos_own(p, auto_plan); });
+      const bool has_autos =
+          std::any_of(round.begin(), round.end(), [&](const Pair& p) { return autos_own(p, auto_plan); });
       const std::optional<Pair> forced = has_autos ? std::nullopt : forced_pair(round, hopeless);
       for (const Pair& pair : round) {
         const double* skip = hopeless_estimate(hopeless, pair);
@@ -429,29 +430,22 @@ std::vector<PastCell> past_cells(const Rows& rows, int per_pair) {
   return past;
 }
 
-/// The fastest measured candidate time of each cell of a resumed CSV's rows, by cell key (a cell whose candidates
-/// were all skipped, which forced_pair prevents, would get 0: no loss known, so nothing is pruned from it).
-/// Per cell, the fastest pair that was run (--sweep-best-from: the pair Auto is timed against).
-std::map<std::string, Pair> fastest_pairs(const Rows& rows) {
-  std::map<std::string, std::pair<double, Pair>> best;
-  for (const std::vector<std::string>& f : rows) {
-    if (f[7] != "candidate" || f[11] == "0") continue;
-    const double ms = std::stod(f[10]);
-    const auto [at, fresh] = best.try_emplace(cell_key_of(f), ms, Pair{parse_distance(f[8]), parse_select(f[9])});
-    if (!fresh && ms < at->second.first) at->second = {ms, Pair{parse_distance(f[8]), parse_select(f[9])}};
-  }
-  std::map<std::string, Pair> out;
-  for (const auto& [key, timed] : best) out.emplace(key, timed.second);
-  return out;
-}
+/// A cell's fastest candidate that was run: its time and its pair's names.
+struct Fastest {
+  double ms = 0;
+  PairNames pair;
+};
 
-std::map<std::string, double> fastest_measured(const Rows& rows) {
-  std::map<std::string, double> out;
+/// The fastest measured candidate of each cell of a resumed CSV's rows, by cell key (a cell whose candidates were
+/// all skipped, which forced_pair prevents, would get ms 0: no loss known, so nothing is pruned from it). The
+/// pruning reads its time, --sweep-best-from its pair (the pair Auto is timed against).
+std::map<std::string, Fastest> fastest_measured(const Rows& rows) {
+  std::map<std::string, Fastest> out;
   for (const std::vector<std::string>& f : rows) {
-    double& best = out.try_emplace(cell_key_of(f), 0.0).first->second;
+    Fastest& best = out.try_emplace(cell_key_of(f)).first->second;
     if (f[7] != "candidate" || f[11] == "0") continue;
     const double ms = std::stod(f[10]);
-    if (best == 0 || ms < best) best = ms;
+    if (best.ms == 0 || ms < best.ms) best = Fastest{ms, {f[8], f[9]}};
   }
   return out;
 }
@@ -725,14 +719,17 @@ class Sweep {
         const Rows rows = timings_.resume(options_.csv, device_);
         for (const PastCell& c : past_cells(rows, searches_per_pair(warmup_, repeat_)))
           cell_costs_.observe(c.searches, CostModel::cell_work(c.searches, c.n, c.q, c.d), c.ms);
-        const std::map<std::string, double> best = fastest_measured(rows);
+        const std::map<std::string, Fastest> best = fastest_measured(rows);
         for (const std::vector<std::string>& f : rows)
           if (f[7] == "candidate" && f[14] == "1")
-            capped_.add(cell_of_fields(f), {f[8], f[9]}, std::stod(f[10]), best.at(cell_key_of(f)));
+            capped_.add(cell_of_fields(f), {f[8], f[9]}, std::stod(f[10]), best.at(cell_key_of(f)).ms);
       });
     if (!options_.out.empty()) with_option("--out", [&] { table_.emplace(options_.out); });
     if (!options_.best_from.empty())
-      with_option("--sweep-best-from", [&] { best_pairs_ = fastest_pairs(TimingsCsv().resume(options_.best_from, device_)); });
+      with_option("--sweep-best-from", [&] {
+        for (const auto& [key, best] : fastest_measured(TimingsCsv().resume(options_.best_from, device_)))
+          if (best.ms > 0) best_pairs_.emplace(key, Pair{parse_distance(best.pair.first), parse_select(best.pair.second)});
+      });
     if (timings_.dropped_rows() > 0)
       std::printf("resume       %zu rows of cells cut short dropped from %s (measured again)\n", timings_.dropped_rows(),
                   options_.csv.c_str());

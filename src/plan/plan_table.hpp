@@ -65,8 +65,9 @@ const Table& active_table();
 const Row* nearest(const Table& table, std::string_view device, MetricClass metric, bool integer, const Cell& cell,
                    const std::function<bool(const Row&)>& usable);
 /// A row's distance and selection were measured as a pair: it fills an Auto half of a request only where the other
-/// half is Auto too or the row's own (a row whose selection is `auto`, the fused kernel's, pairs with any). (A selection measured behind the fused kernel, which keeps its top k itself,
-/// says nothing about another distance: handed to one, `insertion` at k = 1000 took minutes where bits takes 1 ms.)
+/// half is Auto too or the row's own (a row whose selection is `auto`, the fused kernel's, pairs with any). (A
+/// selection measured behind the fused kernel, which keeps its top k itself, says nothing about another distance:
+/// handed to one, `insertion` at k = 1000 took minutes where bits takes 1 ms.)
 bool pairs_with(const Row& row, DistanceAlgorithm distance, SelectAlgorithm select);
 /// "measured: fastest at n=..., q=..., d=..., k=... on H100 (12.3 ms; <source> line 9)".
 std::string describe(const Row& row, const Table& table);

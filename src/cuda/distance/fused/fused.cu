@@ -827,10 +827,9 @@ __global__ void __launch_bounds__(S::kThreads, S::kBlocksPerSm) fused_kernel(con
   static_assert(kBuf >= kMaxFusedK + kBN, "after a cut to k a buffer must hold a whole tile's appends");
 
   // After tile tp's appends and a barrier (the next tile's, so that a tile costs one; KernelArgs::one_barrier off:
-  // a barrier of its own): where a buffer overflowed,
-  // the tile's appends are taken back (every row's count to the tile's least place), every list is cut to k (filter
-  // mode: flushed) and the tile's keys, still in registers, are appended again, which now fits; else after the
-  // first tile its keys are cut to k at once (KernelArgs::early_cut): the second tile then appends only the keys
+  // a barrier of its own): where a buffer overflowed, the tile's appends are taken back (every row's count to the
+  // tile's least place), every list is cut to k (filter mode: flushed) and the tile's keys, still in registers, are
+  // appended again, which now fits; else after the first tile its keys are cut to k at once (KernelArgs::early_cut): the second tile then appends only the keys
   // below the k-th of them instead of all of its own too (two full buffers, then a sort of 256 entries a row:
   // Garcia's shape, k = 16, spent about half of its kernel in such sorts). Then tile tp's `first` is cleared for
   // tile tp + 2, whose appends follow that tile's barrier. Block-uniform (the flag is read after a barrier).
@@ -1032,16 +1031,18 @@ bool fused_lean() {
   return !off;
 }
 
-/// The medium block (MediumBlock) where it serves; GKNN_FUSED_MEDIUM=0 runs the wide block there instead, to
-/// measure the two (results are identical either way). On by default since measured (H200, 2026-11-29, interleaved
-/// wide / medium): SIFT1M uint8 k = 100 kernel 10.54-10.57 -> 9.96-10.02 ms; Garcia 0.245 either way.
 /// The walk's one barrier a tile (KernelArgs::one_barrier); GKNN_FUSED_ONE_BARRIER=0 runs the walk with a second
-/// barrier a tile before it, to measure the two (results are identical either way).
+/// barrier a tile before it, to measure the two (results are identical either way). On by default since measured
+/// (H200, 2026-11-29, one machine, interleaved): SIFT1M uint8 kernel k = 100 10.31-10.32 -> 10.16-10.25 ms,
+/// k = 1000 20.67-20.70 -> 20.25-20.34 ms; Garcia and q = 1 equal.
 bool fused_one_barrier() {
   static const bool off = detail::env_switch_off("GKNN_FUSED_ONE_BARRIER");
   return !off;
 }
 
+/// The medium block (MediumBlock) where it serves; GKNN_FUSED_MEDIUM=0 runs the wide block there instead, to
+/// measure the two (results are identical either way). On by default since measured (H200, 2026-11-29, interleaved
+/// wide / medium): SIFT1M uint8 k = 100 kernel 10.54-10.57 -> 9.96-10.02 ms; Garcia 0.245 either way.
 bool fused_medium_block() {
   static const bool off = detail::env_switch_off("GKNN_FUSED_MEDIUM");
   return !off;
