@@ -42,6 +42,9 @@ ResultWriter::ResultWriter(OutputSlot* slots, int in_flight, bool device_destina
 
 ResultWriter::~ResultWriter() {
   if (ahead_.valid()) ahead_.wait();  // never leave the helper writing into a destroyed result
+  // A search that threw after a commit: its copies land before the destination or the slots can be reused.
+  for (int s = 0; s < in_flight_; ++s)
+    if (slots_[s].pending) GKNN_CUDA_TRY_NOTHROW(cudaEventSynchronize(slots_[s].done[slots_[s].chunks - 1].get()));
 }
 
 bool ResultWriter::dest_ready() {
@@ -96,9 +99,14 @@ ResultWriter::Target ResultWriter::target(int slot, int64_t row0) {
   return {s.values.data(), s.indices.data()};
 }
 
-void ResultWriter::commit(int slot, int64_t row0, int64_t rows, cudaStream_t stream) {
+void ResultWriter::commit(int slot, int64_t row0, int64_t rows, cudaStream_t compute, cudaStream_t copy_stream) {
   if (device_) return;
   OutputSlot& s = slots_[slot];
+  const cudaStream_t stream = copy_stream ? copy_stream : compute;
+  if (copy_stream) {
+    s.ready.record(compute);
+    GKNN_CUDA_TRY(cudaStreamWaitEvent(copy_stream, s.ready.get(), 0));
+  }
   s.row0 = row0;
   s.rows = rows;
   s.direct = direct();

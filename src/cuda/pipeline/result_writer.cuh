@@ -37,6 +37,7 @@ struct OutputSlot {
   PinnedBuffer<int64_t> pinned_indices;
   Event done[kCopyChunks] = {Event(cudaEventDisableTiming), Event(cudaEventDisableTiming),
                              Event(cudaEventDisableTiming), Event(cudaEventDisableTiming)};
+  Event ready{cudaEventDisableTiming};  ///< the tile finalised on its stream, for a copy on another one
   int64_t row0 = 0, rows = 0;
   int64_t chunk_rows = 0;  ///< rows per chunk of the pending tile's copy (the last chunk may hold fewer)
   int chunks = 0;          ///< chunks of the pending tile's copy; done[chunks - 1] completes the tile
@@ -60,8 +61,10 @@ class ResultWriter {
   };
   /// Where tile rows [row0, row0 + rows) are to be finalised (after finish(slot) freed the slot).
   Target target(int slot, int64_t row0);
-  /// The tile in the slot is complete on `stream`: enqueue its copy-out.
-  void commit(int slot, int64_t row0, int64_t rows, cudaStream_t stream);
+  /// The tile in the slot is complete on `stream`: enqueue its copy-out, on `copy_stream` where given (after the
+  /// tile: an event), so that it overlaps the next tile's kernels on `stream`, else on `stream`. The slot is written
+  /// again only after finish() waited for the copy, so no other ordering is needed.
+  void commit(int slot, int64_t row0, int64_t rows, cudaStream_t stream, cudaStream_t copy_stream = nullptr);
   /// Lands the slot's pending tile in the caller's storage (waits for its copy); returns rows landed.
   int64_t finish(int slot);
   /// Lands, oldest first, the pending tiles whose copies are complete, while the destination is ready (never

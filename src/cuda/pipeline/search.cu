@@ -219,6 +219,7 @@ size_t Pipeline::staging_bytes() const {
 void Pipeline::release_staging() {
   compute.sync();
   upload.sync();
+  download.sync();
   query_slots.release();
   query_byte_slots.release();
   label_slots.release();
@@ -227,6 +228,7 @@ void Pipeline::release_staging() {
 
 void Pipeline::release_buffers() {
   compute.sync();  // nothing may still use the buffers (searches end synchronised; this is a safeguard)
+  download.sync();
   distance_workspace = Workspace();
   select_workspace = Workspace();
   distances = DeviceBuffer<float>();
@@ -642,7 +644,7 @@ void run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchPa
     fa.ids = ids;
     finalize_rows(fa, s);
     stage_end(timer.get(), Stage::Finalize, s);
-    writer.commit(out_slot, q0, qn, s);
+    writer.commit(out_slot, q0, qn, s, p.download.get());
     if (!host_out) report(qn);
     writer.land_ready(report);  // earlier tiles already complete are copied out while the device computes this one
   }
@@ -650,6 +652,7 @@ void run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchPa
   if (timer) timer->end_device(s);
   p.compute.sync();  // device destinations are complete when the call returns
   p.upload.sync();
+  p.download.sync();  // (finish_all waited for every copy already)
   if (certifier) certifier->finish(nq);
   publish_stats(timer.get(), tile_index, (nb + tb - 1) / tb, kp.stats);
 }

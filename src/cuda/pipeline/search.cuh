@@ -51,6 +51,7 @@ struct Pipeline {
   int device;
   Stream compute;
   Stream upload;
+  Stream download;  ///< a query tile's results to the host, beside the next tile's kernels (ResultWriter::commit)
   Workspace distance_workspace;
   Workspace select_workspace;
   DeviceBuffer<float> distances;  ///< one query tile x base tile of keys
