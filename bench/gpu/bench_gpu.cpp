@@ -24,7 +24,10 @@
 // without the Index's kept operand copy (hooks.hpp: the per-search conversion, as before that copy), Auto with the
 // fused kernel's splits' lists left to the pipeline's selection (hooks.hpp: as before the kernel merged them) and
 // each exact GEMM-form distance forced (--filter selects them as 'distance/auto', the second and third as
-// 'auto-nokeep/auto' and 'auto-nomerge/auto'; the other configurations also run 'auto-nomerge').
+// 'auto-nokeep/auto' and 'auto-nomerge/auto'; the other configurations also run 'auto-nomerge'), then Auto's own
+// pair forced ('naive/bits'), and Auto and that pair again with their calls taking turns ('auto~alt/auto',
+// 'naive~alt/bits'), as the suite's duel runs them; calls_q1_n16k_d8* and calls_q1_n1m_d8_float are suite cells
+// where Auto came out 6-25 us slower than its own pair forced.
 // The *_l1 / *_linf configurations search the same integer data under L1 / Linf (every kernel that serves the metric;
 // time estimates from the garcia_* configuration of the same metric). Every configuration ends with the first
 // guarded pair checked against the CPU's float64 reference on 100 sampled queries.
@@ -100,6 +103,11 @@ const std::map<std::string, Config> kConfigs{
     {"calls_q128", {"calls_q128", 1000000, 128, 128, 100, 1000}},
     {"calls_q1_n32k", {"calls_q1_n32k", 32768, 1, 128, 100, 1000}},
     {"calls_q1_n128k", {"calls_q1_n128k", 131072, 1, 128, 100, 1000}},
+    // Suite cells where Auto, taking the very pair a forced call takes, came out 6-25 us slower (integer / float,
+    // bench/results/suite_2026-11-27_h200/suite.md): Auto against its own pair forced, in turn and alternating.
+    {"calls_q1_n16k_d8", {"calls_q1_n16k_d8", 16384, 1, 8, 10, 1000}},
+    {"calls_q1_n16k_d8_float", {"calls_q1_n16k_d8_float", 16384, 1, 8, 10, 1000, true}},
+    {"calls_q1_n1m_d8_float", {"calls_q1_n1m_d8_float", 1048576, 1, 8, 10, 1000, true}},
 };
 
 std::vector<float> uniform_floats(int64_t rows, int64_t cols, uint64_t seed) {
@@ -273,12 +281,26 @@ Sample run_once(const Index& index, const std::vector<float>& queries, const Con
   return {wall_s, t, p.stats ? p.stats->check_ms : 0.0};
 }
 
-/// A calls_* variant: a distance, whether the Index keeps its operand copy and whether the fused kernel merges
-/// the splits' lists (hooks.hpp).
+/// A calls_* variant: a distance and a selection, whether the Index keeps its operand copy and whether the fused
+/// kernel merges the splits' lists (hooks.hpp); `alternating`: its calls take turns with another variant's (the
+/// suite's duel does so), each of which re-plans the search (Pipeline::prepare_for's key holds the request).
 struct CallVariant {
   DistanceAlgorithm distance;
   bool keep = true, merge = true;
-  std::string name() const { return to_string(distance) + (keep ? "" : "-nokeep") + (merge ? "" : "-nomerge"); }
+  SelectAlgorithm select = SelectAlgorithm::Auto;
+  bool alternating = false;
+  std::string name() const {
+    return to_string(distance) + (keep ? "" : "-nokeep") + (merge ? "" : "-nomerge") + (alternating ? "~alt" : "");
+  }
+  std::string pair() const { return name() + "/" + to_string(select); }
+  SearchParams params(const Config& c) const {
+    SearchParams p;
+    p.k = c.k;
+    p.backend = Backend::Cuda;
+    p.distance = distance;
+    p.select = select;
+    return p;
+  }
 };
 
 /// What the CSV takes from a calls_* measurement (medians, ms).
@@ -289,24 +311,26 @@ struct CallNumbers {
 
 /// Many small searches: median wall per call over `calls` calls without timing events, and the device time of
 /// one call (events on); the difference is the per-call overhead beyond device time.
+/// `partner`: the variant whose calls take turns with v's (v.alternating), untimed.
 std::string measure_calls(const Index& index, const std::vector<float>& queries, const Config& c,
-                          const CallVariant& v, std::vector<int64_t>* ids_out, CallNumbers* numbers) {
-  const DistanceAlgorithm distance = v.distance;
-  const bool keep = v.keep;
-  SearchParams p;
-  p.k = c.k;
-  p.backend = Backend::Cuda;
-  p.distance = distance;
-  detail::cuda::set_operand_cache_enabled(keep);
+                          const CallVariant& v, const CallVariant* partner, std::vector<int64_t>* ids_out,
+                          CallNumbers* numbers) {
+  SearchParams p = v.params(c);
+  const SearchParams other = partner ? partner->params(c) : p;
+  detail::cuda::set_operand_cache_enabled(v.keep);
   detail::cuda::set_fused_split_merge_enabled(v.merge);
   const FloatView q{queries.data(), c.nq, c.dim, 0};
   std::vector<float> d(static_cast<size_t>(c.nq * c.k));
   std::vector<int64_t> ids(d.size());
   const ResultView out{d.data(), ids.data(), c.nq, c.k};
+  std::vector<float> other_d(d.size());
+  std::vector<int64_t> other_ids(d.size());
+  const ResultView other_out{other_d.data(), other_ids.data(), c.nq, c.k};
   detail::cuda::set_stage_timing(false);
   for (int i = 0; i < 20; ++i) index.search(q, p, out);  // warm-up
   std::vector<double> wall;
   for (int i = 0; i < c.calls; ++i) {
+    if (partner) index.search(q, other, other_out);
     const Clock::time_point t0 = Clock::now();
     index.search(q, p, out);
     wall.push_back(seconds_since(t0) * 1e3);
@@ -316,6 +340,7 @@ std::string measure_calls(const Index& index, const std::vector<float>& queries,
   p.stats = &stats;
   std::vector<double> device, check, setup, dist, sel, fin, copies, pack, copy_out;
   for (int i = 0; i < 50; ++i) {
+    if (partner) index.search(q, other, other_out);
     index.search(q, p, out);
     device.push_back(stats.device_ms);
     check.push_back(stats.check_ms);
@@ -337,10 +362,9 @@ std::string measure_calls(const Index& index, const std::vector<float>& queries,
   *ids_out = ids;
   const double w = wall[wall.size() / 2], dv = median(device);
   *numbers = {w, median(dist), median(sel), stats.query_tiles};
-  const std::string name = v.name();
   // Columns as the table's; the bandwidth columns are left empty (the stages' per-call times are in 'ms').
-  return "| " + c.name + " | " + name + " | auto (" + std::to_string(c.calls) + " calls of q = " + std::to_string(c.nq) +
-         ") | " + fmt("%.4f", w) + " | " + fmt("%.4f", dv) + " | " + fmt("%.1f", 100 * (w - dv) / w) + " | " +
+  return "| " + c.name + " | " + v.name() + " | " + to_string(v.select) + " (" + std::to_string(c.calls) +
+         " calls of q = " + std::to_string(c.nq) + (partner ? ", in turn with " + partner->pair() : "") + ") | " + fmt("%.4f", w) + " | " + fmt("%.4f", dv) + " | " + fmt("%.1f", 100 * (w - dv) / w) + " | " +
          fmt("%.4f", median(check)) + " | " + fmt("%.4f", median(setup)) + " | " +
          fmt("%.0f", double(c.nq) / (w * 1e-3)) + " | " + fmt("%.4f", median(dist)) + " | | " +
          fmt("%.4f", median(sel)) + " | | " + fmt("%.4f", median(fin)) + " | " + fmt("%.4f", median(copies)) + " | " +
@@ -584,22 +608,36 @@ int main(int argc, char** argv) {
                                         {DistanceAlgorithm::Auto, true, false}};
       for (DistanceAlgorithm d : {DistanceAlgorithm::Fused, DistanceAlgorithm::Cublas, DistanceAlgorithm::Fp16Mma})
         variants.push_back({d, true, true});
+      // Auto's own pair forced (as the Index plans it: explain_search), then both again in turns: Auto's host cost
+      // beyond the same pair's, and what alternating requests add (the suite's duel alternates).
+      const SearchPlan own = explain_search(FloatView{base.data(), c.nb, c.dim, 0},
+                                            FloatView{queries.data(), c.nq, c.dim, 0},
+                                            CallVariant{DistanceAlgorithm::Auto}.params(c));
+      const CallVariant own_pair{own.distance, true, true, own.select};
+      const size_t first_alternating = variants.size() + 1;
+      variants.push_back(own_pair);
+      variants.push_back({DistanceAlgorithm::Auto, true, true, SelectAlgorithm::Auto, true});
+      variants.push_back({own.distance, true, true, own.select, true});
       std::vector<int64_t> first_ids;
-      for (const CallVariant& v : variants) {
-        const std::string pair = v.name() + "/auto";
+      for (size_t vi = 0; vi < variants.size(); ++vi) {
+        const CallVariant& v = variants[vi];
+        const std::string pair = v.pair();
         if (!std::regex_search(pair, filter)) continue;
+        // The alternating two take turns with each other.
+        const CallVariant* partner =
+            vi < first_alternating ? nullptr : &variants[vi == first_alternating ? vi + 1 : first_alternating];
         std::vector<int64_t> ids;
         std::string line;
         try {
           CallNumbers numbers;
-          line = measure_calls(index, queries, c, v, &ids, &numbers);
+          line = measure_calls(index, queries, c, v, partner, &ids, &numbers);
           // The path: forced, or Auto without the kept copy (it chooses as a one-shot search does); Auto with the
           // kept copy may choose otherwise than explain_search says, so it stays out of the CSV.
           std::optional<DistanceAlgorithm> path;
           if (v.distance != DistanceAlgorithm::Auto) path = v.distance;
           else if (!v.keep) path = resolve_auto(c, Guard::Auto);
           if (path)
-            csv_rows.push_back(make_csv_row(c, v.name(), *path, "auto", numbers.wall_ms, numbers.distance_ms,
+            csv_rows.push_back(make_csv_row(c, v.name(), *path, to_string(v.select), numbers.wall_ms, numbers.distance_ms,
                                             numbers.select_ms, numbers.query_tiles, v.keep, ceilings));
           const bool same = first_ids.empty() || ids == first_ids;
           if (first_ids.empty()) first_ids = ids;
