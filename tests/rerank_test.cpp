@@ -14,6 +14,7 @@
 #include "core/guard.hpp"
 #include "core/rerank.hpp"
 #include "cpu/distance/exact.hpp"
+#include "cpu/search.hpp"
 #include "testing/data.hpp"
 #include "testing/oracle.hpp"
 
@@ -85,7 +86,7 @@ Guarded guarded_search(FloatView base, FloatView queries, int64_t k, int bits) {
   Guarded g;
   // The emulated inputs are rounded to nearest: half a unit (the tf32 path's bound, core/guard.cpp).
   g.result =
-      detail::guarded_keys(source, queries, kp, DistanceAlgorithm::Auto, detail::rounded_inputs_bound(bits + 1, d + 3));
+      detail::guarded_keys(source, queries, kp, detail::GuardPath{}, detail::rounded_inputs_bound(bits + 1, d + 3));
   g.retries = stats.guard_retried;
   return g;
 }
@@ -184,6 +185,46 @@ TEST(Rerank, CandidateCountsAndTheWholeBase) {
   EXPECT_TRUE(r.certified);
   ASSERT_EQ(r.top.size(), 5u);
   EXPECT_TRUE(std::is_sorted(r.top.begin(), r.top.end()));
+}
+
+// A guarded search's candidate passes (k' > k) run the distance path and the selection resolved at k (GuardPath):
+// at k' Auto could take another plan-table row than the one measured for the search's k. A forced selection stays
+// forced, and an integer-only path (refused on float data) leaves both to the backend.
+TEST(Rerank, CandidatePassesForceThePathResolvedAtK) {
+  const int64_t n = 300, d = 8, k = 5;
+  const HostMatrix<float> base = random_matrix(n, d, 31), queries = random_matrix(4, d, 32);
+  const FloatView b = base.view(), q = queries.view();
+  std::vector<SearchParams> passes;
+  detail::GuardSource source;
+  source.rows = n;
+  source.max_row_norm = detail::host_max_row_norm(b, 1);
+  source.candidates = [&](FloatView rows, const SearchParams& pass) {
+    passes.push_back(pass);
+    return detail::cpu::search(b, rows, pass);
+  };
+  source.exact_keys = [&](FloatView rows, const detail::KeyResult& c) {
+    return detail::host_exact_keys(b, rows, c, Metric::SquaredL2, 2.0, 1);
+  };
+  const auto first_pass = [&](SelectAlgorithm requested, const detail::GuardPath& path) {
+    passes.clear();
+    SearchParams kp = params_for(Backend::Cpu, k);
+    kp.threads = 1;
+    kp.select = requested;
+    detail::guarded_keys(source, q, kp, path, detail::rounded_inputs_bound(10, d + 3));
+    EXPECT_FALSE(passes.empty());
+    EXPECT_GT(passes.front().k, k);
+    return passes.empty() ? SearchParams{} : passes.front();
+  };
+  const SearchParams resolved =
+      first_pass(SelectAlgorithm::Auto, {DistanceAlgorithm::Direct, SelectAlgorithm::Quickselect});
+  EXPECT_EQ(resolved.distance, DistanceAlgorithm::Direct);
+  EXPECT_EQ(resolved.select, SelectAlgorithm::Quickselect);
+  const SearchParams forced = first_pass(SelectAlgorithm::Heap, {DistanceAlgorithm::Direct, SelectAlgorithm::Quickselect});
+  EXPECT_EQ(forced.select, SelectAlgorithm::Heap);
+  const SearchParams integer_only =
+      first_pass(SelectAlgorithm::Auto, {DistanceAlgorithm::Fp16Mma, SelectAlgorithm::Quickselect});
+  EXPECT_EQ(integer_only.distance, DistanceAlgorithm::Auto);
+  EXPECT_EQ(integer_only.select, SelectAlgorithm::Auto);
 }
 
 }  // namespace

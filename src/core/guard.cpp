@@ -61,13 +61,17 @@ std::string exact_without_guard(catalogue::KeyPrecision precision, const std::st
 }
 
 /// The parameters of a candidate pass: k' candidates, the resolved distance path (its bound is the one certified;
-/// Auto could pick another at k'), and Auto selection where a forced one does not serve k'.
-SearchParams pass_params(const SearchParams& kp, int64_t kc, DistanceAlgorithm resolved, Backend backend) {
+/// Auto could pick another at k') with the selection resolved beside it at k, and Auto selection where a forced or
+/// resolved one does not serve k'.
+SearchParams pass_params(const SearchParams& kp, int64_t kc, const GuardPath& resolved, Backend backend) {
   SearchParams pass = kp;
   pass.k = kc;
   pass.guard = Guard::Off;
-  const catalogue::DistanceInfo* info = catalogue::find(resolved);
-  if (info && info->precision != catalogue::integer_only) pass.distance = resolved;
+  const catalogue::DistanceInfo* info = catalogue::find(resolved.distance);
+  if (info && info->precision != catalogue::integer_only) {
+    pass.distance = resolved.distance;
+    if (pass.select == SelectAlgorithm::Auto) pass.select = resolved.select;
+  }
   if (pass.select != SelectAlgorithm::Auto) {
     for (const SelectCapability& c : compiled_select_algorithms(backend))
       if (c.algorithm == pass.select && c.max_k < kc) pass.select = SelectAlgorithm::Auto;
@@ -118,12 +122,12 @@ GuardDecision decide_guard(const SearchParams& kp, DistanceAlgorithm resolved, c
 }
 
 GuardDecision guard_for(Backend backend, const SearchParams& kp, int64_t nq, int64_t nb, int64_t dim,
-                        const ValueStats& facts, DistanceAlgorithm* resolved) {
+                        const ValueStats& facts, GuardPath* resolved) {
   const bool keyed = kp.metric == Metric::SquaredL2 || kp.metric == Metric::InnerProduct;
   if (kp.guard == Guard::Off || !keyed || (kp.guard == Guard::Auto && half_exact(facts, dim))) return {};
   SearchPlan plan;  // the very choice the search makes
   explain_on(backend, kp, nq, nb, dim, facts, plan);
-  *resolved = plan.distance;
+  *resolved = GuardPath{plan.distance, plan.selects_itself ? SelectAlgorithm::Auto : plan.select};
   return decide_guard(kp, plan.distance, facts, dim);
 }
 
@@ -270,7 +274,7 @@ class GuardRun {
 }  // namespace
 
 KeyResult guarded_keys(const GuardSource& source, FloatView queries, const SearchParams& kp,
-                       DistanceAlgorithm resolved, const KeyErrorBound& bound, std::vector<double>* exact_out,
+                       const GuardPath& resolved, const KeyErrorBound& bound, std::vector<double>* exact_out,
                        int64_t first) {
   const auto start = std::chrono::steady_clock::now();
   const int64_t q = queries.rows, n = source.rows, k = kp.k;
@@ -327,7 +331,7 @@ GuardSource store_guard_source(const ResidentStore& store, Backend backend, cons
   return source;
 }
 
-void write_guarded(const GuardSource& source, FloatView queries, const SearchParams& kp, DistanceAlgorithm resolved,
+void write_guarded(const GuardSource& source, FloatView queries, const SearchParams& kp, const GuardPath& resolved,
                    const KeyErrorBound& bound, const OutputSpec& out) {
   const int64_t q = queries.rows, n = source.rows, k = kp.k, first = first_candidate_count(k, n, bound);
   if (!source.search_into || first > DeviceCertificate::kMaxCandidates)

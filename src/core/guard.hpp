@@ -26,6 +26,14 @@ bool float32_exact(const ValueStats& facts, int64_t dim);
 /// float32_exact, and every value an integer fp16 and TF32 hold exactly (|v| <= 2048).
 bool half_exact(const ValueStats& facts, int64_t dim);
 
+/// What a guarded search's candidate passes run: the distance path and the selection the search resolves at its own
+/// k. Its passes take k' > k candidates, and at k' Auto could choose otherwise than at k (another row of the plan
+/// table, whose rows are measured at the user's k with the passes forced to the row's pair): the passes force both.
+struct GuardPath {
+  DistanceAlgorithm distance = DistanceAlgorithm::Auto;
+  SelectAlgorithm select = SelectAlgorithm::Auto;  ///< Auto: the backend chooses at k' (or the path selects itself)
+};
+
 /// Whether a search re-ranks its keys, with the error bound of its distance path, and why.
 struct GuardDecision {
   std::optional<KeyErrorBound> bound;  ///< set: guarded
@@ -35,10 +43,10 @@ struct GuardDecision {
 /// the queries' merged.
 GuardDecision decide_guard(const SearchParams& kp, DistanceAlgorithm resolved, const ValueStats& facts, int64_t dim);
 
-/// decide_guard for a search on `backend` of nq queries against nb rows: the distance path it resolves to goes to
-/// *resolved. Data every path is exact on (half_exact) skip the planner's call: guard Auto needs none there.
+/// decide_guard for a search on `backend` of nq queries against nb rows: the distance path and selection it resolves
+/// to go to *resolved. Data every path is exact on (half_exact) skip the planner's call: guard Auto needs none there.
 GuardDecision guard_for(Backend backend, const SearchParams& kp, int64_t nq, int64_t nb, int64_t dim,
-                        const ValueStats& facts, DistanceAlgorithm* resolved);
+                        const ValueStats& facts, GuardPath* resolved);
 
 /// Where a guarded search gets its candidates and exact keys.
 struct GuardSource {
@@ -72,14 +80,14 @@ GuardSource store_guard_source(const ResidentStore& store, Backend backend, cons
 /// several searches (MPI ranks) merge in the one device's order only on these.
 /// `first`: the first pass's K' (0: first_candidate_count).
 KeyResult guarded_keys(const GuardSource& source, FloatView queries, const SearchParams& kp,
-                       DistanceAlgorithm resolved, const KeyErrorBound& bound,
+                       const GuardPath& resolved, const KeyErrorBound& bound,
                        std::vector<double>* exact_out = nullptr, int64_t first = 0);
 
 /// The guarded search written through `out` in the user's form. With GuardSource::search_into the first pass
 /// takes its certificate in the backend's search and writes every row there, finalised where the base is; the
 /// queries without the certificate are searched again (guarded_keys on those rows, from 4x the candidates) and
 /// their rows written over (write_rows). Otherwise guarded_keys, then write_keys. kp.stats as guarded_keys.
-void write_guarded(const GuardSource& source, FloatView queries, const SearchParams& kp, DistanceAlgorithm resolved,
+void write_guarded(const GuardSource& source, FloatView queries, const SearchParams& kp, const GuardPath& resolved,
                    const KeyErrorBound& bound, const OutputSpec& out);
 
 /// Exact float64 keys of candidate rows of a host base (GuardSource::exact_keys), on `threads` threads.

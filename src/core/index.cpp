@@ -251,7 +251,7 @@ class QueryFacts {
 void guarded_store_search(const Index::Impl& impl, FloatView queries, const SearchParams& kp,
                           const detail::ValueStats& query_stats, const detail::OutputSpec& spec) {
   const detail::ResidentStore& store = *impl.store;
-  DistanceAlgorithm resolved = DistanceAlgorithm::Auto;
+  detail::GuardPath resolved;
   const detail::GuardDecision guard = detail::guard_for(impl.backend, kp, queries.rows, store.size(), impl.dim,
                                                         store.facts().merged(query_stats), &resolved);
   if (!guard.bound) return store.search_into(queries, kp, query_stats, spec);

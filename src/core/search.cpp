@@ -29,7 +29,7 @@ Backend backend_for(const SearchParams& params, bool device_memory) {
 /// The guarded search of rows on `backend` written through `spec`: candidates from the backend, exact keys where
 /// the base is.
 void guarded_search(Backend backend, FloatView base, FloatView queries, const SearchParams& kp,
-                    const detail::ValueStats& bs, const detail::ValueStats& qs, DistanceAlgorithm resolved,
+                    const detail::ValueStats& bs, const detail::ValueStats& qs, const detail::GuardPath& resolved,
                     const detail::KeyErrorBound& bound, const detail::OutputSpec& spec) {
   detail::GuardSource source;
   source.backend = backend;
@@ -65,7 +65,7 @@ void run_search(FloatView base, FloatView queries, const SearchParams& params, c
   const SearchParams kp = detail::key_params(params, base.rows);
   if (queries.rows == 0) return;
   auto dispatch = [&](FloatView b, FloatView q, const detail::ValueStats& b_stats, const detail::ValueStats& q_stats) {
-    DistanceAlgorithm resolved = DistanceAlgorithm::Auto;
+    detail::GuardPath resolved;
     const detail::GuardDecision guard =
         detail::guard_for(backend, kp, q.rows, b.rows, b.cols, b_stats.merged(q_stats), &resolved);
     if (guard.bound) return guarded_search(backend, b, q, kp, b_stats, q_stats, resolved, *guard.bound, spec);

@@ -79,7 +79,7 @@ Keys merge_shard_lists(const std::vector<Keys*>& keys, std::vector<detail::KeyRe
 /// The exactness guard of a search over the shards (guard.hpp): the distance path to force in the candidate
 /// passes and the bound the certificates use.
 struct ShardGuard {
-  DistanceAlgorithm resolved;
+  detail::GuardPath resolved;
   detail::KeyErrorBound bound;
 };
 
@@ -197,9 +197,9 @@ struct ShardedIndex::Impl {
 
   /// The exactness guard's decision over the shards (guard.hpp): each backend's resolved path on the merged facts
   /// of every stored row and the queries; the loosest bound where several backends need one. *resolved is the
-  /// path to force in the candidate passes, Auto where the shards' backends differ.
+  /// path to force in the candidate passes: its distance or selection Auto where the shards resolve it differently.
   detail::GuardDecision guard_decision(const SearchParams& kp, int64_t nq, const detail::ValueStats& query_stats,
-                                       DistanceAlgorithm* resolved) const {
+                                       detail::GuardPath* resolved) const {
     detail::ValueStats facts = query_stats;
     for (const Shard& shard : shards)
       if (shard.size() > 0) facts = facts.merged(shard.store->facts());
@@ -207,9 +207,11 @@ struct ShardedIndex::Impl {
     bool first = true;
     for (const Shard& shard : shards) {
       if (shard.size() == 0) continue;
-      DistanceAlgorithm a = DistanceAlgorithm::Auto;
+      detail::GuardPath a;
       const detail::GuardDecision d = detail::guard_for(shard.where.backend, kp, nq, shard.size(), dim, facts, &a);
-      *resolved = first || *resolved == a ? a : DistanceAlgorithm::Auto;
+      if (first) *resolved = a;
+      if (resolved->distance != a.distance) resolved->distance = DistanceAlgorithm::Auto;
+      if (resolved->select != a.select) resolved->select = SelectAlgorithm::Auto;
       first = false;
       if (!d.bound) continue;
       if (decision.bound) {
@@ -381,7 +383,7 @@ KeyResult ShardedAccess::search_keys(const ShardedIndex& index, FloatView querie
   }
   const FloatView q = normalized.empty() ? queries : FloatView{normalized.data(), queries.rows, queries.cols, 0};
   const SearchParams kp = key_params(checked, impl.rows);
-  DistanceAlgorithm resolved = DistanceAlgorithm::Auto;
+  detail::GuardPath resolved;
   const GuardDecision decision = impl.guard_decision(kp, q.rows, query_stats, &resolved);
   std::optional<ShardGuard> guard;
   if (decision.bound) guard = ShardGuard{resolved, *decision.bound};
