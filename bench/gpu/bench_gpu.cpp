@@ -103,6 +103,11 @@ const std::map<std::string, Config> kConfigs{
     {"calls_q128", {"calls_q128", 1000000, 128, 128, 100, 1000}},
     {"calls_q1_n32k", {"calls_q1_n32k", 32768, 1, 128, 100, 1000}},
     {"calls_q1_n128k", {"calls_q1_n128k", 131072, 1, 128, 100, 1000}},
+    // The suite's integer d = 960 cells (n = 16384, 10k queries): fp16 does not hold their sums exactly, so cuBLAS
+    // or TF32 keys go through the guard, whose certificate (float64 keys of every candidate) grows with k' x d:
+    // H200 Auto 26 ms at k = 100 and 105 ms at k = 1000, torch 9.8 ms (bench/results/suite_2026-11-27_h200/).
+    {"d960", {"d960", 16384, 10000, 960, 100}},
+    {"d960_k1000", {"d960_k1000", 16384, 10000, 960, 1000}},
     // Suite cells where Auto, taking the very pair a forced call takes, came out 6-25 us slower (integer / float,
     // bench/results/suite_2026-11-27_h200/suite.md): Auto against its own pair forced, in turn and alternating.
     {"calls_q1_n16k_d8", {"calls_q1_n16k_d8", 16384, 1, 8, 10, 1000}},
