@@ -3,7 +3,8 @@
 candidate pair and Auto per cell) and torch_suite.py (torch's time per cell).
 
 Writes OUT_DIR/suite.md (one row per cell: Auto's pair and time, the best pair and time, Auto / best, torch's time
-and the speedup of Auto over torch; the worst Auto / best ratio and the speedup quartiles first) and, when
+and the speedup of Auto over torch; the worst Auto / best ratio and the speedup quartiles first; then the fused
+kernel's gain over the best two-stage pair where issue 13 sets a target) and, when
 matplotlib is installed, OUT_DIR/suite_<metric>_<data>.png: for each dimension (rows) and k (columns) a heat map
 over (n, q) of the speedup of gknn's Auto over torch.
 
@@ -143,6 +144,50 @@ def markdown(cells, device, expected, other_devices=(), auto_note=None):
     return "\n".join(lines) + "\n"
 
 
+# Issue 13's targets for the fused kernel: at least this many times faster than the best two-stage pair of the same
+# cell at q >= FUSED_MIN_Q (integer data, where it runs): (which cells, gain, their name).
+FUSED_TARGETS = ((lambda d, k: d <= 32 and k <= 64, 1.5, "d <= 32, k <= 64"),
+                 (lambda d, k: d == 128 and k <= 32, 1.2, "d = 128, k <= 32"))
+FUSED_MIN_Q = 8192
+
+
+def fused_gains(gknn_rows):
+    """cell -> (fused ms, best two-stage ms, that pair) where the fused kernel and another distance path were both
+    timed as candidates. A capped time (one slow call) counts; a skipped one (runs 0: an estimate) does not."""
+    fused, other = {}, {}
+    for r in gknn_rows:
+        if r["path"] != "candidate" or r["runs"] == "0":
+            continue
+        c, ms = cell_of(r), float(r["ms"])
+        if r["distance"] == "fused":
+            fused[c] = min(ms, fused.get(c, ms))
+        elif c not in other or ms < other[c][0]:
+            other[c] = (ms, f'{r["distance"]}+{r["select"]}')
+    return {c: (fused[c],) + other[c] for c in fused if c in other}
+
+
+def fused_section(gains):
+    """The report's lines on FUSED_TARGETS: per target the cells it covers, the least gain, and a row per cell."""
+    lines = ["", "## The fused kernel against the best two-stage pair (issue 13)", ""]
+    rows = []
+    for applies, target, name in FUSED_TARGETS:
+        region = {c: g for c, g in gains.items() if c[3] >= FUSED_MIN_Q and applies(c[4], c[5])}
+        if not region:
+            lines.append(f"- {name}, q >= {FUSED_MIN_Q}: no cell with both timed yet (target {target}x).")
+            continue
+        least = min(region.items(), key=lambda kv: kv[1][1] / kv[1][0])
+        lines.append(f"- {name}, q >= {FUSED_MIN_Q}: {len(region)} cells, the least gain "
+                     f"{least[1][1] / least[1][0]:.2f}x (target {target}x) at "
+                     + ", ".join(f"{k}={v}" for k, v in zip(CELL, least[0])) + ".")
+        rows += sorted(region.items())
+    if rows:
+        lines += ["", "| metric | data | n | q | d | k | fused ms | best two-stage | its ms | gain |",
+                  "|---|---|---:|---:|---:|---:|---:|---|---:|---:|"]
+        lines += ["| " + " | ".join(str(x) for x in c) + f" | {f:.3f} | {pair} | {ms:.3f} | {ms / f:.2f} |"
+                  for c, (f, ms, pair) in rows]
+    return "\n".join(lines) + "\n"
+
+
 def panel(cells, metric, data, d, k, ns, qs):
     """One heat-map panel over (n, q): the speedup of Auto over torch, "no torch" where gknn measured the cell but
     torch has no time, None where the cell is not measured yet."""
@@ -248,7 +293,8 @@ def main(argv=None):
             grid[name] = given
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "suite.md").write_text(markdown(cells, device, grid_cells(grid), others, auto_note))
+    (out_dir / "suite.md").write_text(markdown(cells, device, grid_cells(grid), others, auto_note)
+                                      + fused_section(fused_gains(gknn_rows)))
     print(f"wrote {out_dir / 'suite.md'}")
     for path in heat_maps(cells, grid, out_dir):
         print(f"wrote {path}")

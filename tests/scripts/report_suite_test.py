@@ -121,6 +121,31 @@ def markdown_part(mod, tmp, gknn_csv, torch_csv):
           in text, "--auto-from with a duel: the duel's best time replaces the full sweep's (1.50 -> 1.05)")
 
 
+def fused_part(mod):
+    """The fused kernel's gain over the best two-stage pair, where issue 13 sets a target (q >= 8192)."""
+    key = "H100,squared_l2,integer,{n},{q},{d},{k}"
+    rows = [HEADER]
+    for n, q, d, k, fused, other in ((1000, 10000, 8, 10, 1.0, 1.6), (4000, 10000, 8, 10, 2.0, 6.0),
+                                     (1000, 10000, 128, 10, 1.0, 1.1), (1000, 10, 8, 10, 1.0, 1.0),
+                                     (1000, 10000, 8, 100, 1.0, 1.0)):
+        cell = key.format(n=n, q=q, d=d, k=k)
+        rows += [f"{cell},candidate,fused,auto,{fused},3,fused,auto,0",
+                 f"{cell},candidate,tf32,bits,{other},3,fused,auto,0",
+                 f"{cell},candidate,cublas,bits,{other / 10},0,fused,auto,0"]  # skipped (an estimate): never the best
+    rows.append(key.format(n=4000, q=10000, d=32, k=1) + ",candidate,fused,auto,1.0,3,fused,auto,0")  # fused alone
+    gains = mod.fused_gains([dict(zip(HEADER.split(","), line.split(","))) for line in rows[1:]])
+    check(len(gains) == 5 and gains[("squared_l2", "integer", 4000, 10000, 8, 10)] == (2.0, 6.0, "tf32+bits"),
+          f"gains where fused and a two-stage pair were both timed, skipped estimates left out: {gains}")
+    text = mod.fused_section(gains)
+    check("- d <= 32, k <= 64, q >= 8192: 2 cells, the least gain 1.60x (target 1.5x) at metric=squared_l2, "
+          "data=integer, n=1000, q=10000, d=8, k=10." in text,
+          "d <= 32: the q >= 8192, k <= 64 cells and their least gain")
+    check("- d = 128, k <= 32, q >= 8192: 1 cells, the least gain 1.10x (target 1.2x)" in text,
+          "d = 128: a gain below its target is reported as it is")
+    check(sum(line.startswith("| squared_l2 ") for line in text.splitlines()) == 3, "a row per cell of a target")
+    check("no cell with both timed yet" in mod.fused_section({}), "no cell yet: said so")
+
+
 def png_part(mod, tmp, gknn_csv, torch_csv):
     try:
         import matplotlib  # noqa: F401
@@ -145,6 +170,7 @@ def main():
         write(torch_csv, TORCH)
         if part == "markdown":
             markdown_part(mod, tmp, gknn_csv, torch_csv)
+            fused_part(mod)
             return 0
         return png_part(mod, tmp, gknn_csv, torch_csv)
 
