@@ -146,6 +146,31 @@ TEST(Guard, IndexAndShardedIndexAreGuardedToo) {
   }
 }
 
+TEST(Guard, CertificatesOverManyComponentsAndCandidates) {
+  // The certificate's float64 keys at d = 1 and d = 300 (cuda: the rows pass through shared memory in chunks of
+  // components: one partial chunk, and many with a partial last one) and K' from 750 (cublas) to 1264 (tf32): several
+  // rounds of candidates a query, the last one partial. On cuda every query is certified on the device.
+  const int64_t n = sanitize_mode() ? 800 : 1500, k = sanitize_mode() ? 300 : 600;
+  const bool device = kBackend == Backend::Cuda;
+  for (int64_t d : {int64_t(1), int64_t(300)}) {
+    const HostMatrix<float> base = random_matrix(n, d, 40 + d), queries = random_matrix(5, d, 41 + d);
+    for (Metric metric : metrics()) {
+      const std::vector<OracleRow> truth = oracle(base.view(), queries.view(), metric, 2.0);
+      for (DistanceAlgorithm path : float_paths(metric)) {
+        SCOPED_TRACE(to_string(metric) + " " + to_string(path) + " d=" + std::to_string(d));
+        SearchParams p = params_for(kBackend, k, metric);
+        p.distance = path;
+        SearchStats stats;
+        p.stats = &stats;
+        ASSERT_EQ("", check_search(search(base.view(), queries.view(), p), base.view(), queries.view(), p, exact(),
+                                   &truth));
+        if (device && stats.guard_candidates > k)
+          EXPECT_EQ(queries.rows + stats.guard_retried, stats.guard_device_rows);
+      }
+    }
+  }
+}
+
 TEST(Guard, ValuesWhoseSquaresOverflowFloat32) {
   // Squared distances beyond FLT_MAX: the float32 keys are inf, which bounds nothing; the guard widens to every row.
   HostMatrix<float> base = random_matrix(300, 6, 6), queries = random_matrix(4, 6, 7);
