@@ -219,7 +219,8 @@ TEST(Rerank, CandidatePassesForceThePathResolvedAtK) {
       first_pass(SelectAlgorithm::Auto, {DistanceAlgorithm::Direct, SelectAlgorithm::Quickselect});
   EXPECT_EQ(resolved.distance, DistanceAlgorithm::Direct);
   EXPECT_EQ(resolved.select, SelectAlgorithm::Quickselect);
-  const SearchParams forced = first_pass(SelectAlgorithm::Heap, {DistanceAlgorithm::Direct, SelectAlgorithm::Quickselect});
+  const SearchParams forced =
+      first_pass(SelectAlgorithm::Heap, {DistanceAlgorithm::Direct, SelectAlgorithm::Quickselect});
   EXPECT_EQ(forced.select, SelectAlgorithm::Heap);
   const SearchParams integer_only =
       first_pass(SelectAlgorithm::Auto, {DistanceAlgorithm::Fp16Mma, SelectAlgorithm::Quickselect});

@@ -265,8 +265,9 @@ class CellBench {
   /// candidate is capped at `cap` times the fastest time so far in the cell, either round, or Auto's (`automatic`,
   /// timed before them; `auto_plan` its plan) where that is faster: the round starts with the SIMT baselines, and
   /// without a reference the first of them set the cap (H200, integer 262144 x 1024 x 960, k = 1: naive 1006 ms,
-  /// then atomic 1454 ms, each timed four times beside Auto's 4.5 ms). A `hopeless` pair is not called (but see forced_pair): it goes to
-  /// `all` with its estimate, runs 0 and capped, and is never the best, but Auto's own pair (autos_own) always runs.
+  /// then atomic 1454 ms, each timed four times beside Auto's 4.5 ms). A `hopeless` pair is not called (but see
+  /// forced_pair): it goes to `all` with its estimate, runs 0 and capped, and is never the best, but Auto's own pair
+  /// (autos_own) always runs.
   std::optional<Timed> best(Backend backend, bool integer, const HopelessPairs& hopeless, const Timed& automatic,
                             const SearchPlan& auto_plan, std::vector<Timed>& all) const {
     double best_ms = automatic.ms;
@@ -728,7 +729,8 @@ class Sweep {
     if (!options_.best_from.empty())
       with_option("--sweep-best-from", [&] {
         for (const auto& [key, best] : fastest_measured(TimingsCsv().resume(options_.best_from, device_)))
-          if (best.ms > 0) best_pairs_.emplace(key, Pair{parse_distance(best.pair.first), parse_select(best.pair.second)});
+          if (best.ms > 0)
+            best_pairs_.emplace(key, Pair{parse_distance(best.pair.first), parse_select(best.pair.second)});
       });
     if (timings_.dropped_rows() > 0)
       std::printf("resume       %zu rows of cells cut short dropped from %s (measured again)\n", timings_.dropped_rows(),
@@ -973,7 +975,8 @@ void SweepOptions::add_to(CLI::App& app) {
   CLI::Option* auto_only_option =
       app.add_flag("--sweep-auto-only", auto_only,
                    "with --sweep: time only Auto in each cell (the CSV holds its line alone): a re-check of Auto "
-                   "against the best pairs of an earlier full sweep (bench/suite/report.py --auto-from); not with --out")
+                   "against the best pairs of an earlier full sweep (bench/suite/report.py --auto-from); not with "
+                   "--out")
           ->excludes(out_option);
   app.add_option("--sweep-best-from", best_from,
                  "with --sweep-auto-only: a full sweep's --csv; only the cells it completed are measured, Auto and "

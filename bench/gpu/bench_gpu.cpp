@@ -369,7 +369,8 @@ std::string measure_calls(const Index& index, const std::vector<float>& queries,
   *numbers = {w, median(dist), median(sel), stats.query_tiles};
   // Columns as the table's; the bandwidth columns are left empty (the stages' per-call times are in 'ms').
   return "| " + c.name + " | " + v.name() + " | " + to_string(v.select) + " (" + std::to_string(c.calls) +
-         " calls of q = " + std::to_string(c.nq) + (partner ? ", in turn with " + partner->pair() : "") + ") | " + fmt("%.4f", w) + " | " + fmt("%.4f", dv) + " | " + fmt("%.1f", 100 * (w - dv) / w) + " | " +
+         " calls of q = " + std::to_string(c.nq) + (partner ? ", in turn with " + partner->pair() : "") + ") | " +
+         fmt("%.4f", w) + " | " + fmt("%.4f", dv) + " | " + fmt("%.1f", 100 * (w - dv) / w) + " | " +
          fmt("%.4f", median(check)) + " | " + fmt("%.4f", median(setup)) + " | " +
          fmt("%.0f", double(c.nq) / (w * 1e-3)) + " | " + fmt("%.4f", median(dist)) + " | | " +
          fmt("%.4f", median(sel)) + " | | " + fmt("%.4f", median(fin)) + " | " + fmt("%.4f", median(copies)) + " | " +
@@ -642,8 +643,9 @@ int main(int argc, char** argv) {
           if (v.distance != DistanceAlgorithm::Auto) path = v.distance;
           else if (!v.keep) path = resolve_auto(c, Guard::Auto);
           if (path)
-            csv_rows.push_back(make_csv_row(c, v.name(), *path, to_string(v.select), numbers.wall_ms, numbers.distance_ms,
-                                            numbers.select_ms, numbers.query_tiles, v.keep, ceilings));
+            csv_rows.push_back(make_csv_row(c, v.name(), *path, to_string(v.select), numbers.wall_ms,
+                                            numbers.distance_ms, numbers.select_ms, numbers.query_tiles, v.keep,
+                                            ceilings));
           const bool same = first_ids.empty() || ids == first_ids;
           if (first_ids.empty()) first_ids = ids;
           if (!same) ++failures;

@@ -61,10 +61,10 @@ class ResultWriter {
   };
   /// Where tile rows [row0, row0 + rows) are to be finalised (after finish(slot) freed the slot).
   Target target(int slot, int64_t row0);
-  /// The tile in the slot is complete on `stream`: enqueue its copy-out, on `copy_stream` where given (after the
-  /// tile: an event), so that it overlaps the next tile's kernels on `stream`, else on `stream`. The slot is written
+  /// The tile in the slot is complete on `compute`: enqueue its copy-out, on `copy_stream` where given (after the
+  /// tile: an event), so that it overlaps the next tile's kernels on `compute`, else on `compute`. The slot is written
   /// again only after finish() waited for the copy, so no other ordering is needed.
-  void commit(int slot, int64_t row0, int64_t rows, cudaStream_t stream, cudaStream_t copy_stream = nullptr);
+  void commit(int slot, int64_t row0, int64_t rows, cudaStream_t compute, cudaStream_t copy_stream = nullptr);
   /// Lands the slot's pending tile in the caller's storage (waits for its copy); returns rows landed.
   int64_t finish(int slot);
   /// Lands, oldest first, the pending tiles whose copies are complete, while the destination is ready (never
