@@ -41,6 +41,8 @@ usage: scripts/device-check.sh [options]
   --quick             benchmarks on garcia,sift10k only, 3 repeats
   --no-torch          skip the torch peer
   --jobs N            build parallelism (default 16)
+  --targets LIST      build only these CMake targets (space-separated; a focused call: the library, one test, one
+                      benchmark); a later full build on the machine reuses their objects
   --gpu-jobs N        gpu tests run N at a time (default 1; tests on small data fit side by side)
   --readme            the README's `make run` and `make test` in a clean copy (nothing else; see the header)
   --readme-run        only `make run` in a fresh clean copy
@@ -64,7 +66,7 @@ build=$root/build-device
 do_build=1 do_tests=1 do_bench=1 do_cpu=1 do_torch=1 do_sanitize=0
 sanitize_tools="memcheck,racecheck,synccheck,initcheck" sanitize_timeout=400 sanitize_jobs=16 sanitize_deadline=0
 filter="" bench_filter="" configs="garcia,sift10k,sift1m" repeats=5 jobs=16 gpu_jobs=1
-readme_steps="" readme_dir=/tmp/gknn-readme
+readme_steps="" readme_dir=/tmp/gknn-readme targets=()
 while [[ $# -gt 0 ]]; do
   case $1 in
     --build-only) do_tests=0 do_bench=0 ;;
@@ -79,6 +81,7 @@ while [[ $# -gt 0 ]]; do
     --no-torch) do_torch=0 ;;
     --jobs) jobs=$2; shift ;;
     --gpu-jobs) gpu_jobs=$2; shift ;;
+    --targets) read -ra targets <<<"$2"; shift ;;
     --readme) readme_steps="run test" ;;
     --readme-run) readme_steps="run" ;;
     --readme-test) readme_steps="test" ;;
@@ -198,8 +201,9 @@ if [[ $do_build == 1 ]]; then
   touched=$("$root/scripts/touch-changed-sources.sh" "$root" "$build")
   if cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DGKNN_CUDA=ON -DGKNN_BUILD_TESTS=ON -DGKNN_BUILD_BENCH=ON \
        -DCMAKE_CUDA_ARCHITECTURES=90 "${deps_args[@]}" >"$out/configure.log" 2>&1 &&
-     cmake --build "$build" -j "$jobs" >"$out/build.log" 2>&1; then
-    "$root/scripts/touch-changed-sources.sh" "$root" "$build" --save
+     cmake --build "$build" -j "$jobs" ${targets[@]+--target "${targets[@]}"} >"$out/build.log" 2>&1; then
+    # After a focused build the other targets' objects may be stale: the sources' state is saved by full builds only.
+    ((${#targets[@]})) || "$root/scripts/touch-changed-sources.sh" "$root" "$build" --save
     note "build        OK ($((SECONDS - t0)) s; $touched changed sources touched first; logs: configure.log, build.log)"
     grep -q '^GKNN_NANOFLANN_INCLUDE:PATH=.*NOTFOUND' "$build/CMakeCache.txt" 2>/dev/null &&
       note "build        WITHOUT the join's CPU kd-tree: nanoflann.hpp not found (configure.log)"

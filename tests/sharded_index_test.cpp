@@ -14,6 +14,9 @@
 #include "gknn/join.hpp"
 #include "gknn/search.hpp"
 #include "gknn/sharded_index.hpp"
+#ifdef GKNN_SHARD_TEST_CUDA
+#include "cuda/hooks.hpp"
+#endif
 #include "join_common.hpp"
 #include "shard/segments.hpp"
 #include "shard_common.hpp"
@@ -294,6 +297,51 @@ TEST(ShardedIndex, SeveralAddsKeepGlobalIndices) {
   EXPECT_EQ(index.size(), 0);
   expect_error([&] { index.search(queries.view(), params); }, ErrorCode::InvalidArgument, {"empty"});
 }
+
+#ifdef GKNN_SHARD_TEST_CUDA
+// Shards on CUDA devices merge their lists on the first shard's device (backend.hpp DeviceListMerge) unless that is
+// switched off; both merges give one Index's bits: cuts with empty shards and k beyond a shard, rows added in several
+// batches (local rows mapped through segments on the device), a distance and a similarity.
+TEST(ShardedIndex, DeviceAndHostMergesAgree) {
+  struct MergeOn {
+    ~MergeOn() { detail::cuda::set_device_list_merge_enabled(true); }
+  } restore;
+  const HostMatrix<float> base = integer_matrix(181, 24, 0, 9, 41), queries = integer_matrix(33, 24, 0, 9, 42);
+  for (Metric metric : {Metric::SquaredL2, Metric::InnerProduct})
+    for (int64_t k : {int64_t(1), int64_t(40), int64_t(181)}) {
+      SearchParams params = params_for(metric, k);
+      params.distance = DistanceAlgorithm::Auto;
+      const Result want = single_search(base.view(), queries.view(), params);
+      for (int parts : {2, 3}) {
+        for (const std::vector<int64_t>& cut : cuts_for(base.rows, parts)) {
+          SCOPED_TRACE(to_string(metric) + " k=" + std::to_string(k) + " cut " + cut_name(cut));
+          ShardedIndex index(base.cols, test_shards(parts), ShardMode::Sharded, metric);
+          // Two batches: the second cut in reverse, so every shard with rows of both holds two segments.
+          std::vector<int64_t> first(cut.size()), second(cut.size());
+          for (size_t s = 0; s < cut.size(); ++s) first[s] = cut[s] / 2;
+          int64_t head = 0;
+          for (int64_t c : first) head += c;
+          for (size_t s = 0; s < cut.size(); ++s) second[cut.size() - 1 - s] = cut[s] - first[s];
+          int64_t tail = 0;
+          for (int64_t c : second) tail += c;
+          ASSERT_EQ(head + tail, base.rows);
+          index.add(FloatView{base.row(0), head, base.cols, 0}, first);
+          index.add(FloatView{base.row(head), tail, base.cols, 0}, second);
+          int with_rows = 0;
+          for (int s = 0; s < parts; ++s) with_rows += index.shard_size(s) > 0 ? 1 : 0;
+          const int64_t before = detail::cuda::device_list_merges();
+          const Result on_device = index.search(queries.view(), params);
+          EXPECT_EQ(detail::cuda::device_list_merges() - before, with_rows >= 2 ? 1 : 0);
+          detail::cuda::set_device_list_merge_enabled(false);
+          const Result on_host = index.search(queries.view(), params);
+          detail::cuda::set_device_list_merge_enabled(true);
+          expect_identical(on_device, want);
+          expect_identical(on_host, want);
+        }
+      }
+    }
+}
+#endif
 
 /// A part's rows as global indices: one batch (a shift, the fast path) and several batches (a lookup).
 TEST(GlobalRows, LocalRowsToGlobalIndices) {

@@ -166,6 +166,32 @@ void upload_result(const Result& result, const ResultView& dest);
 /// Copies row i of a host result (k = dest.k) into row rows[i] of a device destination.
 void scatter_rows(const Result& part, const std::vector<int64_t>& rows, const ResultView& dest);
 std::unique_ptr<ResidentStore> make_store(int64_t dim, int device);
+/// One part of a device-side merge of key lists (DeviceListMerge): the device its lists are written on, their
+/// length k (entries a row, key form, no padding) and how its local row indices become global ones: segment i maps
+/// local rows from local_begin[i] (ascending, the first 0) to global rows from global_begin[i] (GlobalRows).
+struct DeviceListPart {
+  int device = 0;
+  int64_t k = 0;
+  std::vector<int64_t> local_begin, global_begin;
+};
+/// The key lists of several searches (the shards of a ShardedIndex on CUDA devices) written on their devices and
+/// merged on the first part's device: the other parts' lists cross by peer copies (NVLink where there is one), the
+/// merge is the device merge of two sorted lists, and one q x k download brings the result to a page-locked host
+/// result. No part's lists come to the host, and the host merges nothing (10k x 100 from two H200s: 1.2 ms of host
+/// merge and a copy-out before). Made before the searches: part(s) is search s's device destination.
+class DeviceListMerge {
+ public:
+  virtual ~DeviceListMerge() = default;
+  /// Where search s writes its rows x parts[s].k key lists (device memory of parts[s].device).
+  virtual ResultView part(int s) const = 0;
+  /// Every part written (their searches returned): the rows x k merged keys with global indices, on the host.
+  virtual KeyResult merge() = 0;
+};
+/// The merge of `parts` for `rows` queries into k a row (k <= the parts' k summed), or null where it cannot serve: no CUDA, switched off (hooks.hpp
+/// set_device_list_merge_enabled, GKNN_DEVICE_LIST_MERGE=0), or its buffers would take more than an eighth of a
+/// device's free memory (the searches' tiles need it more; the host merges then).
+std::unique_ptr<DeviceListMerge> device_list_merge(const std::vector<DeviceListPart>& parts, int64_t rows,
+                                                   int64_t k);
 std::vector<DistanceAlgorithm> distance_algorithms(Metric user_metric);
 std::vector<SelectCapability> select_algorithms();
 /// Visible devices; empty without CUDA, without a device, or when the driver reports an error.

@@ -17,6 +17,9 @@ void search_into(FloatView, FloatView, const SearchParams&, const ValueStats&, c
 void select_into(FloatView, const int64_t*, int64_t, bool, const SelectParams&, const OutputSpec&) { no_cuda(); }
 void device_reject_nan(FloatView, std::string_view) {}
 std::unique_ptr<ResidentStore> make_store(int64_t, int) { no_cuda(); }
+std::unique_ptr<DeviceListMerge> device_list_merge(const std::vector<DeviceListPart>&, int64_t, int64_t) {
+  return nullptr;
+}
 std::vector<DistanceAlgorithm> distance_algorithms(Metric) { return {}; }
 std::vector<SelectCapability> select_algorithms() { return {}; }
 std::vector<DeviceInfo> devices() { return {}; }

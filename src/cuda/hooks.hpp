@@ -28,6 +28,12 @@ void set_operand_cache_enabled(bool on);
 /// Off: the fused kernel leaves the splits' lists of a few-query search to the pipeline's selection instead of
 /// merging them itself (FusedTarget::merge_splits), so that tests and benchmarks compare both. On by default.
 void set_fused_split_merge_enabled(bool on);
+/// Off: a ShardedIndex whose shards are CUDA devices downloads every shard's key lists and merges them on the host
+/// instead of on the first shard's device (backend.hpp DeviceListMerge), so that tests and benchmarks compare both.
+/// On by default (GKNN_DEVICE_LIST_MERGE=0 turns it off for a process).
+void set_device_list_merge_enabled(bool on);
+/// Merges of shards' lists on a device since the process started: tests see that the device merge served.
+int64_t device_list_merges();
 /// Base rows converted into kept operand copies since the process started (a search that finds the copy filled
 /// converts none): tests see that the copy is used, and made again after the base changed.
 int64_t operand_cache_rows_converted();
@@ -81,10 +87,11 @@ bool index_pool_enabled();
 
 /// Frees what the backend keeps between calls for the life of the process: the cached pipelines (streams, device
 /// and pinned buffers), the device value scan's slots, the uploads' pinned slots, the idle blocks of gknn's device
-/// pools (the freed Index rows they keep: release_upload_slots), the exactness guard's buffers and the
-/// idle cuBLAS handles. At exit the CUDA runtime may already be gone, so nothing frees
-/// them then, and compute-sanitizer's leak check (memcheck --leak-check full) would report them; the test binaries
-/// call this before main returns (tests/testing/main.cpp, mpi_search_test), and later calls simply make new ones.
+/// pools (the freed Index rows they keep: release_upload_slots), the exactness guard's buffers, the sharded
+/// searches' device merge buffers and the idle cuBLAS handles. At exit the CUDA runtime may already be gone, so
+/// nothing frees them then, and compute-sanitizer's leak check (memcheck --leak-check full) would report them; the
+/// test binaries call this before main returns (tests/testing/main.cpp, mpi_search_test), and later calls simply
+/// make new ones.
 void release_cached_device_resources();
 /// The exactness guard's kept device buffers (pipeline/guard.cu); part of release_cached_device_resources.
 void release_guard_scratch();

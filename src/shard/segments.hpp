@@ -35,6 +35,12 @@ class GlobalRows {
                                   [](int64_t i, const Segment& s) { return i < s.local_begin; });
     return (after - 1)->global_begin + (local - (after - 1)->local_begin);
   }
+  /// The segments as two ascending columns: local rows from local_begin[i] are global rows from global_begin[i]
+  /// (for a device that maps them itself, cuda DeviceListPart).
+  void segments(std::vector<int64_t>& local_begin, std::vector<int64_t>& global_begin) const {
+    local_begin.clear(), global_begin.clear();
+    for (const Segment& s : segments_) local_begin.push_back(s.local_begin), global_begin.push_back(s.global_begin);
+  }
   /// Rewrites local indices to global ones (every entry must be a valid local row).
   void to_global(std::span<int64_t> indices) const {
     if (segments_.size() == 1) {  // the common one-batch case: a shift (none for the first shard)

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <memory>
 #include <numeric>
 #include <optional>
 
@@ -156,11 +157,57 @@ struct ShardedIndex::Impl {
     return detail::guarded_keys(source, queries, kp, guard->resolved, guard->bound, exact);
   }
 
+  /// The merge of the shards' lists on the first shard's device (backend.hpp DeviceListMerge) where every shard with
+  /// rows is a CUDA device and there are two or more; part_of[s]: shard s's part (-1: no rows). Null where it
+  /// cannot serve: the shards' lists then come to the host and merge there.
+  std::unique_ptr<detail::cuda::DeviceListMerge> device_merge(int64_t q, int64_t k, const SearchParams& checked,
+                                                        std::vector<int>& part_of) const {
+    std::vector<detail::cuda::DeviceListPart> parts;
+    part_of.assign(shards.size(), -1);
+    for (size_t s = 0; s < shards.size(); ++s) {
+      const Shard& shard = shards[s];
+      if (shard.size() == 0) continue;
+      if (shard.where.backend != Backend::Cuda) return nullptr;
+      detail::cuda::DeviceListPart part{shard.where.device, std::min(checked.k, shard.size()), {}, {}};
+      shard.rows.segments(part.local_begin, part.global_begin);
+      part_of[s] = int(parts.size());
+      parts.push_back(std::move(part));
+    }
+    if (parts.size() < 2) return nullptr;
+    return detail::cuda::device_list_merge(parts, q, k);
+  }
+
+  /// Sharded, merged on a device: each shard writes its keys (key form, as search_keys) into its part of `merge`.
+  detail::KeyResult sharded_keys_on_device(FloatView queries, const detail::ValueStats& query_stats,
+                                           const SearchParams& checked, SearchStats& stats,
+                                           detail::cuda::DeviceListMerge& merge, const std::vector<int>& part_of) const {
+    stats = run_shards([&](int s, SearchStats& st) {
+      if (part_of[size_t(s)] < 0) return;
+      SearchParams kp = shard_params(checked, s, shards[size_t(s)].size());
+      kp.stats = &st;
+      detail::OutputSpec spec;
+      spec.metric = Metric::SquaredL2;  // the identity on keys (key_output)
+      spec.k = kp.k;
+      spec.memory = Memory::Device;
+      const ResultView part = merge.part(part_of[size_t(s)]);
+      spec.destination = [part] { return part; };
+      shards[size_t(s)].store->search_into(queries, kp, query_stats, spec);
+    });
+    const auto merge_start = std::chrono::steady_clock::now();
+    detail::KeyResult merged = merge.merge();
+    stats.merge_ms += elapsed_ms(merge_start);
+    return merged;
+  }
+
   /// Sharded: every shard's top k of every query, merged (on the float64 keys under the guard: two shards' rows
   /// whose float64 keys differ may round to one float key, and only the float64 keys order them as one device does).
   detail::KeyResult sharded_keys(FloatView queries, const detail::ValueStats& query_stats, const SearchParams& checked,
                                  SearchStats& stats, const ShardGuard* guard, std::vector<double>* exact) const {
     const int64_t q = queries.rows;
+    std::vector<int> part_of;
+    if (std::unique_ptr<detail::cuda::DeviceListMerge> merge =
+            guard ? nullptr : device_merge(q, std::min(checked.k, rows), checked, part_of))
+      return sharded_keys_on_device(queries, query_stats, checked, stats, *merge, part_of);
     std::vector<detail::KeyResult> parts(shards.size());
     std::vector<std::vector<double>> exact_parts(shards.size());
     stats = run_shards([&](int s, SearchStats& st) {

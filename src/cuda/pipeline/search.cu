@@ -12,6 +12,7 @@
 #include "cuda/distance/distance.cuh"
 #include "cuda/hooks.hpp"
 #include "cuda/pipeline/certify.cuh"
+#include "cuda/pipeline/device_list_merge.cuh"
 #include "cuda/pipeline/finalize.cuh"
 #include "cuda/pipeline/hook_state.cuh"
 #include "cuda/pipeline/measured_choice.cuh"
@@ -305,6 +306,7 @@ void release_cached_device_resources() {
   release_scan_slots();
   release_upload_slots();
   release_guard_scratch();
+  release_list_merge_buffers();
   release_cublas_handles();
   PinnedPool::get().trim();  // the kept page-locked blocks (Results', the join's)
 }
