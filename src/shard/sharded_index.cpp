@@ -271,11 +271,40 @@ struct ShardedIndex::Impl {
     return decision;
   }
 
+  /// Replicated without the guard: each shard writes its keys (key form, as search_keys) straight into its rows of
+  /// one result, page-locked where the CUDA backend has the blocks (its downloads then land there directly): no
+  /// per-shard result and no copy after the devices (10k x 1000 from two H200s: 165 ms of host work before).
+  detail::KeyResult replicated_keys_in_place(FloatView queries, const detail::ValueStats& query_stats,
+                                             const SearchParams& checked, SearchStats& stats) const {
+    const int64_t q = queries.rows, k = std::min(checked.k, rows), parts = int64_t(shards.size());
+    detail::KeyResult out;
+    {
+      const detail::PageLockedResults page_locked;
+      out = detail::allocate_result_populated(q, k);
+    }
+    stats = run_shards([&](int s, SearchStats& st) {
+      const auto [first, last] = detail::near_equal_part(q, s, parts);
+      if (last == first) return;
+      SearchParams kp = shard_params(checked, s, rows);
+      kp.stats = &st;
+      detail::OutputSpec spec;
+      spec.metric = Metric::SquaredL2;  // the identity on keys (key_output)
+      spec.k = k;
+      const ResultView rows_of_part{out.distances.data() + first * k, out.indices.data() + first * k, last - first, k,
+                                    Memory::Host};
+      spec.destination = [rows_of_part] { return rows_of_part; };
+      const FloatView range{queries.row(first), last - first, queries.cols, queries.row_stride()};
+      shards[size_t(s)].store->search_into(range, kp, query_stats, spec);
+    });
+    return out;
+  }
+
   /// Replicated: shard s answers its near-equal part of the queries against its full copy of the base.
   detail::KeyResult replicated_keys(FloatView queries, const detail::ValueStats& query_stats,
                                     const SearchParams& checked, SearchStats& stats, const ShardGuard* guard,
                                     std::vector<double>* exact) const {
     const int64_t q = queries.rows, k = std::min(checked.k, rows), parts = int64_t(shards.size());
+    if (!guard) return replicated_keys_in_place(queries, query_stats, checked, stats);
     detail::KeyResult out{q, k, std::vector<float>(size_t(q * k)), std::vector<int64_t>(size_t(q * k))};
     if (guard && exact) exact->assign(size_t(q * k), 0.0);
     stats = run_shards([&](int s, SearchStats& st) {
