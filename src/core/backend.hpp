@@ -187,9 +187,9 @@ class DeviceListMerge {
   /// Every part written (their searches returned): the rows x k merged keys with global indices, on the host.
   virtual KeyResult merge() = 0;
 };
-/// The merge of `parts` for `rows` queries into k a row (k <= the parts' k summed), or null where it cannot serve: no CUDA, switched off (hooks.hpp
-/// set_device_list_merge_enabled, GKNN_DEVICE_LIST_MERGE=0), or its buffers would take more than an eighth of a
-/// device's free memory (the searches' tiles need it more; the host merges then).
+/// The merge of `parts` for `rows` queries into k a row (k <= the parts' k summed), or null where it cannot serve:
+/// no CUDA, switched off (hooks.hpp set_device_list_merge_enabled, GKNN_DEVICE_LIST_MERGE=0), or its buffers would
+/// take more than an eighth of a device's free memory (the searches' tiles need it more; the host merges then).
 std::unique_ptr<DeviceListMerge> device_list_merge(const std::vector<DeviceListPart>& parts, int64_t rows,
                                                    int64_t k);
 std::vector<DistanceAlgorithm> distance_algorithms(Metric user_metric);

@@ -180,7 +180,8 @@ struct ShardedIndex::Impl {
   /// Sharded, merged on a device: each shard writes its keys (key form, as search_keys) into its part of `merge`.
   detail::KeyResult sharded_keys_on_device(FloatView queries, const detail::ValueStats& query_stats,
                                            const SearchParams& checked, SearchStats& stats,
-                                           detail::cuda::DeviceListMerge& merge, const std::vector<int>& part_of) const {
+                                           detail::cuda::DeviceListMerge& merge,
+                                           const std::vector<int>& part_of) const {
     stats = run_shards([&](int s, SearchStats& st) {
       if (part_of[size_t(s)] < 0) return;
       SearchParams kp = shard_params(checked, s, shards[size_t(s)].size());
