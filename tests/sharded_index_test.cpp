@@ -309,6 +309,8 @@ TEST(ShardedIndex, DeviceAndHostMergesAgree) {
   const HostMatrix<float> base = integer_matrix(181, 24, 0, 9, 41), queries = integer_matrix(33, 24, 0, 9, 42);
   for (Metric metric : {Metric::SquaredL2, Metric::InnerProduct})
     for (int64_t k : {int64_t(1), int64_t(40), int64_t(181)}) {
+      // Sanitized: one metric, k beyond every shard (the merge's lists of unequal lengths).
+      if (sanitize_mode() && (metric != Metric::SquaredL2 || k != 181)) continue;
       SearchParams params = params_for(metric, k);
       params.distance = DistanceAlgorithm::Auto;
       const Result want = single_search(base.view(), queries.view(), params);
