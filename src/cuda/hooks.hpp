@@ -34,6 +34,10 @@ void set_fused_split_merge_enabled(bool on);
 void set_device_list_merge_enabled(bool on);
 /// Merges of shards' lists on a device since the process started: tests see that the device merge served.
 int64_t device_list_merges();
+/// On: the exactness guard's certificate inside a search reads its candidates' rows through shared memory in
+/// coalesced chunks (certify.cu's staged kernel) instead of one row per thread; the same float64 keys bit for bit.
+/// Off by default until the GPU suite has run it (GKNN_STAGED_CERTIFICATE=1 turns it on for a process).
+void set_staged_certificate_enabled(bool on);
 /// Base rows converted into kept operand copies since the process started (a search that finds the copy filled
 /// converts none): tests see that the copy is used, and made again after the base changed.
 int64_t operand_cache_rows_converted();

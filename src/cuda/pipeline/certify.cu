@@ -1,6 +1,14 @@
 // certify.cu: see certify.cuh. The certificate is rerank.cpp's rerank_row, decided the same way: the K'-th
 // computed key (the largest of the valid candidates, the finaliser's row offset added in float) minus the query's
 // bound must exceed the k-th float64 key, or K' must cover every base row.
+//
+// Two ways to the candidates' float64 keys, bit for bit the same (exact_key.cuh's steps in the same order):
+// * per thread: thread j walks candidate j's row component by component. A warp's load then touches 32 rows, 32
+//   sectors for 32 floats; at d = 960 and K' = 1250 the certificate took ~104 ms of a 10k-query search (H200).
+// * staged (hook_state.cuh staged_certificate_enabled; squared L2 and inner product, the guarded key metrics): a
+//   round of 256 candidates has their rows copied through shared memory kChunk components at a time, one warp
+//   reading 128 coalesced bytes of a row per load into a transposed tile; each thread then sums its own row's
+//   components from the tile (conflict-free: a tile row is padded to kThreads + 1 floats).
 #include <algorithm>
 #include <climits>
 
@@ -9,6 +17,7 @@
 #include "cuda/common/error.cuh"
 #include "cuda/pipeline/certify.cuh"
 #include "cuda/pipeline/exact_key.cuh"
+#include "cuda/pipeline/hook_state.cuh"
 #include "cuda/primitives/ordered.cuh"
 #include "cuda/primitives/shared_bitonic.cuh"
 
@@ -27,6 +36,12 @@ uint32_t padded_count(int64_t candidates) {
 
 size_t shared_bytes(uint32_t padded) { return static_cast<size_t>(padded) * (sizeof(uint64_t) + sizeof(int64_t)); }
 
+constexpr int kChunk = 32;                  // components of a row staged at a time (one per lane)
+constexpr int kTileStride = kThreads + 1;   // floats a tile row: a column step moves one bank
+/// The staged kernel's shared memory after the keys and labels: the round's rows (int64), the transposed tile
+/// (kChunk x kTileStride floats) and the query's chunk.
+constexpr size_t kStagedBytes = kThreads * sizeof(int64_t) + kChunk * kTileStride * sizeof(float) + kChunk * sizeof(float);
+
 /// Block-wide sum (op = 0) or maximum (op = 1) of one double per thread; every thread gets the result.
 template <int kOp>
 __device__ double block_reduce(double v, double* scratch) {
@@ -42,30 +57,85 @@ __device__ double block_reduce(double v, double* scratch) {
   return r;
 }
 
-__global__ void __launch_bounds__(kThreads) certify_kernel(CertifyArgs a, uint32_t padded) {
-  extern __shared__ uint64_t shared[];
-  uint64_t* keys = shared;
-  int64_t* labels = reinterpret_cast<int64_t*>(shared + padded);
-  __shared__ double scratch[kWarps];
-  const int64_t row = blockIdx.x;
-  const float* q = a.queries + row * a.query_stride;
-  const float* computed = a.keys + row * a.list_stride;
-  const int64_t* ids = a.labels + row * a.list_stride;
-  const float offset = a.row_offsets ? a.row_offsets[row] : 0.f;
-  double last = -HUGE_VAL, valid = 0;
-  for (uint32_t j = threadIdx.x; j < padded; j += kThreads) {
-    const int64_t id = j < a.candidates ? ids[j] : -1;
+/// One query's candidates as the kernel sees them: the computed keys and rows of its list, and what the entries
+/// add up to (valid candidates, the largest computed key).
+struct CandidateRow {
+  const float* q;
+  const float* computed;
+  const int64_t* ids;
+  float offset;
+  uint64_t* keys;
+  int64_t* labels;
+  double valid = 0, last = -HUGE_VAL;
+
+  __device__ int64_t id(const CertifyArgs& a, uint32_t j) const { return j < a.candidates ? ids[j] : -1; }
+
+  /// Candidate j's entry (`key` its float64 key; padding where id < 0).
+  __device__ void put(const CertifyArgs& a, uint32_t j, int64_t id, double key) {
     if (id < 0) {
       keys[j] = kPaddingKey;
       labels[j] = LLONG_MAX;
-      continue;
+      return;
     }
-    keys[j] = ordered_key64(exact_key(a.metric, 2.0, q, a.base + id * a.base_stride, a.dim));
+    keys[j] = ordered_key64(key);
     labels[j] = id;
     valid += 1;
-    const float key = a.row_offsets ? fmaxf(0.f, computed[j] + offset) : computed[j];
-    last = fmax(last, static_cast<double>(key));
+    const float c = a.row_offsets ? fmaxf(0.f, computed[j] + offset) : computed[j];
+    last = fmax(last, static_cast<double>(c));
   }
+};
+
+/// Per thread: thread j reads candidate j's row itself.
+__device__ void direct_keys(const CertifyArgs& a, uint32_t padded, CandidateRow& r) {
+  for (uint32_t j = threadIdx.x; j < padded; j += kThreads) {
+    const int64_t id = r.id(a, j);
+    r.put(a, j, id, id < 0 ? 0.0 : exact_key(a.metric, 2.0, r.q, a.base + id * a.base_stride, a.dim));
+  }
+}
+
+/// Staged (see the file's comment): rounds of kThreads candidates, their rows through the transposed tile.
+template <Metric kMetric>
+__device__ void staged_keys(const CertifyArgs& a, uint32_t padded, CandidateRow& r, unsigned char* staging) {
+  int64_t* round_ids = reinterpret_cast<int64_t*>(staging);
+  float* tile = reinterpret_cast<float*>(round_ids + kThreads);
+  float* q_chunk = tile + kChunk * kTileStride;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (uint32_t round = 0; round < padded; round += kThreads) {
+    const uint32_t j = round + threadIdx.x;
+    const int64_t id = r.id(a, j);
+    round_ids[threadIdx.x] = id;  // the last chunk's staging read them before its second barrier
+    double acc = 0;
+    for (int64_t c0 = 0; c0 < a.dim; c0 += kChunk) {
+      const int width = static_cast<int>(min(static_cast<int64_t>(kChunk), a.dim - c0));
+      __syncthreads();  // round_ids written; the previous chunk's tile read
+      if (warp == 0 && lane < width) q_chunk[lane] = r.q[c0 + lane];
+      for (int i = warp; i < kThreads; i += kWarps) {
+        const int64_t rid = round_ids[i];
+        if (rid >= 0 && lane < width) tile[lane * kTileStride + i] = a.base[rid * a.base_stride + c0 + lane];
+      }
+      __syncthreads();
+      if (id >= 0)
+        for (int t = 0; t < width; ++t)
+          acc = exact_key_step<kMetric>(acc, q_chunk[t], tile[t * kTileStride + threadIdx.x]);
+    }
+    if (j < padded) r.put(a, j, id, exact_key_finish<kMetric>(acc));
+  }
+}
+
+/// kStaged: the staged keys of kMetric (squared L2 or inner product); else per thread, a.metric.
+template <bool kStaged, Metric kMetric>
+__global__ void __launch_bounds__(kThreads) certify_kernel(CertifyArgs a, uint32_t padded) {
+  extern __shared__ uint64_t shared[];
+  __shared__ double scratch[kWarps];
+  const int64_t row = blockIdx.x;
+  CandidateRow r{a.queries + row * a.query_stride, a.keys + row * a.list_stride, a.labels + row * a.list_stride,
+                 a.row_offsets ? a.row_offsets[row] : 0.f, shared, reinterpret_cast<int64_t*>(shared + padded)};
+  if constexpr (kStaged) staged_keys<kMetric>(a, padded, r, reinterpret_cast<unsigned char*>(shared + 2 * padded));
+  else direct_keys(a, padded, r);
+  const float* q = r.q;
+  uint64_t* keys = r.keys;
+  int64_t* labels = r.labels;
+  double last = r.last, valid = r.valid;
   double square_norm = 0;
   for (int64_t j = threadIdx.x; j < a.dim; j += kThreads) square_norm += double(q[j]) * q[j];
   square_norm = block_reduce<0>(square_norm, scratch);
@@ -114,18 +184,33 @@ void launch_max_square_norm(const float* rows, int64_t count, int64_t stride, in
   GKNN_CUDA_CHECK_LAUNCH();
 }
 
+namespace {
+
+void launch_certify(void (*kernel)(CertifyArgs, uint32_t), const CertifyArgs& args, uint32_t padded, size_t bytes,
+                    cudaStream_t stream) {
+  // Past the default 48 KiB (K' above 2048 pads to 4096 entries, 64 KiB; the staged tile adds 34 KiB), opted in on
+  // the current device.
+  if (bytes > 40 * 1024)
+    GKNN_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  kernel<<<static_cast<unsigned>(args.rows), kThreads, bytes, stream>>>(args, padded);
+  GKNN_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
 void certify_rows(const CertifyArgs& args, cudaStream_t stream) {
   if (args.rows == 0) return;
   GKNN_EXPECT(args.candidates >= args.k && args.candidates <= DeviceCertificate::kMaxCandidates,
               ErrorCode::Internal, "certify_rows: ", args.candidates, " candidates for k = ", args.k);
   const uint32_t padded = padded_count(args.candidates);
-  const size_t bytes = shared_bytes(padded);
-  // K' above 2048 pads to 4096 entries (64 KiB): past the default 48 KiB, opted in on the current device.
-  if (bytes > 40 * 1024)
-    GKNN_CUDA_TRY(cudaFuncSetAttribute(certify_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(bytes)));
-  certify_kernel<<<static_cast<unsigned>(args.rows), kThreads, bytes, stream>>>(args, padded);
-  GKNN_CUDA_CHECK_LAUNCH();
+  const bool staged = staged_certificate_enabled() &&
+                      (args.metric == Metric::SquaredL2 || args.metric == Metric::InnerProduct);
+  if (!staged) return launch_certify(certify_kernel<false, Metric::SquaredL2>, args, padded, shared_bytes(padded),
+                                     stream);
+  const size_t bytes = shared_bytes(padded) + kStagedBytes;
+  if (args.metric == Metric::SquaredL2)
+    return launch_certify(certify_kernel<true, Metric::SquaredL2>, args, padded, bytes, stream);
+  launch_certify(certify_kernel<true, Metric::InnerProduct>, args, padded, bytes, stream);
 }
 
 }  // namespace gknn::detail::cuda
