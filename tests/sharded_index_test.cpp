@@ -362,6 +362,22 @@ TEST(GlobalRows, LocalRowsToGlobalIndices) {
   std::vector<int64_t> spread{0, 2, 3, 4, 5, 8};
   several.to_global(spread);
   EXPECT_EQ((std::vector<int64_t>{10, 12, 20, 21, 40, 43}), spread);
+
+  // Lists longer than one of to_global's ranges (64Ki entries, on the host pool), the last range partial.
+  gknn::detail::GlobalRows shift, two;  // one batch at 1000; local 0..99999 -> 5'000'000.., 100000.. -> 7..
+  shift.append(1000, 200'000);
+  two.append(5'000'000, 100'000);
+  two.append(7, 100'000);
+  std::vector<int64_t> many(300'001), shifted(300'001);
+  for (size_t e = 0; e < many.size(); ++e) many[e] = int64_t((e * 7919) % 200'000);
+  shifted = many;
+  shift.to_global(shifted);
+  two.to_global(many);
+  for (size_t e = 0; e < many.size(); ++e) {
+    const int64_t local = int64_t((e * 7919) % 200'000);
+    ASSERT_EQ(local < 100'000 ? 5'000'000 + local : 7 + local - 100'000, many[e]) << e;
+    ASSERT_EQ(1000 + local, shifted[e]) << e;
+  }
 }
 
 TEST(ShardedIndex, OneRowAndNoQueries) {
