@@ -38,6 +38,7 @@ size_t shared_bytes(uint32_t padded) { return static_cast<size_t>(padded) * (siz
 
 constexpr int kChunk = 32;                  // components of a row staged at a time (one per lane)
 constexpr int kTileStride = kThreads + 1;   // floats a tile row: a column step moves one bank
+constexpr int kRowsPerWarp = kThreads / kWarps;  // candidates' rows a warp stages a chunk
 /// The staged kernel's shared memory after the keys and labels: the round's rows (int64), the transposed tile
 /// (kChunk x kTileStride floats) and the query's chunk.
 constexpr size_t kStagedBytes = kThreads * sizeof(int64_t) + kChunk * kTileStride * sizeof(float) + kChunk * sizeof(float);
@@ -100,7 +101,11 @@ __device__ void staged_keys(const CertifyArgs& a, uint32_t padded, CandidateRow&
   float* tile = reinterpret_cast<float*>(round_ids + kThreads);
   float* q_chunk = tile + kChunk * kTileStride;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  for (uint32_t round = 0; round < padded; round += kThreads) {
+  // Rounds up to the last candidate's; the padding past it (up to the sort's power of two) is written directly.
+  const uint32_t staged_end =
+      min(padded, static_cast<uint32_t>((a.candidates + kThreads - 1) / kThreads) * static_cast<uint32_t>(kThreads));
+  for (uint32_t j = staged_end + threadIdx.x; j < padded; j += kThreads) r.put(a, j, -1, 0.0);
+  for (uint32_t round = 0; round < staged_end; round += kThreads) {
     const uint32_t j = round + threadIdx.x;
     const int64_t id = r.id(a, j);
     round_ids[threadIdx.x] = id;  // the last chunk's staging read them before its second barrier
@@ -109,10 +114,15 @@ __device__ void staged_keys(const CertifyArgs& a, uint32_t padded, CandidateRow&
       const int width = static_cast<int>(min(static_cast<int64_t>(kChunk), a.dim - c0));
       __syncthreads();  // round_ids written; the previous chunk's tile read
       if (warp == 0 && lane < width) q_chunk[lane] = r.q[c0 + lane];
-      for (int i = warp; i < kThreads; i += kWarps) {
-        const int64_t rid = round_ids[i];
-        if (rid >= 0 && lane < width) tile[lane * kTileStride + i] = a.base[rid * a.base_stride + c0 + lane];
+      // The warp's kRowsPerWarp row loads all in flight before the first store (registers, then the tile).
+      float staged[kRowsPerWarp];
+#pragma unroll
+      for (int u = 0; u < kRowsPerWarp; ++u) {
+        const int64_t rid = round_ids[warp + u * kWarps];
+        staged[u] = rid >= 0 && lane < width ? a.base[rid * a.base_stride + c0 + lane] : 0.f;
       }
+#pragma unroll
+      for (int u = 0; u < kRowsPerWarp; ++u) tile[lane * kTileStride + warp + u * kWarps] = staged[u];
       __syncthreads();
       if (id >= 0)
         for (int t = 0; t < width; ++t)
