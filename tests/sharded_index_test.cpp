@@ -18,6 +18,7 @@
 #include "cuda/hooks.hpp"
 #endif
 #include "join_common.hpp"
+#include "shard/merge.hpp"
 #include "shard/segments.hpp"
 #include "shard_common.hpp"
 #include "testing/data.hpp"
@@ -378,6 +379,15 @@ TEST(GlobalRows, LocalRowsToGlobalIndices) {
     ASSERT_EQ(local < 100'000 ? 5'000'000 + local : 7 + local - 100'000, many[e]) << e;
     ASSERT_EQ(1000 + local, shifted[e]) << e;
   }
+}
+
+// The guarded merges' float64 keys rounded to float in ranges on the host pool: every entry, the last range partial.
+TEST(MergeKeys, RoundKeysIntoRoundsEveryEntry) {
+  std::vector<double> wide(200'003);
+  for (size_t e = 0; e < wide.size(); ++e) wide[e] = 1.0 + double(e) * 1e-9 + 1e-17 * double(e % 7);
+  std::vector<float> narrow(wide.size(), -1.f);
+  gknn::detail::round_keys_into(wide.data(), narrow.data(), int64_t(wide.size()));
+  for (size_t e = 0; e < wide.size(); ++e) ASSERT_EQ(static_cast<float>(wide[e]), narrow[e]) << e;
 }
 
 TEST(ShardedIndex, OneRowAndNoQueries) {

@@ -111,7 +111,8 @@ detail::KeyResult merge_exact_keys(const detail::KeyResult& keys, std::vector<do
   std::vector<double> wide_keys(size_t(rows * k));
   merged.indices.resize(size_t(rows * k));
   detail::merge_key_lists_into(all.parts, rows, k, threads, wide_keys.data(), merged.indices.data());
-  merged.distances.assign(wide_keys.begin(), wide_keys.end());  // rounded as one device's guard rounds them
+  merged.distances = HostArray<float>::for_overwrite(wide_keys.size());
+  detail::round_keys_into(wide_keys.data(), merged.distances.data(), int64_t(wide_keys.size()));
   return merged;
 }
 

@@ -232,7 +232,7 @@ struct ShardedIndex::Impl {
       std::vector<double> wide = merge_shard_lists(keys, parts, q, k, checked.threads, merged.indices);
       merged.distances = std::move(parts[0].distances);  // its room, where it has it
       merged.distances.resize(size_t(q * k));
-      std::copy(wide.begin(), wide.end(), merged.distances.begin());  // rounded as one device's guard rounds them
+      detail::round_keys_into(wide.data(), merged.distances.data(), q * k);
       if (exact) *exact = std::move(wide);
     } else {
       std::vector<HostArray<float>*> keys;
