@@ -266,12 +266,19 @@ Result finalize(KeyResult keys, Metric metric, double p, int64_t k) {
   return out;
 }
 
+OutputSpec key_output_into(const ResultView& dest) {
+  OutputSpec spec;
+  spec.metric = Metric::SquaredL2;  // the identity on keys
+  spec.k = dest.k;
+  spec.memory = dest.memory;
+  spec.destination = [dest] { return dest; };
+  return spec;
+}
+
 OutputSpec key_output(KeyResult& keys, int64_t rows, int64_t k) {
   keys.rows = rows;
   keys.k = k;
-  OutputSpec spec;
-  spec.metric = Metric::SquaredL2;
-  spec.k = k;
+  OutputSpec spec = key_output_into(ResultView{nullptr, nullptr, rows, k, Memory::Host});
   // Populated as Index::search's results are: a shard's lists (q x k, 12 MB at 10k x 100) are made on the CUDA
   // writer's helper thread while the device computes, so their page faults stay off the copy-out (issue 17).
   spec.destination = [&keys, rows, k] {

@@ -54,6 +54,9 @@ ResultView view_of(Result& r);
 /// An OutputSpec that writes a search's keys unchanged into `keys` (rows x k, key form, no ids): the squared-L2
 /// "finalisation" is the identity on keys. `keys` is allocated (populated) when the search asks for it.
 OutputSpec key_output(KeyResult& keys, int64_t rows, int64_t k);
+/// The same into storage the caller has (host or device, dest.k entries a row): a shard's part of a merge on the
+/// device, or its rows of one result.
+OutputSpec key_output_into(const ResultView& dest);
 
 /// Writes guarded or merged key results through `out`: host destinations by finalize_into, device destinations
 /// through a host result copied to the device (the cuda backend's upload_result).

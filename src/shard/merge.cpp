@@ -128,11 +128,7 @@ template void merge_key_lists_into(const std::vector<KeyListsOf<float>>&, int64_
 template void merge_key_lists_into(const std::vector<KeyListsOf<double>>&, int64_t, int64_t, int, double*, int64_t*);
 
 void round_keys_into(const double* keys, float* out, int64_t count) {
-  constexpr int64_t kPerRange = int64_t(1) << 16;
-  host_for((count + kPerRange - 1) / kPerRange, kPerRange, kPerRange, 0, [&](int64_t r) {
-    const int64_t end = std::min(count, (r + 1) * kPerRange);
-    for (int64_t i = r * kPerRange; i < end; ++i) out[i] = static_cast<float>(keys[i]);
-  });
+  host_for(count, 1, int64_t(1) << 16, 0, [&](int64_t i) { out[i] = static_cast<float>(keys[i]); });
 }
 
 KeyResult merge_key_lists(const std::vector<KeyListsView>& parts, int64_t rows, int64_t k, int threads) {

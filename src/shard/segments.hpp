@@ -46,19 +46,13 @@ class GlobalRows {
   /// Rewrites local indices to global ones (every entry must be a valid local row), in ranges on the host pool: an
   /// MPI rank's 10k x 100 lists are 8 MB of indices, a millisecond on one thread before the root may merge them.
   void to_global(std::span<int64_t> indices) const {
-    if (segments_.size() == 1 && segments_[0].global_begin == 0) return;  // the first shard's one batch: as it is
-    constexpr int64_t kPerRange = int64_t(1) << 16;
-    const int64_t count = static_cast<int64_t>(indices.size());
-    host_for((count + kPerRange - 1) / kPerRange, kPerRange, kPerRange, 0, [&](int64_t r) {
-      const std::span<int64_t> range =
-          indices.subspan(size_t(r * kPerRange), size_t(std::min(kPerRange, count - r * kPerRange)));
-      if (segments_.size() == 1) {  // the common one-batch case: a shift
-        const int64_t shift = segments_[0].global_begin;
-        for (int64_t& i : range) i += shift;
-      } else {
-        for (int64_t& i : range) i = global(i);
-      }
-    });
+    const int64_t count = static_cast<int64_t>(indices.size()), min_part = int64_t(1) << 16;
+    if (segments_.size() != 1) {
+      host_for(count, 1, min_part, 0, [&](int64_t e) { indices[size_t(e)] = global(indices[size_t(e)]); });
+      return;
+    }
+    const int64_t shift = segments_[0].global_begin;  // the common one-batch case (none for the first shard)
+    if (shift != 0) host_for(count, 1, min_part, 0, [&](int64_t e) { indices[size_t(e)] += shift; });
   }
 
  private:

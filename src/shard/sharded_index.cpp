@@ -186,13 +186,8 @@ struct ShardedIndex::Impl {
       if (part_of[size_t(s)] < 0) return;
       SearchParams kp = shard_params(checked, s, shards[size_t(s)].size());
       kp.stats = &st;
-      detail::OutputSpec spec;
-      spec.metric = Metric::SquaredL2;  // the identity on keys (key_output)
-      spec.k = kp.k;
-      spec.memory = Memory::Device;
-      const ResultView part = merge.part(part_of[size_t(s)]);
-      spec.destination = [part] { return part; };
-      shards[size_t(s)].store->search_into(queries, kp, query_stats, spec);
+      shards[size_t(s)].store->search_into(queries, kp, query_stats,
+                                           detail::key_output_into(merge.part(part_of[size_t(s)])));
     });
     const auto merge_start = std::chrono::steady_clock::now();
     detail::KeyResult merged = merge.merge();
@@ -288,14 +283,10 @@ struct ShardedIndex::Impl {
       if (last == first) return;
       SearchParams kp = shard_params(checked, s, rows);
       kp.stats = &st;
-      detail::OutputSpec spec;
-      spec.metric = Metric::SquaredL2;  // the identity on keys (key_output)
-      spec.k = k;
       const ResultView rows_of_part{out.distances.data() + first * k, out.indices.data() + first * k, last - first, k,
                                     Memory::Host};
-      spec.destination = [rows_of_part] { return rows_of_part; };
       const FloatView range{queries.row(first), last - first, queries.cols, queries.row_stride()};
-      shards[size_t(s)].store->search_into(range, kp, query_stats, spec);
+      shards[size_t(s)].store->search_into(range, kp, query_stats, detail::key_output_into(rows_of_part));
     });
     return out;
   }
