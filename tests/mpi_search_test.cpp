@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "gknn/error.hpp"
+#include "gknn/info.hpp"
 #include "gknn/io.hpp"
 #include "gknn/mpi.hpp"
 #include "gknn/search.hpp"
@@ -236,6 +237,43 @@ TEST(MpiSearch, ErrorsReachEveryRank) {
                ErrorCode::InvalidArgument, {"dimension 4"});
   EXPECT_EQ(index.size(), 10);  // nothing was added anywhere
 }
+
+#ifdef GKNN_HAS_CUDA
+/// Integer data (no guard) on one CUDA shard per rank, each rank on device rank % visible devices, two add batches:
+/// the ranks' lists merge on the root's device (ProcessListMerge, CUDA IPC between the ranks), equal to one Index's
+/// and to the host merge's, for every root and lists that grow (k beyond a rank's rows included).
+TEST(MpiSearch, RanksListsMergeOnTheRootsDevice) {
+  if (!g_cuda) GTEST_SKIP() << "the device merge needs --cuda";
+  struct MergeOn {
+    ~MergeOn() { detail::cuda::set_device_list_merge_enabled(true); }
+  } restore;
+  ReversedComm comm;
+  const int me = rank_in(comm.get()), n_ranks = ranks();
+  const int device = me % std::max<int>(1, int(cuda_devices().size()));
+  const HostMatrix<float> base = integer_matrix(211, 9, -5, 5, 97), queries = integer_matrix(17, 9, -5, 5, 98);
+  // Batch 1: rows [0, 120) near-equally, batch 2: rows [120, 211) near-equally (global rows in rank order within
+  // each batch): every rank holds two segments.
+  const mpi::RowRange first = mpi::rank_rows(120, me, n_ranks), second = mpi::rank_rows(91, me, n_ranks);
+  int call = 0;
+  for (Metric metric : {Metric::L2, Metric::InnerProduct})
+    for (bool device_merge : {true, false}) {
+      detail::cuda::set_device_list_merge_enabled(device_merge);
+      mpi::DistributedIndex index(comm.get(), base.cols, metric, {ShardDevice{Backend::Cuda, device}});
+      index.add(rows_of(base, first.begin, first.count()));
+      index.add(rows_of(base, 120 + second.begin, second.count()));
+      for (int64_t k : {int64_t(3), int64_t(40), int64_t(150)}) {
+        SCOPED_TRACE(to_string(metric) + (device_merge ? " device" : " host") + " merge, k=" + std::to_string(k));
+        const SearchParams params = params_for(metric, k);
+        const int root = call++ % n_ranks;
+        const int64_t before = detail::cuda::process_list_merges();
+        const Result got = index.search(me == root ? queries.view() : FloatView{}, params, root);
+        if (me != root) continue;
+        expect_identical(got, single_search(base.view(), queries.view(), params));
+        EXPECT_EQ(detail::cuda::process_list_merges() - before, device_merge ? 1 : 0);
+      }
+    }
+}
+#endif
 
 TEST(MpiSearch, HostShareSplitsTheHostAmongItsRanks) {
   const mpi::HostShare share = mpi::host_share(MPI_COMM_WORLD);

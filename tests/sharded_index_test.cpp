@@ -381,6 +381,33 @@ TEST(GlobalRows, LocalRowsToGlobalIndices) {
   }
 }
 
+/// Rows mapped through two layers (a shard's rows in a rank's index, the rank's rows in the whole base): segments
+/// that split where either layer's batches change, each row equal to the two lookups one after the other.
+TEST(GlobalRows, ThenComposesTwoMappings) {
+  gknn::detail::GlobalRows shard, rank;
+  shard.append(0, 4);   // shard rows 0..3 -> rank rows 0..3
+  shard.append(10, 5);  // shard rows 4..8 -> rank rows 10..14
+  rank.append(100, 6);  // rank rows 0..5 -> global 100..105
+  rank.append(50, 3);   // rank rows 6..8 -> global 50..52
+  rank.append(7, 20);   // rank rows 9..28 -> global 7..26
+  const gknn::detail::GlobalRows both = shard.then(rank);
+  EXPECT_EQ(shard.local_rows(), both.local_rows());
+  for (int64_t local = 0; local < shard.local_rows(); ++local)
+    EXPECT_EQ(rank.global(shard.global(local)), both.global(local)) << local;
+  std::vector<int64_t> begins, globals;
+  both.segments(begins, globals);
+  EXPECT_EQ((std::vector<int64_t>{0, 4}), begins);  // 0..3 stays in rank's first batch, 4..8 in its third
+  EXPECT_EQ((std::vector<int64_t>{100, 8}), globals);
+  gknn::detail::GlobalRows across;  // one shard batch over three rank batches
+  across.append(2, 10);             // rank rows 2..11
+  across.then(rank).segments(begins, globals);
+  EXPECT_EQ((std::vector<int64_t>{0, 4, 7}), begins);
+  EXPECT_EQ((std::vector<int64_t>{102, 50, 7}), globals);
+  gknn::detail::GlobalRows outside;
+  outside.append(25, 10);  // rank rows 25..34: past the rank's 29
+  EXPECT_THROW(outside.then(rank), gknn::Error);
+}
+
 // The guarded merges' float64 keys rounded to float in ranges on the host pool: every entry, the last range partial.
 TEST(MergeKeys, RoundKeysIntoRoundsEveryEntry) {
   std::vector<double> wide(200'003);

@@ -6,8 +6,11 @@
 // Each backend resolves Auto and rejects algorithms it does not have with ErrorCode::Unsupported.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -192,6 +195,41 @@ class DeviceListMerge {
 /// take more than an eighth of a device's free memory (the searches' tiles need it more; the host merges then).
 std::unique_ptr<DeviceListMerge> device_list_merge(const std::vector<DeviceListPart>& parts, int64_t rows,
                                                    int64_t k);
+/// What another process of the host needs to read a process's exported lists (ProcessListMerge): an opaque CUDA IPC
+/// handle of the buffer and where the lists lie in it. Trivially copyable (sent as bytes by MPI).
+struct ExportedLists {
+  std::array<unsigned char, 64> handle{};  ///< cudaIpcMemHandle_t of the buffer
+  int64_t capacity = 0;                    ///< entries the buffer holds (the row indices start after that many keys)
+  int64_t rows = 0, k = 0;                 ///< the lists: rows x k keys, then rows x k row indices
+  int64_t generation = 0;                  ///< the buffer's allocation, counted by its process (a grown one is new)
+};
+/// The key lists of the processes of one host (gknn::mpi's ranks, a CUDA device each) merged on one of them: each
+/// writes its search's lists into a buffer of its own that the others may map (CUDA IPC), makes their rows global
+/// there and publishes it; the merging process maps the others' buffers (once, kept until close_imports), copies them
+/// to its device (NVLink between two H200s) and folds them in with the device merge, as DeviceListMerge does for the
+/// shards of one process. Before a process grows or frees its buffer, every process that mapped it must have closed
+/// it (close_imports): the caller keeps that order with its collectives.
+class ProcessListMerge {
+ public:
+  virtual ~ProcessListMerge() = default;
+  /// Whether own(.., rows, k) would allocate a new buffer (one that others must not have mapped).
+  virtual bool must_grow(int64_t rows, int64_t k) const = 0;
+  /// Where this process's search writes rows x k key lists on `device` (always the same device), or nothing where
+  /// the buffer would take more than a device's share for merges or cannot be had (the host merges then).
+  virtual std::optional<ResultView> own(int device, int64_t rows, int64_t k) = 0;
+  /// The own lists' local rows made global through segments (as DeviceListPart's), all work done: their handle.
+  virtual ExportedLists publish(const std::vector<int64_t>& local_begin, const std::vector<int64_t>& global_begin) = 0;
+  /// The own lists (as published) on the host, for a merge that could not run on the device.
+  virtual KeyResult download() = 0;
+  /// The own lists merged with the others' (all rows x their k) into rows x k on this process's device, on the host;
+  /// nothing (nothing merged) where another's buffer cannot be mapped or the merge's buffers cannot be had.
+  virtual std::optional<KeyResult> merge(const std::vector<ExportedLists>& others, int64_t k) = 0;
+  /// Unmaps every other process's buffer this one mapped.
+  virtual void close_imports() noexcept = 0;
+};
+/// A ProcessListMerge, or null where none can serve: no CUDA, or the device merge is switched off (hooks.hpp
+/// set_device_list_merge_enabled, GKNN_DEVICE_LIST_MERGE=0).
+std::unique_ptr<ProcessListMerge> process_list_merge();
 std::vector<DistanceAlgorithm> distance_algorithms(Metric user_metric);
 std::vector<SelectCapability> select_algorithms();
 /// Visible devices; empty without CUDA, without a device, or when the driver reports an error.

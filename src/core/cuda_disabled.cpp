@@ -20,6 +20,7 @@ std::unique_ptr<ResidentStore> make_store(int64_t, int) { no_cuda(); }
 std::unique_ptr<DeviceListMerge> device_list_merge(const std::vector<DeviceListPart>&, int64_t, int64_t) {
   return nullptr;
 }
+std::unique_ptr<ProcessListMerge> process_list_merge() { return nullptr; }
 std::vector<DistanceAlgorithm> distance_algorithms(Metric) { return {}; }
 std::vector<SelectCapability> select_algorithms() { return {}; }
 std::vector<DeviceInfo> devices() { return {}; }

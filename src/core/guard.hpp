@@ -81,7 +81,7 @@ GuardSource store_guard_source(const ResidentStore& store, Backend backend, cons
 /// `first`: the first pass's K' (0: first_candidate_count).
 KeyResult guarded_keys(const GuardSource& source, FloatView queries, const SearchParams& kp,
                        const GuardPath& resolved, const KeyErrorBound& bound,
-                       std::vector<double>* exact_out = nullptr, int64_t first = 0);
+                       HostArray<double>* exact_out = nullptr, int64_t first = 0);
 
 /// The guarded search written through `out` in the user's form. With GuardSource::search_into the first pass
 /// takes its certificate in the backend's search and writes every row there, finalised where the base is; the

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <cstdlib>
 #include <span>
 
@@ -31,6 +32,28 @@ struct ListGathers {
   ReceiveSpace<int64_t> rows;
 };
 
+/// The ranks' lists merged on the root's device (backend.hpp ProcessListMerge), with what keeps it safe: a rank's
+/// lists are freed or grown only after every rank unmapped the others' (a rank may still hold a mapping of them from a
+/// search it was the root of).
+struct DeviceMerge {
+  MPI_Comm comm;
+  std::unique_ptr<detail::cuda::ProcessListMerge> lists;
+  bool shared = false;  // a root may have mapped other ranks' lists (the same on every rank)
+  bool failed = false;  // a root could not map or merge them: the host merges from now on
+
+  /// The index's destruction is collective, as its other calls are.
+  ~DeviceMerge() { unmap_everywhere(); }
+
+  void unmap_everywhere() noexcept {
+    if (!shared) return;
+    lists->close_imports();
+    int finalized = 1;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Barrier(comm);
+    shared = false;
+  }
+};
+
 }  // namespace
 
 struct DistributedIndex::Impl {
@@ -42,6 +65,9 @@ struct DistributedIndex::Impl {
   int64_t total = 0;        // rows on all ranks
   int host_threads = 1;     // default threads of a search: this rank's share of its host
   std::unique_ptr<ListGathers> gathers = std::make_unique<ListGathers>();
+  /// The ranks' lists merged on the root's device where every rank is on this host with one CUDA shard; null
+  /// everywhere otherwise, or after a root could not map another's lists.
+  std::unique_ptr<DeviceMerge> device_merge{};
 };
 
 namespace {
@@ -101,14 +127,14 @@ detail::KeyResult merge_float_keys(detail::KeyResult keys, int64_t rows, int64_t
 
 /// merge_float_keys on float64 keys: the guard's where this rank has them, else its float keys widened (a rank the
 /// guard let through computes exact keys, which float64 holds as they are).
-detail::KeyResult merge_exact_keys(const detail::KeyResult& keys, std::vector<double> exact, int64_t rows, int64_t k,
+detail::KeyResult merge_exact_keys(const detail::KeyResult& keys, HostArray<double> exact, int64_t rows, int64_t k,
                                    int root, int threads, MPI_Comm comm, ListGathers& space) {
   if (exact.empty()) exact.assign(keys.distances.begin(), keys.distances.end());
   const GatheredLists<double> all =
       gather_lists<double>(exact, keys.indices, rows, root, comm, space.wide_keys, space.rows);
   detail::KeyResult merged{rows, k, {}, {}};
   if (all.parts.empty()) return merged;
-  std::vector<double> wide_keys(size_t(rows * k));
+  HostArray<double> wide_keys = HostArray<double>::for_overwrite(size_t(rows * k));  // the merge writes each
   merged.indices.resize(size_t(rows * k));
   detail::merge_key_lists_into(all.parts, rows, k, threads, wide_keys.data(), merged.indices.data());
   merged.distances = HostArray<float>::for_overwrite(wide_keys.size());
@@ -116,16 +142,63 @@ detail::KeyResult merge_exact_keys(const detail::KeyResult& keys, std::vector<do
   return merged;
 }
 
+/// Before a search whose lists outgrow a rank's buffer (ProcessListMerge::must_grow): every rank unmaps the others'
+/// buffers, and none grows its own before all have (a barrier), so no mapping outlives the memory it maps.
+void make_room_for_lists(DeviceMerge& merge, int64_t rows, int64_t local_k) {
+  const bool grow = rows > 0 && local_k > 0 && merge.lists->must_grow(rows, local_k);
+  if (sum(grow ? 1 : 0, merge.comm) > 0) merge.unmap_everywhere();
+}
+
+/// Every rank's published lists merged on the root's device (ProcessListMerge): the root maps the others' buffers
+/// and merges; the others wait until it has read them. Root gets the merged keys, the others an empty KeyResult;
+/// nothing on any rank where the root could not map or merge (every rank then merges on the host, and this index
+/// does from now on).
+std::optional<detail::KeyResult> merge_on_root_device(DeviceMerge& merge, const detail::cuda::ExportedLists& mine,
+                                                      int64_t k, int root) {
+  const int rank = rank_of(merge.comm), ranks = size_of(merge.comm);
+  std::vector<detail::cuda::ExportedLists> all(rank == root ? size_t(ranks) : 0);
+  check(MPI_Gather(&mine, int(sizeof mine), MPI_BYTE, all.data(), int(sizeof mine), MPI_BYTE, root, merge.comm),
+        "MPI_Gather (the ranks' device lists)");
+  merge.shared = true;
+  std::optional<detail::KeyResult> merged;
+  collectively(merge.comm, [&] {
+    if (rank != root) return;
+    all.erase(all.begin() + root);
+    merged = merge.lists->merge(all, k);
+  });
+  int served = merged || rank != root ? 1 : 0;
+  check(MPI_Bcast(&served, 1, MPI_INT, root, merge.comm), "MPI_Bcast (device merge served)");
+  if (!served) {
+    merge.unmap_everywhere();
+    merge.failed = true;  // the lists go after this search's download (search)
+    return std::nullopt;
+  }
+  if (rank != root) return detail::KeyResult{};
+  return merged;
+}
+
 }  // namespace
 
 DistributedIndex::DistributedIndex(MPI_Comm comm, int64_t dimension, Metric metric,
                                    std::vector<ShardDevice> local_shards, ShardMode local_mode) {
-  const int host_threads = host_share(comm).threads;
+  const HostShare share = host_share(comm);
   collectively(comm, [&] {
     impl_ = std::unique_ptr<Impl>(new Impl{comm, dimension, metric,
                                            ShardedIndex(dimension, std::move(local_shards), local_mode, metric), {}, 0,
-                                           host_threads});
+                                           share.threads});
   });
+  // The device merge needs every rank on this host (CUDA IPC) with its rows on one CUDA device.
+  const std::vector<ShardDevice>& mine = impl_->local.shards();
+  std::unique_ptr<detail::cuda::ProcessListMerge> lists;
+  if (share.local_ranks == size_of(comm) && local_mode == ShardMode::Sharded && mine.size() == 1 &&
+      mine[0].backend == Backend::Cuda) {
+    try {
+      lists = detail::cuda::process_list_merge();
+    } catch (const std::exception&) {  // no device merge on this rank: the host merges on every rank
+    }
+  }
+  if (sum(lists ? 1 : 0, comm) == size_of(comm))
+    impl_->device_merge = std::unique_ptr<DeviceMerge>(new DeviceMerge{comm, std::move(lists)});
 }
 
 DistributedIndex::~DistributedIndex() = default;
@@ -171,23 +244,43 @@ Result DistributedIndex::search(FloatView queries, const SearchParams& params, i
   SearchParams local_params = checked;
   local_params.stats = &local_stats;
   if (rank != root) local_params.progress = {};
+  const int64_t k = std::min(checked.k, impl.total);
+  DeviceMerge* device = impl.device_merge && impl.device_merge->lists ? impl.device_merge.get() : nullptr;
+  if (device) make_room_for_lists(*device, q.rows, std::min(checked.k, impl.local.size()));
   detail::KeyResult keys;
-  std::vector<double> exact;  // the guard's float64 keys, when it re-ranked this rank's lists
+  HostArray<double> exact;  // the guard's float64 keys, when it re-ranked this rank's lists
+  detail::DeviceListsTarget target{device ? device->lists.get() : nullptr, false, {}};
+  detail::cuda::ExportedLists published;
   collectively(impl.comm, [&] {
-    keys = detail::ShardedAccess::search_keys(impl.local, q, local_params, &exact);
-    impl.rows.to_global(keys.indices);
+    keys = detail::ShardedAccess::search_keys(impl.local, q, local_params, &exact, device ? &target : nullptr);
+    if (target.written) {
+      std::vector<int64_t> local_begin, global_begin;
+      target.rows.then(impl.rows).segments(local_begin, global_begin);
+      published = device->lists->publish(local_begin, global_begin);
+    } else {
+      impl.rows.to_global(keys.indices);
+    }
   });
 
   const auto merge_start = std::chrono::steady_clock::now();
-  // Guarded lists merge on their float64 keys: two rows of different ranks whose float64 keys differ can round to
-  // one float key, and the index would then decide where one device ranks them by the float64 key.
-  const bool wide = sum(exact.empty() ? 0 : 1, impl.comm) > 0;
-  const int64_t k = std::min(checked.k, impl.total);
   const std::lock_guard<std::mutex> lock(impl.gathers->busy);
-  detail::KeyResult merged = wide ? merge_exact_keys(keys, std::move(exact), q.rows, k, root, checked.threads,
-                                                     impl.comm, *impl.gathers)
-                                  : merge_float_keys(std::move(keys), q.rows, k, root, checked.threads, impl.comm,
-                                                     *impl.gathers);
+  std::optional<detail::KeyResult> on_device;
+  if (device) {
+    if (sum(target.written ? 1 : 0, impl.comm) == ranks) on_device = merge_on_root_device(*device, published, k, root);
+    if (!on_device && target.written) keys = device->lists->download();  // its rows are global already
+    if (device->failed) device->lists.reset();  // every rank unmapped the others' lists (merge_on_root_device)
+  }
+  detail::KeyResult merged;
+  if (on_device) {
+    merged = std::move(*on_device);
+  } else {
+    // Guarded lists merge on their float64 keys: two rows of different ranks whose float64 keys differ can round to
+    // one float key, and the index would then decide where one device ranks them by the float64 key.
+    const bool wide = sum(exact.empty() ? 0 : 1, impl.comm) > 0;
+    merged = wide ? merge_exact_keys(keys, std::move(exact), q.rows, k, root, checked.threads, impl.comm,
+                                     *impl.gathers)
+                  : merge_float_keys(std::move(keys), q.rows, k, root, checked.threads, impl.comm, *impl.gathers);
+  }
   if (rank != root) return Result{0, checked.k, {}, {}};
   Result out = detail::finalize(std::move(merged), checked.metric, checked.p, checked.k);
   if (params.stats) {

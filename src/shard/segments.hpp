@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/host_parallel.hpp"
+#include "gknn/error.hpp"
 
 namespace gknn::detail {
 
@@ -42,6 +43,26 @@ class GlobalRows {
   void segments(std::vector<int64_t>& local_begin, std::vector<int64_t>& global_begin) const {
     local_begin.clear(), global_begin.clear();
     for (const Segment& s : segments_) local_begin.push_back(s.local_begin), global_begin.push_back(s.global_begin);
+  }
+  /// These rows mapped on through `outer`, whose local rows are this one's global rows (a shard's rows in an MPI
+  /// rank's index, then the rank's rows in the DistributedIndex): local -> outer.global(global(local)), as segments.
+  GlobalRows then(const GlobalRows& outer) const {
+    GlobalRows out;
+    for (size_t i = 0; i < segments_.size(); ++i) {
+      const int64_t end = i + 1 < segments_.size() ? segments_[i + 1].local_begin : local_rows_;
+      int64_t pos = segments_[i].global_begin, left = end - segments_[i].local_begin;
+      while (left > 0) {  // one outer segment at a time
+        const auto after = std::upper_bound(outer.segments_.begin(), outer.segments_.end(), pos,
+                                            [](int64_t p, const Segment& s) { return p < s.local_begin; });
+        const int64_t outer_end = after == outer.segments_.end() ? outer.local_rows_ : after->local_begin;
+        const int64_t run = std::min(left, outer_end - pos);
+        GKNN_EXPECT(after != outer.segments_.begin() && run > 0, ErrorCode::Internal, "GlobalRows::then: row ", pos,
+                    " is outside the outer rows (", outer.local_rows_, ")");
+        out.append((after - 1)->global_begin + (pos - (after - 1)->local_begin), run);
+        pos += run, left -= run;
+      }
+    }
+    return out;
   }
   /// Rewrites local indices to global ones (every entry must be a valid local row), in ranges on the host pool: an
   /// MPI rank's 10k x 100 lists are 8 MB of indices, a millisecond on one thread before the root may merge them.

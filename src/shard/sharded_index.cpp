@@ -149,7 +149,7 @@ struct ShardedIndex::Impl {
   /// cuda store's search, which also brings back the float64 keys) and only the uncertified queries re-ranked on
   /// the host: each shard certifies its own top k, side by side with the others, as an Index does.
   detail::KeyResult shard_keys(int s, FloatView queries, const detail::ValueStats& query_stats, const SearchParams& kp,
-                               const ShardGuard* guard, std::vector<double>* exact) const {
+                               const ShardGuard* guard, HostArray<double>* exact) const {
     const detail::ResidentStore& store = *shards[size_t(s)].store;
     if (!guard) return detail::search_keys(store, queries, kp, query_stats);
     const detail::GuardSource source = detail::store_guard_source(store, shards[size_t(s)].where.backend, query_stats,
@@ -195,17 +195,39 @@ struct ShardedIndex::Impl {
     return merged;
   }
 
+  /// Sharded, unguarded, all rows on one CUDA shard: its keys (key form, its own row indices) written into the
+  /// target's lists on its device, nothing returned; false (nothing done) where that does not apply or the lists
+  /// have no room there.
+  bool keys_left_on_device(FloatView queries, const detail::ValueStats& query_stats, const SearchParams& checked,
+                           SearchStats& stats, detail::DeviceListsTarget& target) const {
+    const auto with_rows = [](const Shard& s) { return s.size() > 0; };
+    const auto only = std::find_if(shards.begin(), shards.end(), with_rows);
+    if (only == shards.end() || only->where.backend != Backend::Cuda ||
+        std::find_if(only + 1, shards.end(), with_rows) != shards.end())
+      return false;
+    const int s = int(only - shards.begin());
+    const std::optional<ResultView> dest =
+        target.lists->own(only->where.device, queries.rows, std::min(checked.k, only->size()));
+    if (!dest) return false;
+    SearchParams kp = shard_params(checked, s, only->size());
+    kp.stats = &stats;
+    only->store->search_into(queries, kp, query_stats, detail::key_output_into(*dest));
+    target.rows = only->rows;
+    target.written = true;
+    return true;
+  }
+
   /// Sharded: every shard's top k of every query, merged (on the float64 keys under the guard: two shards' rows
   /// whose float64 keys differ may round to one float key, and only the float64 keys order them as one device does).
   detail::KeyResult sharded_keys(FloatView queries, const detail::ValueStats& query_stats, const SearchParams& checked,
-                                 SearchStats& stats, const ShardGuard* guard, std::vector<double>* exact) const {
+                                 SearchStats& stats, const ShardGuard* guard, HostArray<double>* exact) const {
     const int64_t q = queries.rows;
     std::vector<int> part_of;
     if (std::unique_ptr<detail::cuda::DeviceListMerge> merge =
             guard ? nullptr : device_merge(q, std::min(checked.k, rows), checked, part_of))
       return sharded_keys_on_device(queries, query_stats, checked, stats, *merge, part_of);
     std::vector<detail::KeyResult> parts(shards.size());
-    std::vector<std::vector<double>> exact_parts(shards.size());
+    std::vector<HostArray<double>> exact_parts(shards.size());
     stats = run_shards([&](int s, SearchStats& st) {
       const Shard& shard = shards[size_t(s)];
       if (shard.size() == 0) {
@@ -222,9 +244,9 @@ struct ShardedIndex::Impl {
     const int64_t k = std::min(checked.k, rows);
     detail::KeyResult merged{q, k, {}, {}};
     if (guard) {
-      std::vector<std::vector<double>*> keys;
-      for (std::vector<double>& e : exact_parts) keys.push_back(&e);
-      std::vector<double> wide = merge_shard_lists(keys, parts, q, k, checked.threads, merged.indices);
+      std::vector<HostArray<double>*> keys;
+      for (HostArray<double>& e : exact_parts) keys.push_back(&e);
+      HostArray<double> wide = merge_shard_lists(keys, parts, q, k, checked.threads, merged.indices);
       merged.distances = std::move(parts[0].distances);  // its room, where it has it
       merged.distances.resize(size_t(q * k));
       detail::round_keys_into(wide.data(), merged.distances.data(), q * k);
@@ -294,7 +316,7 @@ struct ShardedIndex::Impl {
   /// Replicated: shard s answers its near-equal part of the queries against its full copy of the base.
   detail::KeyResult replicated_keys(FloatView queries, const detail::ValueStats& query_stats,
                                     const SearchParams& checked, SearchStats& stats, const ShardGuard* guard,
-                                    std::vector<double>* exact) const {
+                                    HostArray<double>* exact) const {
     const int64_t q = queries.rows, k = std::min(checked.k, rows), parts = int64_t(shards.size());
     if (!guard) return replicated_keys_in_place(queries, query_stats, checked, stats);
     detail::KeyResult out{q, k, std::vector<float>(size_t(q * k)), std::vector<int64_t>(size_t(q * k))};
@@ -305,7 +327,7 @@ struct ShardedIndex::Impl {
       SearchParams kp = shard_params(checked, s, rows);
       kp.stats = &st;
       const FloatView range{queries.row(first), last - first, queries.cols, queries.row_stride()};
-      std::vector<double> part_exact;
+      HostArray<double> part_exact;
       const detail::KeyResult keys = shard_keys(s, range, query_stats, kp, guard, &part_exact);
       std::copy(keys.distances.begin(), keys.distances.end(), out.distances.begin() + first * k);
       std::copy(keys.indices.begin(), keys.indices.end(), out.indices.begin() + first * k);
@@ -435,7 +457,7 @@ SearchParams ShardedAccess::checked_params(const ShardedIndex& index, const Sear
 }
 
 KeyResult ShardedAccess::search_keys(const ShardedIndex& index, FloatView queries, const SearchParams& checked,
-                                     std::vector<double>* exact) {
+                                     HostArray<double>* exact, DeviceListsTarget* on_device) {
   const ShardedIndex::Impl& impl = *index.impl_;
   ValueStats query_stats = validate_matrix(queries, "queries", true);
   GKNN_EXPECT(queries.cols == impl.dim, ErrorCode::InvalidArgument, "ShardedIndex::search: queries have dimension ",
@@ -457,6 +479,11 @@ KeyResult ShardedAccess::search_keys(const ShardedIndex& index, FloatView querie
   if (decision.bound) guard = ShardGuard{resolved, *decision.bound};
   const ShardGuard* g = guard ? &*guard : nullptr;
   SearchStats stats;
+  if (on_device && !g && impl.mode == ShardMode::Sharded &&
+      impl.keys_left_on_device(q, query_stats, checked, stats, *on_device)) {
+    if (checked.stats) *checked.stats = stats;
+    return KeyResult{q.rows, k, {}, {}};
+  }
   KeyResult keys = impl.mode == ShardMode::Sharded ? impl.sharded_keys(q, query_stats, checked, stats, g, exact)
                                                    : impl.replicated_keys(q, query_stats, checked, stats, g, exact);
   if (checked.stats) *checked.stats = stats;

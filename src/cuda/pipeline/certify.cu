@@ -5,10 +5,11 @@
 // Two ways to the candidates' float64 keys, bit for bit the same (exact_key.cuh's steps in the same order):
 // * per thread: thread j walks candidate j's row component by component. A warp's load then touches 32 rows, 32
 //   sectors for 32 floats; at d = 960 and K' = 1250 the certificate took ~104 ms of a 10k-query search (H200).
-// * staged (hook_state.cuh staged_certificate_enabled; squared L2 and inner product, the guarded key metrics): a
-//   round of 256 candidates has their rows copied through shared memory kChunk components at a time, one warp
-//   reading 128 coalesced bytes of a row per load into a transposed tile; each thread then sums its own row's
-//   components from the tile (conflict-free: a tile row is padded to kThreads + 1 floats).
+// * staged (the default, hook_state.cuh staged_certificate_enabled; squared L2 and inner product, the guarded key
+//   metrics): a round of 256 candidates has their rows copied through shared memory kChunk components at a time,
+//   one warp reading 128 coalesced bytes of a row per load into a transposed tile; each thread then sums its own
+//   row's components from the tile (conflict-free: a tile row is padded to kThreads + 1 floats). H200, d = 960:
+//   the searches 1.7-2.2x faster than per thread.
 #include <algorithm>
 #include <climits>
 

@@ -29,10 +29,6 @@ namespace {
 std::atomic<bool> g_enabled{true};
 std::atomic<int64_t> g_merges{0};
 
-bool enabled() {
-  static const bool off = env_switch_off("GKNN_DEVICE_LIST_MERGE");
-  return !off && g_enabled.load();
-}
 
 constexpr int kThreads = 256;
 /// A lease holding more than this is freed after its merge, not kept (searches with a huge q x k are rare).
@@ -56,16 +52,70 @@ __global__ void to_global_kernel(int64_t* __restrict__ labels, int64_t count, co
   }
 }
 
-struct Lists {
-  DeviceBuffer<float> keys;
-  DeviceBuffer<int64_t> labels;
+}  // namespace
 
-  void resize(size_t n) {
-    keys.resize(n);
-    labels.resize(n);
+bool device_list_merge_enabled() {
+  static const bool off = env_switch_off("GKNN_DEVICE_LIST_MERGE");
+  return !off && g_enabled.load();
+}
+
+bool merge_fits(int device, size_t bytes) {
+  const DeviceScope scope(device);
+  size_t free_bytes = 0, total = 0;
+  device_memory(&free_bytes, &total);
+  return bytes <= free_bytes / kFreeMemoryShare;
+}
+
+void make_labels_global(int64_t* labels, int64_t count, const std::vector<int64_t>& local_begin,
+                        const std::vector<int64_t>& global_begin, DeviceBuffer<int64_t>& table, const Stream& stream) {
+  const int segments = static_cast<int>(local_begin.size());
+  if (count == 0 || segments == 0 || (segments == 1 && global_begin[0] == local_begin[0])) return;  // already global
+  std::vector<int64_t> host(local_begin);
+  host.insert(host.end(), global_begin.begin(), global_begin.end());
+  table.resize(host.size());
+  GKNN_CUDA_TRY(cudaMemcpyAsync(table.data(), host.data(), host.size() * sizeof(int64_t), cudaMemcpyHostToDevice,
+                                stream.get()));
+  const int64_t blocks = std::min<int64_t>((count + kThreads - 1) / kThreads, 4096);
+  to_global_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream.get()>>>(labels, count, table.data(),
+                                                                                table.data() + segments, segments);
+  GKNN_CUDA_CHECK_LAUNCH();
+  stream.sync();
+}
+
+MergeLists fold_lists(MergeLists first, size_t others, const std::function<MergeLists(size_t)>& stage, int64_t rows,
+                      int64_t k, KeyLists& a, KeyLists& b, cudaStream_t stream) {
+  MergeLists acc = first;
+  KeyLists* next = &a;
+  KeyLists* after = &b;
+  for (size_t i = 0; i < others; ++i) {
+    const MergeLists other = stage(i);
+    const int64_t out_k = std::min(k, acc.k + other.k);
+    merge_sorted_lists(SortedLists{acc.keys, acc.labels, acc.k, acc.k},
+                       SortedLists{other.keys, other.labels, other.k, other.k}, rows, out_k, next->keys.data(),
+                       next->labels.data(), out_k, stream);
+    acc = MergeLists{next->keys.data(), next->labels.data(), out_k};
+    std::swap(next, after);
   }
-  size_t bytes() const { return keys.capacity_bytes() + labels.capacity_bytes(); }
-};
+  return acc;
+}
+
+KeyResult download_lists(MergeLists lists, int64_t rows, const Stream& stream) {
+  register_page_locked_results();
+  KeyResult out;
+  {
+    const PageLockedResults page_locked;  // the download lands in the result directly where blocks allow
+    out = allocate_result_populated(rows, lists.k);
+  }
+  const size_t n = static_cast<size_t>(rows * lists.k);
+  GKNN_CUDA_TRY(cudaMemcpyAsync(out.distances.data(), lists.keys, n * sizeof(float), cudaMemcpyDeviceToHost,
+                                stream.get()));
+  GKNN_CUDA_TRY(cudaMemcpyAsync(out.indices.data(), lists.labels, n * sizeof(int64_t), cudaMemcpyDeviceToHost,
+                                stream.get()));
+  stream.sync();
+  return out;
+}
+
+namespace {
 
 /// One part's buffers on its device: `own` its search's lists (on the merging device also the running merge's
 /// other half), `peer` a list copied from another device, `merged` the running merge, `segments` the part's
@@ -74,7 +124,7 @@ struct Lease {
   explicit Lease(int d) : device(d) {}
   int device;
   Stream stream;
-  Lists own, peer, merged;
+  KeyLists own, peer, merged;
   DeviceBuffer<int64_t> segments;
 
   size_t bytes() const { return own.bytes() + peer.bytes() + merged.bytes() + segments.capacity_bytes(); }
@@ -119,8 +169,6 @@ void enable_peer_access(int from, int to) {
   if (cudaDeviceEnablePeerAccess(to, 0) != cudaSuccess) (void)cudaGetLastError();  // e.g. already enabled
 }
 
-size_t list_bytes(int64_t rows, int64_t k) { return static_cast<size_t>(rows * k) * (sizeof(float) + sizeof(int64_t)); }
-
 class Merge final : public DeviceListMerge {
  public:
   Merge(std::vector<DeviceListPart> parts, int64_t rows, int64_t k) : parts_(std::move(parts)), rows_(rows), k_(k) {
@@ -157,34 +205,13 @@ class Merge final : public DeviceListMerge {
     for (size_t s = 0; s < parts_.size(); ++s) make_global(s);
     Lease& m = *leases_[0];
     const DeviceScope scope(m.device);
-    const cudaStream_t stream = m.stream.get();
-    Lists* acc = &m.own;
-    Lists* spare = &m.merged;
-    int64_t acc_k = parts_[0].k;
-    for (size_t s = 1; s < parts_.size(); ++s) {
-      const Lists& other = lists_on_merging_device(s);
-      const int64_t out_k = std::min(k_, acc_k + parts_[s].k);
-      merge_sorted_lists(SortedLists{acc->keys.data(), acc->labels.data(), acc_k, acc_k},
-                         SortedLists{other.keys.data(), other.labels.data(), parts_[s].k, parts_[s].k}, rows_, out_k,
-                         spare->keys.data(), spare->labels.data(), out_k, stream);
-      std::swap(acc, spare);
-      acc_k = out_k;
-      // The peer buffer is reused by the next part: its copy waits for this merge (same stream).
-    }
-    GKNN_EXPECT(acc_k == k_, ErrorCode::Internal, "DeviceListMerge: the parts hold ", acc_k, " entries a row, not k = ",
-                k_);
-    register_page_locked_results();
-    KeyResult out;
-    {
-      const PageLockedResults page_locked;  // the download lands in the result directly where blocks allow
-      out = allocate_result_populated(rows_, k_);
-    }
-    const size_t n = static_cast<size_t>(rows_ * k_);
-    GKNN_CUDA_TRY(cudaMemcpyAsync(out.distances.data(), acc->keys.data(), n * sizeof(float), cudaMemcpyDeviceToHost,
-                                  stream));
-    GKNN_CUDA_TRY(cudaMemcpyAsync(out.indices.data(), acc->labels.data(), n * sizeof(int64_t),
-                                  cudaMemcpyDeviceToHost, stream));
-    m.stream.sync();
+    // The running merge ping-pongs between `merged` and the first part's own lists (sized for k a row).
+    const MergeLists merged = fold_lists(
+        MergeLists{m.own.keys.data(), m.own.labels.data(), parts_[0].k}, parts_.size() - 1,
+        [&](size_t other) { return lists_on_merging_device(other + 1); }, rows_, k_, m.merged, m.own, m.stream.get());
+    GKNN_EXPECT(merged.k == k_, ErrorCode::Internal, "DeviceListMerge: the parts hold ", merged.k,
+                " entries a row, not k = ", k_);
+    KeyResult out = download_lists(merged, rows_, m.stream);
     merged_ = true;
     g_merges.fetch_add(1);
     return out;
@@ -212,32 +239,23 @@ class Merge final : public DeviceListMerge {
   void make_global(size_t s) {
     Lease& l = *leases_[s];
     const DeviceListPart& part = parts_[s];
-    const int segments = static_cast<int>(part.local_begin.size());
-    const int64_t count = rows_ * part.k;
-    if (count == 0 || (segments == 1 && part.global_begin[0] == part.local_begin[0])) return;  // already global
     const DeviceScope scope(l.device);
-    std::vector<int64_t> table(part.local_begin);
-    table.insert(table.end(), part.global_begin.begin(), part.global_begin.end());
-    GKNN_CUDA_TRY(cudaMemcpyAsync(l.segments.data(), table.data(), table.size() * sizeof(int64_t),
-                                  cudaMemcpyHostToDevice, l.stream.get()));
-    const int64_t blocks = std::min<int64_t>((count + kThreads - 1) / kThreads, 4096);
-    to_global_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, l.stream.get()>>>(
-        l.own.labels.data(), count, l.segments.data(), l.segments.data() + segments, segments);
-    GKNN_CUDA_CHECK_LAUNCH();
-    l.stream.sync();  // the pageable table is read before it goes; the merging device reads the labels next
+    make_labels_global(l.own.labels.data(), rows_ * part.k, part.local_begin, part.global_begin, l.segments, l.stream);
   }
 
-  /// Part s's global lists where the merging device reads them: its own buffers on that device, else a peer copy.
-  const Lists& lists_on_merging_device(size_t s) {
+  /// Part s's global lists where the merging device reads them: its own buffers on that device, else a peer copy
+  /// (enqueued on the merge's stream: the peer buffer is reused by the next part after this one's merge).
+  MergeLists lists_on_merging_device(size_t s) {
     Lease& m = *leases_[0];
     const Lease& l = *leases_[s];
-    if (l.device == m.device) return l.own;
-    const size_t n = static_cast<size_t>(rows_ * parts_[s].k);
+    const int64_t k = parts_[s].k;
+    if (l.device == m.device) return MergeLists{l.own.keys.data(), l.own.labels.data(), k};
+    const size_t n = static_cast<size_t>(rows_ * k);
     GKNN_CUDA_TRY(cudaMemcpyPeerAsync(m.peer.keys.data(), m.device, l.own.keys.data(), l.device, n * sizeof(float),
                                       m.stream.get()));
     GKNN_CUDA_TRY(cudaMemcpyPeerAsync(m.peer.labels.data(), m.device, l.own.labels.data(), l.device,
                                       n * sizeof(int64_t), m.stream.get()));
-    return m.peer;
+    return MergeLists{m.peer.keys.data(), m.peer.labels.data(), k};
   }
 
   std::vector<DeviceListPart> parts_;
@@ -246,7 +264,7 @@ class Merge final : public DeviceListMerge {
   bool merged_ = false;
 };
 
-/// Whether the merge's buffers fit kFreeMemoryShare of every device's free memory.
+/// Whether the merge's buffers fit merge_fits on every device.
 bool fits(const std::vector<DeviceListPart>& parts, int64_t rows, int64_t k) {
   std::vector<std::pair<int, size_t>> need;  // device, bytes
   auto add = [&need](int device, size_t bytes) {
@@ -256,13 +274,7 @@ bool fits(const std::vector<DeviceListPart>& parts, int64_t rows, int64_t k) {
   };
   for (size_t s = 0; s < parts.size(); ++s) add(parts[s].device, list_bytes(rows, s == 0 ? k : parts[s].k));
   add(parts[0].device, 2 * list_bytes(rows, k));  // the running merge and a peer copy
-  for (const auto& [device, bytes] : need) {
-    const DeviceScope scope(device);
-    size_t free_bytes = 0, total = 0;
-    device_memory(&free_bytes, &total);
-    if (bytes > free_bytes / kFreeMemoryShare) return false;
-  }
-  return true;
+  return std::all_of(need.begin(), need.end(), [](const auto& n) { return merge_fits(n.first, n.second); });
 }
 
 }  // namespace
@@ -272,7 +284,7 @@ int64_t device_list_merges() { return g_merges.load(); }
 
 std::unique_ptr<DeviceListMerge> device_list_merge(const std::vector<DeviceListPart>& parts, int64_t rows,
                                                    int64_t k) {
-  if (!enabled() || parts.empty() || rows <= 0 || !fits(parts, rows, k)) return nullptr;
+  if (!device_list_merge_enabled() || parts.empty() || rows <= 0 || !fits(parts, rows, k)) return nullptr;
   try {
     return std::make_unique<Merge>(parts, rows, k);
   } catch (const Error& e) {

@@ -15,7 +15,7 @@ std::atomic<int64_t> g_texture_fallbacks{0};
 std::atomic<bool> g_operand_cache{true};
 std::atomic<int64_t> g_operand_rows{0};
 std::atomic<bool> g_fused_split_merge{true};
-std::atomic<bool> g_staged_certificate{env_switch_on("GKNN_STAGED_CERTIFICATE")};
+std::atomic<bool> g_staged_certificate{!env_switch_off("GKNN_STAGED_CERTIFICATE")};
 
 }  // namespace
 

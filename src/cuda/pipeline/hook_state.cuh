@@ -14,7 +14,7 @@ void count_texture_fallbacks(int64_t n);
 bool operand_cache_enabled();
 /// set_fused_split_merge_enabled's value (true unless a test or benchmark turned it off), for FusedTarget.
 bool fused_split_merge_enabled();
-/// set_staged_certificate_enabled's value (GKNN_STAGED_CERTIFICATE=1 at start), for certify.cu.
+/// set_staged_certificate_enabled's value (on unless GKNN_STAGED_CERTIFICATE=0 at start), for certify.cu.
 bool staged_certificate_enabled();
 /// Adds to operand_cache_rows_converted().
 void count_operand_rows(int64_t rows);
