@@ -238,6 +238,30 @@ TEST(MpiSearch, ErrorsReachEveryRank) {
   EXPECT_EQ(index.size(), 10);  // nothing was added anywhere
 }
 
+/// The whole base on every rank, each answering its near-equal part of the root's queries: the root gets one Index's
+/// result, rows in query order, for every metric and k (k > n included), with more ranks than queries (ranks with none)
+/// and a root that is not rank 0.
+TEST(MpiSearch, ReplicatedSearchEqualsOneIndex) {
+  ReversedComm comm;
+  const int me = rank_in(comm.get()), n_ranks = ranks();
+  const HostMatrix<float> base = integer_matrix(61, 5, -3, 3, 85), queries = integer_matrix(11, 5, -3, 3, 86);
+  for (Metric metric : every_metric()) {
+    ShardedIndex replica(base.cols, local_shards(), ShardMode::Sharded, metric);
+    replica.set_p(3.0);
+    replica.add(base.view());
+    for (int64_t q : {int64_t(11), int64_t(2)})
+      for (int64_t k : {int64_t(1), int64_t(9), int64_t(70)}) {
+        SCOPED_TRACE(to_string(metric) + " q=" + std::to_string(q) + " k=" + std::to_string(k));
+        const SearchParams params = params_for(metric, k);
+        const FloatView mine = rows_of(queries, 0, q);
+        const int root = n_ranks - 1;
+        const Result got = mpi::replicated_search(replica, me == root ? mine : FloatView{}, params, comm.get(), root);
+        if (me == root) expect_identical(got, single_search(base.view(), mine, params));
+        else EXPECT_EQ(got.rows, 0);
+      }
+  }
+}
+
 #ifdef GKNN_HAS_CUDA
 /// Integer data (no guard) on one CUDA shard per rank, each rank on device rank % visible devices, two add batches:
 /// the ranks' lists merge on the root's device (ProcessListMerge, CUDA IPC between the ranks), equal to one Index's

@@ -5,6 +5,7 @@
 #include <climits>
 #include <string>
 
+#include "core/host_parallel.hpp"
 #include "gknn/error.hpp"
 
 namespace gknn::detail::mpi {
@@ -104,24 +105,24 @@ std::vector<int64_t> gather_counts(int64_t mine, int root, MPI_Comm comm) {
 }  // namespace
 
 template <class T>
-HostArray<T> gather(std::span<const T> local, int root, MPI_Comm comm, std::vector<int64_t>& counts) {
+void gather_into(std::span<const T> local, int root, MPI_Comm comm, std::span<T> out) {
   const int rank = rank_of(comm), size = size_of(comm);
-  counts = gather_counts(int64_t(local.size()), root, comm);
-  HostArray<T> all;
-  if (rank != root) {
-    send_pieces(local.data(), local.size() * sizeof(T), root, comm);
-    return all;
-  }
+  const std::vector<int64_t> counts = gather_counts(int64_t(local.size()), root, comm);
+  if (rank != root) return send_pieces(local.data(), local.size() * sizeof(T), root, comm);
   int64_t total = 0;
   for (int64_t c : counts) total += c;
-  all.resize_for_overwrite(size_t(total));  // every element is received or copied below
+  // The ranks' counts follow from the caller's shapes, which every rank agreed on: a mismatch is gknn's bug.
+  GKNN_EXPECT(total == int64_t(out.size()), ErrorCode::Internal, "gather_into: the ranks hold ", total,
+              " elements, the destination ", out.size());
   size_t offset = 0;
   for (int r = 0; r < size; ++r) {
-    if (r == root) std::copy(local.begin(), local.end(), all.begin() + std::ptrdiff_t(offset));
-    else receive_pieces(all.data() + offset, size_t(counts[size_t(r)]) * sizeof(T), r, comm);
+    T* const into = out.data() + offset;
+    if (r == root)
+      host_for(int64_t(local.size()), 1, int64_t(1) << 16, 0, [&](int64_t e) { into[e] = local[size_t(e)]; });
+    else
+      receive_pieces(into, size_t(counts[size_t(r)]) * sizeof(T), r, comm);
     offset += size_t(counts[size_t(r)]);
   }
-  return all;
 }
 
 template <class T>
@@ -148,8 +149,8 @@ GatheredParts<T> gather_parts(std::span<const T> local, int root, MPI_Comm comm,
   return out;
 }
 
-template HostArray<float> gather(std::span<const float>, int, MPI_Comm, std::vector<int64_t>&);
-template HostArray<int64_t> gather(std::span<const int64_t>, int, MPI_Comm, std::vector<int64_t>&);
+template void gather_into(std::span<const float>, int, MPI_Comm, std::span<float>);
+template void gather_into(std::span<const int64_t>, int, MPI_Comm, std::span<int64_t>);
 template GatheredParts<float> gather_parts(std::span<const float>, int, MPI_Comm, ReceiveSpace<float>&);
 template GatheredParts<int64_t> gather_parts(std::span<const int64_t>, int, MPI_Comm, ReceiveSpace<int64_t>&);
 template GatheredParts<double> gather_parts(std::span<const double>, int, MPI_Comm, ReceiveSpace<double>&);

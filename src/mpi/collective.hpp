@@ -28,10 +28,11 @@ void collectively(MPI_Comm comm, const std::function<void()>& step);
 /// Broadcasts `bytes` bytes from root, in pieces of at most 1 GiB.
 void broadcast(void* data, size_t bytes, int root, MPI_Comm comm);
 
-/// Gathers on root every rank's `local` (any length; root's included) into one vector in rank order, and
-/// each rank's length in `counts` (root only).
+/// On root: every rank's `local` written in rank order into `out`, which has room for exactly all of them (root's own
+/// copied on the host pool): the caller's result, populated in parallel beforehand, so that no page is first touched
+/// inside MPI_Recv's copy (a replicated search's 10k x 1000 rows: 120 MB). Nothing is written elsewhere.
 template <class T>
-HostArray<T> gather(std::span<const T> local, int root, MPI_Comm comm, std::vector<int64_t>& counts);
+void gather_into(std::span<const T> local, int root, MPI_Comm comm, std::span<T> out);
 
 /// On root: every rank's part of a gather, in rank order, each where it lies (root's own is `local` itself, the
 /// others in the caller's kept receive buffers, without a copy into one array or a zero fill); counts in elements.

@@ -330,10 +330,10 @@ Result replicated_search(const ShardedIndex& replica, FloatView queries, const S
   collectively(comm, [&] {
     part = replica.search(FloatView{q.row(mine.begin), mine.count(), q.cols, q.row_stride()}, local_params);
   });
-  std::vector<int64_t> counts;
-  Result out{q.rows, part.k, gather<float>(part.distances, root, comm, counts),
-             gather<int64_t>(part.indices, root, comm, counts)};
-  if (rank != root) return Result{0, part.k, {}, {}};
+  // Every rank's part.k is min(k, the replica's rows), the same everywhere (checked above).
+  Result out = rank == root ? detail::allocate_result_populated(q.rows, part.k) : Result{0, part.k, {}, {}};
+  gather_into<float>(part.distances, root, comm, out.distances);
+  gather_into<int64_t>(part.indices, root, comm, out.indices);
   return out;
 }
 
