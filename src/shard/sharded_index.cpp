@@ -319,8 +319,10 @@ struct ShardedIndex::Impl {
                                     HostArray<double>* exact) const {
     const int64_t q = queries.rows, k = std::min(checked.k, rows), parts = int64_t(shards.size());
     if (!guard) return replicated_keys_in_place(queries, query_stats, checked, stats);
-    detail::KeyResult out{q, k, std::vector<float>(size_t(q * k)), std::vector<int64_t>(size_t(q * k))};
-    if (guard && exact) exact->assign(size_t(q * k), 0.0);
+    // Each shard's query range gets its rows' keys, row indices and float64 keys below: every entry is written.
+    detail::KeyResult out{q, k, HostArray<float>::for_overwrite(size_t(q * k)),
+                          HostArray<int64_t>::for_overwrite(size_t(q * k))};
+    if (exact) *exact = HostArray<double>::for_overwrite(size_t(q * k));
     stats = run_shards([&](int s, SearchStats& st) {
       const auto [first, last] = detail::near_equal_part(q, s, parts);
       if (last == first) return;
@@ -331,7 +333,7 @@ struct ShardedIndex::Impl {
       const detail::KeyResult keys = shard_keys(s, range, query_stats, kp, guard, &part_exact);
       std::copy(keys.distances.begin(), keys.distances.end(), out.distances.begin() + first * k);
       std::copy(keys.indices.begin(), keys.indices.end(), out.indices.begin() + first * k);
-      if (guard && exact) std::copy(part_exact.begin(), part_exact.end(), exact->begin() + first * k);
+      if (exact) std::copy(part_exact.begin(), part_exact.end(), exact->begin() + first * k);
     });
     return out;
   }

@@ -7,7 +7,7 @@
 #include <functional>
 #include <vector>
 
-#include "core/keys.hpp"
+#include "core/backend.hpp"
 #include "cuda/common/buffer.cuh"
 
 namespace gknn::detail::cuda {
