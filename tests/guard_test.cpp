@@ -92,6 +92,55 @@ TEST(Guard, NearTiesOneUlpApartAreResolvedAndTheUnguardedKeysAreNot) {
   EXPECT_GT(unguarded_misses, 0) << "the float32 keys alone should misorder one-ulp ties somewhere";
 }
 
+/// Byte-sized integer rows whose squared distances pass 2^24 (d = 300, queries 0..3 against rows of 252..255), where
+/// float32 holds a key only to 2 units: base rows come in pairs one unit apart for query p % q (component 0 one
+/// above the query's, then equal to it), the nearer row second, so that a rounding tie puts the farther row first.
+void far_byte_pairs(int64_t pairs, int64_t d, int64_t q, HostMatrix<float>& base, HostMatrix<float>& queries) {
+  queries = integer_matrix(q, d, 0, 3, 61);
+  const HostMatrix<float> far = integer_matrix(pairs, d, 252, 255, 62);
+  base = HostMatrix<float>(2 * pairs, d);
+  for (int64_t i = 0; i < pairs; ++i)
+    for (int64_t twin = 0; twin < 2; ++twin) {
+      float* row = base.row(2 * i + twin);
+      std::copy(far.row(i), far.row(i) + d, row);
+      row[0] = queries.row(i % q)[0] + (twin == 0 ? 1.f : 0.f);
+    }
+}
+
+TEST(Guard, IntegerKeysPast2To24AreResolvedOnEveryPathThatTakesThem) {
+  // float32 paths (sums past 2^24) and int8_mma (exact integer keys rounded once) go through the guard; fp16_mma
+  // and the fused kernel refuse such data (their fp32 accumulation would not be exact).
+  HostMatrix<float> base, queries;
+  far_byte_pairs(sanitize_mode() ? 150 : 600, 300, 5, base, queries);
+  const std::vector<OracleRow> truth = oracle(base.view(), queries.view(), Metric::SquaredL2, 2.0);
+  int unguarded_misses = 0, paths = 0;
+  for (DistanceAlgorithm d : distance_algorithms(kBackend, Metric::SquaredL2)) {
+    if (outside_exact_range(d, base, queries) || d == DistanceAlgorithm::Reference) continue;
+    ++paths;
+    for (int64_t k : ks({64, 10})) {
+      SCOPED_TRACE(to_string(d) + " k=" + std::to_string(k));
+      SearchParams p = params_for(kBackend, k);
+      p.distance = d;
+      SearchStats stats;
+      p.stats = &stats;
+      const Result got = search(base.view(), queries.view(), p);
+      ASSERT_EQ("", check_search(got, base.view(), queries.view(), p, exact(), &truth));
+      EXPECT_GT(stats.guard_candidates, k) << "keys past 2^24 are not exact in float32: the guard must run";
+      p.guard = Guard::Off;
+      p.stats = nullptr;
+      unguarded_misses += !check_search(search(base.view(), queries.view(), p), base.view(), queries.view(), p, exact(),
+                                        &truth)
+                               .empty();
+    }
+  }
+  EXPECT_GT(paths, 0);
+  if (kBackend == Backend::Cuda) {
+    const std::vector<DistanceAlgorithm> all = distance_algorithms(kBackend, Metric::SquaredL2);
+    EXPECT_NE(std::find(all.begin(), all.end(), DistanceAlgorithm::Int8Mma), all.end()) << "int8_mma takes byte data";
+  }
+  EXPECT_GT(unguarded_misses, 0) << "rounded keys past 2^24 should misorder a pair one unit apart somewhere";
+}
+
 TEST(Guard, TheCertificateIsTakenWhereTheBaseIs) {
   // cuda: every pass of a base on the device re-ranks and certifies its candidates in the search
   // (SearchStats::guard_device_rows: the first pass's queries plus the retried ones); a base streamed from the host

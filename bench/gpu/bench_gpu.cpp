@@ -521,10 +521,10 @@ std::vector<std::string> ceiling_lines(const gknn_bench::Ceilings& c) {
   out.push_back("");
   out.push_back(
       "Model of each distance stage (bench/gpu/ceilings.hpp): unit = the ceiling of the path's precision (cublas: "
-      "fp32 SGEMM; tf32, tf32x3: TF32; fp16_mma: fp16; fused: int8 on 8-bit data, fp16 beyond or where it falls "
-      "back to fp16_mma's two-stage path; naive, shared_reduce, atomic, garcia_*, lp_gemm: SIMT fp32); work = 2 "
-      "nq nb d flops on GEMM units (x3 for tf32x3; the folded norm columns not counted), nq nb d x instructions per "
-      "component on SIMT (squared L2 2: subtract + FMA; inner product 1; L1 2: subtract + add |.|; Linf 2: "
+      "fp32 SGEMM; tf32, tf32x3: TF32; fp16_mma: fp16; int8_mma: int8; fused: int8 on 8-bit data, fp16 beyond or "
+      "where it falls back to fp16_mma's two-stage path; naive, shared_reduce, atomic, garcia_*, lp_gemm: SIMT fp32); "
+      "work = 2 nq nb d flops on GEMM units (x3 for tf32x3; the folded norm columns not counted), nq nb d x "
+      "instructions per component on SIMT (squared L2 2: subtract + FMA; inner product 1; L1 2: subtract + add |.|; Linf 2: "
       "subtract + max |.|; Lp 2, powf not counted; loads and atomics not counted); bytes = the nq x nb key matrix "
       "written once at 4 bytes a key (none for fused) + the float32 queries + the base once per query tile (float32 "
       "rows, which every GEMM path converts each call; fused reads the Index's kept 8-bit copy, 1 byte a "

@@ -5,6 +5,7 @@
 // The model (also printed in the benchmark's notes):
 //   unit      which measured ceiling bounds the path (path_unit: the one place a path is mapped to its precision):
 //             cublas -> fp32 SGEMM; tf32, tf32x3 -> TF32 GEMM; fp16_mma -> fp16 GEMM with fp32 accumulation;
+//             int8_mma -> int8 GEMM with int32 accumulation;
 //             fused -> int8 GEMM with int32 accumulation on 8-bit data (its u8/s8 mma.sync), the fp16 GEMM on
 //             integers up to 2048 (f16 mma.sync) and, where it does not serve (k > 128, rows over 256 bytes),
 //             fp16_mma's two-stage path; the SIMT kernels (naive, shared_reduce, atomic, garcia_global,
@@ -96,6 +97,7 @@ inline Unit path_unit(gknn::DistanceAlgorithm path, DataKind data, int64_t dim, 
     case DistanceAlgorithm::Tf32:
     case DistanceAlgorithm::Tf32x3: return Unit::Tf32;
     case DistanceAlgorithm::Fp16Mma: return Unit::Fp16;
+    case DistanceAlgorithm::Int8Mma: return Unit::Int8;
     case DistanceAlgorithm::Fused:
       return fused_serves_model(data, dim, k) && data.integers_u8 ? Unit::Int8 : Unit::Fp16;
     default: return Unit::Simt;  // naive, shared_reduce, atomic, garcia_global, garcia_texture, lp_gemm, lp_bytes

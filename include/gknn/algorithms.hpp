@@ -33,10 +33,13 @@ inline constexpr unsigned cuda = 2u;
 ///   float32       float32 inputs, products and sums: exact on integer data whose sums stay below 2^24, else
 ///                 re-ranked;
 ///   integer_only  runs only on integer data it is proven exact on (refused elsewhere): no guard;
+///   integer_keys  runs only on integer data it holds (refused elsewhere), computes each key exactly as an integer
+///                 and rounds it once to float32: exact while every key stays below 2^24, else re-ranked (the
+///                 bound is that one rounding);
 ///   tf32          inputs rounded to TF32 (10 mantissa bits): exact on the data integer_only paths take, else
 ///                 re-ranked;
 ///   tf32x3        split-precision TF32 (float32-level products): as tf32.
-enum class KeyPrecision { float64, float32, integer_only, tf32, tf32x3 };
+enum class KeyPrecision { float64, float32, integer_only, integer_keys, tf32, tf32x3 };
 using enum KeyPrecision;
 
 /// "+flag" suffixes a selection accepts: none, or Tang et al.'s aligned/buffered/hp (TangOptions).

@@ -40,6 +40,9 @@ KeyErrorBound bound_of(catalogue::KeyPrecision precision, int64_t dim, const Val
   switch (precision) {
     case catalogue::tf32: return rounded_inputs_bound(nearest ? 11 : 10, dim + 3);
     case catalogue::tf32x3: return KeyErrorBound{std::ldexp(1.0, -21), 3 * dim + 3};
+    // Exact integer keys rounded once to float32: no input error, no float32 sum (rerank.hpp's bound with no terms
+    // is 2u (|q| + |x|)^2, four times the one rounding's 2^-24 |key| for |key| <= (|q| + |x|)^2).
+    case catalogue::integer_keys: return KeyErrorBound{0.0, 0};
     default: return KeyErrorBound{0.0, dim + 3};
   }
 }
@@ -50,6 +53,8 @@ std::string exact_without_guard(catalogue::KeyPrecision precision, const std::st
   switch (precision) {
     case catalogue::float64: return name + " keys are float64 sums";
     case catalogue::integer_only: return name + " runs only on integer data it is exact on";
+    case catalogue::integer_keys:
+      return integer_keys_exact(facts, dim) ? name + " keys are exact on these data (integer keys below 2^24)" : "";
     case catalogue::float32:
       return float32_exact(facts, dim) ? name + " keys are exact on these data (integers, sums below 2^24)" : "";
     case catalogue::tf32:
@@ -102,6 +107,12 @@ bool float32_exact(const ValueStats& f, int64_t dim) {
   return (f.nonnegative ? 2.0 * d * m2 : 4.0 * d * m2) < kExactLimit;
 }
 
+bool integer_keys_exact(const ValueStats& f, int64_t dim) {
+  if (!f.known || !f.integral) return false;
+  const double m2 = static_cast<double>(f.max_abs) * f.max_abs, d = static_cast<double>(dim);
+  return (f.nonnegative ? d * m2 : 4.0 * d * m2) < kExactLimit;
+}
+
 bool half_exact(const ValueStats& f, int64_t dim) { return f.max_abs <= kHalfMaxInteger && float32_exact(f, dim); }
 
 GuardDecision decide_guard(const SearchParams& kp, DistanceAlgorithm resolved, const ValueStats& facts, int64_t dim) {
@@ -114,7 +125,9 @@ GuardDecision decide_guard(const SearchParams& kp, DistanceAlgorithm resolved, c
   if (!info) return {std::nullopt, "none: no distance path"};
   const std::string exact = exact_without_guard(info->precision, name, facts, dim);
   if (kp.guard == Guard::Auto && !exact.empty()) return {std::nullopt, "not needed: " + exact};
-  const char* kind = info->precision == catalogue::float32 ? " keys are float32 sums" : " keys are TF32 products";
+  const char* kind = info->precision == catalogue::float32        ? " keys are float32 sums"
+                     : info->precision == catalogue::integer_keys ? " keys are integers rounded to float32"
+                                                                  : " keys are TF32 products";
   const std::string why = exact.empty() ? name + kind + " on float data" : "always (requested), although " + exact;
   return {bound_of(info->precision, dim, facts),
           "re-rank: " + why + "; the best k' candidates per query are re-ranked on float64 keys and certified within "

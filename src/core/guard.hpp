@@ -6,7 +6,8 @@
 //
 // When the keys are exact without it (the decision, decide_guard): float64 keys (the reference); paths that run only
 // on integer data they are exact on (fp16_mma, fused); float32 paths on integer data whose sums stay below 2^24
-// (float32_exact); TF32 paths on the data fp16 holds exactly as well (half_exact). Only the squared L2 and inner
+// (float32_exact); integer-key paths (int8_mma) where every key is below 2^24 (integer_keys_exact); TF32 paths on
+// the data fp16 holds exactly as well (half_exact). Only the squared L2 and inner
 // product keys (L2, cosine) are guarded: L1, Linf and Lp keep their float32 keys.
 #pragma once
 
@@ -23,6 +24,9 @@ namespace gknn::detail {
 /// Float32 products and sums of these values are exact: integers with every partial sum of a key below 2^24 in
 /// magnitude (2 d M^2 for non-negative data, 4 d M^2 otherwise; M = the largest |value|). Unknown facts: false.
 bool float32_exact(const ValueStats& facts, int64_t dim);
+/// Every squared L2 and inner-product key of these values is an integer below 2^24 (d M^2 for non-negative data,
+/// 4 d M^2 otherwise), so float32 holds the keys of an integer_keys path exactly.
+bool integer_keys_exact(const ValueStats& facts, int64_t dim);
 /// float32_exact, and every value an integer fp16 and TF32 hold exactly (|v| <= 2048).
 bool half_exact(const ValueStats& facts, int64_t dim);
 

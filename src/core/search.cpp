@@ -295,7 +295,7 @@ std::vector<SelectCapability> compiled_select_algorithms(Backend backend) {
 
 bool distance_requires_integer_data(DistanceAlgorithm algorithm) {
   const catalogue::DistanceInfo* info = catalogue::find(algorithm);  // algorithms.def's precision column
-  return info && info->precision == catalogue::integer_only;
+  return info && (info->precision == catalogue::integer_only || info->precision == catalogue::integer_keys);
 }
 
 bool backend_available(Backend backend) {

@@ -32,8 +32,9 @@ void near_ties(int64_t n, int64_t d, int64_t q, HostMatrix<float>& base, HostMat
 std::vector<Case> search_cases(bool large = true);
 
 /// True when a distance algorithm exact only on integer data (distance_requires_integer_data) must refuse these
-/// data: a value not an integer, or outside the algorithm's documented range (lp_bytes: 0..255, or -127..127 with
-/// negative values; the fp16 paths: |x| <= 2048 and 2 d max|x|^2 < 2^24, 4 d max|x|^2 with negative values).
+/// data: a value not an integer, or outside the algorithm's documented range (lp_bytes, int8_mma: 0..255, or -127..127
+/// with negative values, int8_mma also d <= 131071; the fp16 paths: |x| <= 2048 and 2 d max|x|^2 < 2^24, 4 d max|x|^2
+/// with negative values).
 /// Written from the documentation, not from the library's check, so that a wrong refusal fails the suites.
 bool outside_exact_range(DistanceAlgorithm algorithm, const HostMatrix<float>& base, const HostMatrix<float>& queries);
 

@@ -15,6 +15,8 @@ namespace gknn::detail::cuda {
 size_t cublas_workspace(int64_t nq, int64_t nb, int64_t dim);
 size_t fp16_mma_workspace(int64_t nq, int64_t nb, int64_t dim);
 bool fp16_mma_exact_on(const DataFacts& facts);
+size_t int8_mma_workspace(int64_t nq, int64_t nb, int64_t dim);
+bool int8_mma_exact_on(const DataFacts& facts);
 size_t tf32_workspace(int64_t nq, int64_t nb, int64_t dim);
 size_t tf32x3_workspace(int64_t nq, int64_t nb, int64_t dim);
 size_t fused_workspace(int64_t nq, int64_t nb, int64_t dim);

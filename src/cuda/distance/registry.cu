@@ -38,6 +38,11 @@ constexpr int64_t kSmallDimMinTiledQueries = 16;
 constexpr int64_t kSmallDimFusedMinPairs = int64_t(1) << 27;
 /// Below this many queries Auto prefers SGEMM to the fp16 GEMM (H100, 1M x 128 base: q = 1/16 faster in fp32).
 constexpr int64_t kFp16MinQueries = 64;
+/// Byte-sized integer data beyond fp16_mma's range (uint8 rows past d = 129): int8_mma from this many queries (it
+/// converts the base tile every call, as fp16_mma does). Its keys are exact integers rounded once, so the guard's
+/// bound is a rounding's instead of SGEMM's d-term sums: K' stays near k where SGEMM keys at d = 960 sent queries
+/// to the 4x retry (H200 suite, integer 262144 x 10000 x 960, k = 1000: every pair 1.0-1.3 s).
+constexpr int64_t kInt8MinQueries = 64;
 /// Guarded float data: Auto takes tf32 (operands rounded to nearest TF32, candidates re-ranked and certified on the
 /// device) from this many queries (the base is rounded on every call, and the certificate's fixed cost is spread
 /// over the queries) and up to this k (K' = 2k + 64 candidates: the selection's k grows faster than cuBLAS's
@@ -126,6 +131,11 @@ DistanceAlgorithm choose_distance(Metric key_metric, int64_t nq, int64_t nb, int
   }
   // The fp16 path converts the base tile every call: with few queries that copy costs more than the SGEMM reads.
   if (!fp16_mma_exact_on(facts)) {
+    const DistanceEntry* int8 = find_distance(DistanceAlgorithm::Int8Mma);
+    if (int8 && int8->exact_on(facts) && nq >= kInt8MinQueries)
+      return because(DistanceAlgorithm::Int8Mma, "byte-sized integer data beyond fp16_mma's exact range: int8 tensor "
+                                                  "cores, exact integer keys (re-ranked within one float32 rounding "
+                                                  "where they pass 2^24)");
     if (facts.guarded && nq >= kTf32MinQueries && k <= kTf32MaxK && find_distance(DistanceAlgorithm::Tf32))
       return because(DistanceAlgorithm::Tf32, "float data under the exactness guard: TF32 tensor cores (operands "
                                               "rounded to nearest), every query's 2k + 64 candidates re-ranked on "
@@ -155,14 +165,15 @@ const DistanceEntry& resolve_distance(DistanceAlgorithm requested, Metric key_me
               " is not available on the cuda backend");
   GKNN_EXPECT(e->supports(key_metric), ErrorCode::Unsupported, "distance algorithm ", to_string(a),
               " does not support metric ", to_string(key_metric), " on the cuda backend");
-  const bool bytes = a == DistanceAlgorithm::LpBytes;
+  const bool bytes = a == DistanceAlgorithm::LpBytes || a == DistanceAlgorithm::Int8Mma;
   GKNN_EXPECT(!e->exact_on || e->exact_on(facts), ErrorCode::Unsupported, "distance algorithm ", to_string(a),
               bytes ? " computes exactly only on integer data that fit a byte (0..255, or -127..127 with negative "
                       "values)"
                     : " computes exactly only on integer data with |x| <= 2048 whose partial sums stay below 2^24 "
                       "(2 d max|x|^2 < 2^24 for non-negative data, 4 d max|x|^2 otherwise)",
-              "; these data are not (max |x| = ", facts.values.max_abs, ", dimension ", facts.dim, ", integers: ",
-              facts.values.integral ? "yes" : "no", "): use ", bytes ? "lp_gemm" : "cublas");
+              a == DistanceAlgorithm::Int8Mma ? " of dimension at most 131071" : "", "; these data are not (max |x| = ",
+              facts.values.max_abs, ", dimension ", facts.dim, ", integers: ", facts.values.integral ? "yes" : "no",
+              "): use ", a == DistanceAlgorithm::LpBytes ? "lp_gemm" : "cublas");
   return *e;
 }
 
