@@ -62,6 +62,26 @@ TEST(Guard, FloatDataEqualsTheOracleOnEveryPath) {
   }
 }
 
+/// A guarded search of path `d` at k, checked against the oracle (its stats returned), and whether the same search
+/// without the guard misses the oracle's order.
+struct GuardedAndNot {
+  SearchStats stats;
+  bool unguarded_missed = false;
+};
+GuardedAndNot search_guarded_and_not(const HostMatrix<float>& base, const HostMatrix<float>& queries,
+                                     const std::vector<OracleRow>& truth, DistanceAlgorithm d, int64_t k) {
+  GuardedAndNot out;
+  SearchParams p = params_for(kBackend, k);
+  p.distance = d;
+  p.stats = &out.stats;
+  EXPECT_EQ("", check_search(search(base.view(), queries.view(), p), base.view(), queries.view(), p, exact(), &truth));
+  p.guard = Guard::Off;
+  p.stats = nullptr;
+  out.unguarded_missed =
+      !check_search(search(base.view(), queries.view(), p), base.view(), queries.view(), p, exact(), &truth).empty();
+  return out;
+}
+
 TEST(Guard, NearTiesOneUlpApartAreResolvedAndTheUnguardedKeysAreNot) {
   HostMatrix<float> base, queries;
   // 2000 rows in every run: the 5 queries' near-copies (n / 5 each) must outnumber a path's first-pass candidates,
@@ -73,21 +93,12 @@ TEST(Guard, NearTiesOneUlpApartAreResolvedAndTheUnguardedKeysAreNot) {
   for (DistanceAlgorithm d : float_paths(Metric::SquaredL2))
     for (int64_t k : ks({64, 10})) {
       SCOPED_TRACE(to_string(d) + " k=" + std::to_string(k));
-      SearchParams p = params_for(kBackend, k);
-      p.distance = d;
-      SearchStats stats;
-      p.stats = &stats;
-      const Result got = search(base.view(), queries.view(), p);
-      ASSERT_EQ("", check_search(got, base.view(), queries.view(), p, exact(), &truth));
+      const GuardedAndNot r = search_guarded_and_not(base, queries, truth, d, k);
       if (d != DistanceAlgorithm::Reference) {
-        EXPECT_GT(stats.guard_candidates, k);
-        EXPECT_GT(stats.guard_retried, 0) << "near ties must defeat the first certificate";
+        EXPECT_GT(r.stats.guard_candidates, k);
+        EXPECT_GT(r.stats.guard_retried, 0) << "near ties must defeat the first certificate";
       }
-      p.guard = Guard::Off;
-      p.stats = nullptr;
-      unguarded_misses += !check_search(search(base.view(), queries.view(), p), base.view(), queries.view(), p, exact(),
-                                        &truth)
-                               .empty();
+      unguarded_misses += r.unguarded_missed;
     }
   EXPECT_GT(unguarded_misses, 0) << "the float32 keys alone should misorder one-ulp ties somewhere";
 }
@@ -119,18 +130,9 @@ TEST(Guard, IntegerKeysPast2To24AreResolvedOnEveryPathThatTakesThem) {
     ++paths;
     for (int64_t k : ks({64, 10})) {
       SCOPED_TRACE(to_string(d) + " k=" + std::to_string(k));
-      SearchParams p = params_for(kBackend, k);
-      p.distance = d;
-      SearchStats stats;
-      p.stats = &stats;
-      const Result got = search(base.view(), queries.view(), p);
-      ASSERT_EQ("", check_search(got, base.view(), queries.view(), p, exact(), &truth));
-      EXPECT_GT(stats.guard_candidates, k) << "keys past 2^24 are not exact in float32: the guard must run";
-      p.guard = Guard::Off;
-      p.stats = nullptr;
-      unguarded_misses += !check_search(search(base.view(), queries.view(), p), base.view(), queries.view(), p, exact(),
-                                        &truth)
-                               .empty();
+      const GuardedAndNot r = search_guarded_and_not(base, queries, truth, d, k);
+      EXPECT_GT(r.stats.guard_candidates, k) << "keys past 2^24 are not exact in float32: the guard must run";
+      unguarded_misses += r.unguarded_missed;
     }
   }
   EXPECT_GT(paths, 0);
