@@ -591,6 +591,30 @@ TEST_F(Cli, BenchSweepAutoOnlyTimesAutoAlone) {
   expect_error(sweep + " --out table.csv", 2, "--out excludes --sweep-auto-only");  // a usage error
 }
 
+// The grid's largest cells cost seconds a call: a pair whose warm-up call takes --sweep-long-call-ms or more is timed
+// once after it (0 here: every call is long), the others --repeat times at least; a capped one once either way.
+TEST_F(Cli, BenchSweepTimesLongCallsOnce) {
+  const std::string grid =
+      "bench --sweep --backend cpu --sweep-n 300 --sweep-q 20 --sweep-d 8 --sweep-k 5 --sweep-metrics squared_l2 "
+      "--sweep-data integer --repeat 3 --warmup 1";
+  ASSERT_EQ(gknn(grid + " --csv usual.csv").code, 0);
+  ASSERT_EQ(gknn(grid + " --sweep-long-call-ms 0 --csv long.csv").code, 0);
+  int usual = 0, long_ones = 0;
+  for (const auto& f : csv_fields(path("usual.csv")))
+    if (f.size() == 15 && f[11] != "runs" && f[11] != "0" && f[14] != "1") {
+      EXPECT_GE(std::stoi(f[11]), 3) << f[8] << "+" << f[9];
+      ++usual;
+    }
+  for (const auto& f : csv_fields(path("long.csv")))
+    if (f.size() == 15 && f[11] != "runs" && f[11] != "0") {
+      EXPECT_EQ(f[11], "1") << f[8] << "+" << f[9];
+      ++long_ones;
+    }
+  EXPECT_GT(usual, 0);
+  EXPECT_GT(long_ones, 0);
+  expect_error(grid + " --sweep-long-call-ms -1", 2, "--sweep-long-call-ms");
+}
+
 // Auto against each cell's fastest pair of a full sweep, side by side (--sweep-best-from): two lines a cell that the
 // full sweep completed, the candidate that sweep's fastest, both with the same count of runs; cells it lacks are
 // left out. Without --sweep-auto-only the option is a usage error.

@@ -178,6 +178,11 @@ bool more_runs(size_t runs, int repeat, double timed_ms) {
   return runs < static_cast<size_t>(repeat) || (timed_ms < kMinTimedMs && runs < kMaxRuns);
 }
 
+/// A pair whose warm-up call took at least `long_call_ms` (SweepOptions::long_call_ms) is timed once after it: calls
+/// that long move by a few percent, far below the 10% the plan table and the Auto re-check judge by, while every
+/// extra call of the grid's largest cells costs seconds. Others go on while more_runs says so.
+bool timed_once(double warm_ms, double long_call_ms) { return warm_ms >= long_call_ms; }
+
 /// GKNN_SWEEP_TRACE set (not "0"): each candidate's call is announced on stderr before it starts, so that a log cut
 /// off at a device command's limit names the call it was in.
 bool trace_calls() {
@@ -191,8 +196,9 @@ bool trace_calls() {
 class CellBench {
  public:
   CellBench(const Index& index, FloatView base, const HostMatrix<float>& queries, const SearchParams& params,
-            int warmup, int repeat, double cap)
-      : index_(index), base_(base), queries_(queries), params_(params), warmup_(warmup), repeat_(repeat), cap_(cap) {}
+            int warmup, int repeat, double cap, double long_call_ms)
+      : index_(index), base_(base), queries_(queries), params_(params), warmup_(warmup), repeat_(repeat), cap_(cap),
+        long_call_ms_(long_call_ms) {}
 
   /// Median wall time of the pair in ms after the warm-up; nullopt when the backend refuses the pair (metric, k,
   /// data). A pair whose call exceeds `cutoff_ms` is not run again (capped): the slow kernels of a large cell would
@@ -208,10 +214,13 @@ class CellBench {
       double first = run_ms(p);
       if (first > cutoff_ms && first <= cutoff_ms + kColdCallMs) first = run_ms(p);
       if (first > cutoff_ms) return Timed{distance, select, first, 1, true};
-      for (int i = 1; i < warmup_; ++i) run_ms(p);
+      const bool once = timed_once(first, long_call_ms_);
+      if (!once)  // a long first call is warm-up enough
+        for (int i = 1; i < warmup_; ++i) run_ms(p);
       std::vector<double> runs;
       double timed = 0;
-      while (more_runs(runs.size(), repeat_, timed)) timed += runs.emplace_back(run_ms(p));
+      do timed += runs.emplace_back(run_ms(p));
+      while (!once && more_runs(runs.size(), repeat_, timed));
       return Timed{distance, select, median(runs), static_cast<int>(runs.size()), false};
     } catch (const Error& e) {
       if (e.code() == ErrorCode::Unsupported) return std::nullopt;
@@ -229,13 +238,12 @@ class CellBench {
     b.distance = distance;
     b.select = select;
     try {
-      for (int i = 0; i < std::max(warmup_, 1); ++i) {
-        run_ms(a);
-        run_ms(b);
-      }
+      double warm_ms = 0;  // the slower one's last warm-up call
+      for (int i = 0; i < std::max(warmup_, 1); ++i) warm_ms = std::max(run_ms(a), run_ms(b));
+      const bool once = timed_once(warm_ms, long_call_ms_);
       std::vector<double> ra, rb;
       double sum_a = 0, sum_b = 0;
-      while (more_runs(ra.size(), repeat_, std::max(sum_a, sum_b))) {
+      while (ra.empty() || (!once && more_runs(ra.size(), repeat_, std::max(sum_a, sum_b)))) {
         if (ra.size() % 2 == 0) {  // each goes first every second round: neither always follows the other
           sum_a += ra.emplace_back(run_ms(a));
           sum_b += rb.emplace_back(run_ms(b));
@@ -324,7 +332,7 @@ class CellBench {
   const HostMatrix<float>& queries_;
   const SearchParams& params_;
   int warmup_, repeat_;
-  double cap_;
+  double cap_, long_call_ms_;
 };
 
 /// --sweep-budget's forecast of the wall time of work not yet done, from what it computes (docs/planner.md):
@@ -415,16 +423,16 @@ struct PastCell {
 };
 
 /// The cells of a resumed CSV's rows (one device's, each cell's rows together) with the searches behind them: a
-/// skipped candidate (runs 0) made none, a capped one one; the warm-up is not in the file, so `per_pair` (this run's)
-/// is assumed for the others.
-std::vector<PastCell> past_cells(const Rows& rows, int per_pair) {
+/// skipped candidate (runs 0) made none, a capped one one, the others their runs and a warm-up, which is not in the
+/// file: `warmup_calls` (this run's) is assumed.
+std::vector<PastCell> past_cells(const Rows& rows, int warmup_calls) {
   std::vector<PastCell> past;
   std::string last_key;
   for (const std::vector<std::string>& f : rows) {
     const std::string key = cell_key_of(f);
     if (key != last_key) past.push_back({std::stoll(f[3]), std::stoll(f[4]), std::stoll(f[5]), 0, 0});
     last_key = key;
-    const int searches = f[11] == "0" ? 0 : f[14] == "1" ? 1 : per_pair;
+    const int searches = f[11] == "0" ? 0 : f[14] == "1" ? 1 : warmup_calls + std::stoi(f[11]);
     past.back().searches += searches;
     past.back().ms += std::stod(f[10]) * searches;
   }
@@ -718,7 +726,7 @@ class Sweep {
     if (options_.resume)
       with_option("--csv", [&] {
         const Rows rows = timings_.resume(options_.csv, device_);
-        for (const PastCell& c : past_cells(rows, searches_per_pair(warmup_, repeat_)))
+        for (const PastCell& c : past_cells(rows, searches_per_pair(warmup_, 0)))
           cell_costs_.observe(c.searches, CostModel::cell_work(c.searches, c.n, c.q, c.d), c.ms);
         const std::map<std::string, Fastest> best = fastest_measured(rows);
         for (const std::vector<std::string>& f : rows)
@@ -801,20 +809,28 @@ class Sweep {
   /// smaller cells' fastest distance, whose hopeless selections are known, usually stays the fastest; when another
   /// wins, the cell may cost more).
   int64_t planned_searches(Metric metric, const SweepCell& cell, const HopelessPairs& hopeless) const {
-    if (options_.auto_only) return searches_per_pair(warmup_, repeat_) * (options_.best_from.empty() ? 1 : 2);
+    const int per_pair = searches_per_pair(warmup_, long_cell(cell) ? 1 : repeat_);
+    if (options_.auto_only) return per_pair * (options_.best_from.empty() ? 1 : 2);
     const std::vector<Pair> distances = distance_round(backend_, metric, cell.data == "integer");
     size_t selections = distances.empty() ? 0 : std::numeric_limits<size_t>::max();
     for (const Pair& d : distances)
       selections = std::min(selections, called_in_round(selection_round(backend_, cell.k, d.first), hopeless));
     const size_t pairs = called_in_round(distances, hopeless) + selections;
-    return static_cast<int64_t>(pairs + 1) * searches_per_pair(warmup_, repeat_);
+    return static_cast<int64_t>(pairs + 1) * per_pair;
+  }
+
+  /// Whether the cost model expects a search of this cell to take SweepOptions::long_call_ms or more (its pairs then
+  /// take one timed run: timed_once).
+  bool long_cell(const SweepCell& cell) const {
+    return cell_costs_.forecast_ms(1, CostModel::cell_work(1, cell.n, cell.q, cell.d)) >= options_.long_call_ms;
   }
 
   void measure(const SweepCell& cell, SweepGroup& group, const SearchParams& p, const HopelessPairs& hopeless,
                double forecast_ms) {
     const Stopwatch clock;
     const HostMatrix<float>& queries = group.queries(cell.q);
-    const CellBench bench(group.index(), group.base().view(), queries, p, warmup_, repeat_, options_.cap);
+    const CellBench bench(group.index(), group.base().view(), queries, p, warmup_, repeat_, options_.cap,
+                          options_.long_call_ms);
     // Auto first: its time caps the candidates from the first one on, and its plan is explained once (CellBench::best).
     // With --sweep-best-from: Auto and that sweep's fastest pair of the cell, side by side.
     std::optional<Timed> automatic, rival;
@@ -971,6 +987,11 @@ void SweepOptions::add_to(CLI::App& app) {
                  "this factor to that cell's fastest pair (0: whenever it was capped; the last one given counts)")
       ->check(non_negative())
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+      ->capture_default_str();
+  app.add_option("--sweep-long-call-ms", long_call_ms,
+                 "with --sweep: a pair whose warm-up call takes at least this many ms is timed once after it "
+                 "(--repeat applies below; the grid's largest cells cost seconds a call)")
+      ->check(non_negative())
       ->capture_default_str();
   CLI::Option* auto_only_option =
       app.add_flag("--sweep-auto-only", auto_only,

@@ -25,6 +25,9 @@ struct SweepOptions {
   /// ... when it lost there by at least this factor to the cell's fastest pair (--sweep-hopeless; see
   /// kHopelessLoss in bench_sweep.cpp for why it is not the cap).
   double hopeless_loss = 16;
+  /// A pair whose warm-up call takes at least this long (ms) is timed once after it (--sweep-long-call-ms;
+  /// timed_once in bench_sweep.cpp).
+  double long_call_ms = 500;
   /// Only Auto is timed in each cell (--sweep-auto-only): a cheap re-check of today's Auto against the best pairs a
   /// full sweep recorded earlier (bench/suite/report.py --auto-from); no plan table rows (no best pair is measured).
   bool auto_only = false;
@@ -39,12 +42,13 @@ struct SweepOptions {
   std::vector<std::string> data{"integer", "float"};
 
   /// Registers --sweep, --out, --csv, --resume, --sweep-budget, --sweep-cap, --sweep-no-prune, --sweep-hopeless,
-  /// --sweep-auto-only, --sweep-best-from and the --sweep-* grid options.
+  /// --sweep-long-call-ms, --sweep-auto-only, --sweep-best-from and the --sweep-* grid options.
   void add_to(CLI::App& app);
 };
 
 /// Runs the sweep on the backend params choose (params.device for CUDA) with `warmup` untimed and at least `repeat`
-/// timed searches per candidate (median; more while they sum to under 25 ms, at most 51; a candidate whose first call already takes `cap` times the cell's best so far is
+/// timed searches per candidate (median; more while they sum to under 25 ms, at most 51; one after a warm-up call of
+/// `long_call_ms` or more; a candidate whose first call already takes `cap` times the cell's best so far is
 /// not repeated and is flagged `capped`; unless `prune` is off, one capped in a smaller neighbour cell, where it lost
 /// by `hopeless_loss` or more, is not called at all but recorded as skipped); prints one line per cell (best pair, its time, Auto's time and the ratio)
 /// and the worst Auto/best ratio; after every cell rewrites the plan table (--out: a re-measured cell replaces its
