@@ -615,6 +615,26 @@ TEST_F(Cli, BenchSweepTimesLongCallsOnce) {
   expect_error(grid + " --sweep-long-call-ms -1", 2, "--sweep-long-call-ms");
 }
 
+// issue 13's `gknn bench --suite`: the source tree's bench/suite/run.sh with this build (here a one-cell grid on the
+// CPU through run.sh's SUITE_* variables): the sweep's CSV and the report land in --suite-dir, relative to the
+// caller's directory although run.sh works from the source root; --suite and --sweep exclude each other.
+TEST_F(Cli, BenchSuiteRunsTheSuiteScriptIntoItsDirectory) {
+  if (std::system("python3 -c pass > /dev/null 2>&1") != 0) GTEST_SKIP() << "run.sh's report needs python3";
+  const std::vector<std::pair<const char*, const char*>> grid{
+      {"SUITE_N", "300"}, {"SUITE_Q", "20"}, {"SUITE_D", "8"}, {"SUITE_K", "5"}, {"SUITE_DATA", "integer"}};
+  for (const auto& [name, value] : grid) ::setenv(name, value, 1);
+  const CliRun r = gknn("bench --suite --backend cpu --suite-budget 60 --suite-dir my_suite");
+  for (const auto& [name, value] : grid) ::unsetenv(name);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const auto rows = csv_fields(path("my_suite/suite_gknn.csv"));
+  ASSERT_GE(rows.size(), 3u) << r.out;  // the header, candidates and Auto of the one cell
+  EXPECT_EQ(rows[1][0], "cpu");
+  EXPECT_NE(slurp(path("my_suite/suite.md")).find("Cells: 1 of 1 measured"), std::string::npos) << r.out;
+  expect_error("bench --suite --sweep", 2, "excludes --suite");
+  expect_error("bench --suite --suite-budget soon", 2, "--suite-budget: whole seconds or none");
+  expect_error("bench --suite-quick", 2, "--suite-quick requires --suite");
+}
+
 // Auto against each cell's fastest pair of a full sweep, side by side (--sweep-best-from): two lines a cell that the
 // full sweep completed, the candidate that sweep's fastest, both with the same count of runs; cells it lacks are
 // left out. Without --sweep-auto-only the option is a usage error.

@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "bench_suite.hpp"
 #include "bench_sweep.hpp"
 #include "cli_common.hpp"
 #include "commands/commands.hpp"
@@ -39,6 +40,7 @@ struct BenchCommand {
   bool json = false;
   bool no_split = false;
   SweepOptions sweep;
+  SuiteOptions suite;
 
   std::vector<double> time_runs(const Dataset& data, const SearchParams& params, const char* label) const {
     for (int i = 0; i < warmup; ++i) run_search(data, search, params);
@@ -57,8 +59,9 @@ struct BenchCommand {
   int run() const {
     const SearchParams params = search.params();
     if (sweep.enabled) return run_sweep(sweep, params, warmup, repeat);
+    if (suite.enabled) return run_suite(suite, search.backend);
     GKNN_EXPECT(!search.base.empty() && !search.query.empty(), ErrorCode::InvalidArgument,
-                "bench: --base and --query are required (or --sweep, which generates its data)");
+                "bench: --base and --query are required (or --sweep or --suite, which generate their data)");
     const Dataset data = load_dataset(search);
     Timings t;
     t.load = data.load_seconds;
@@ -134,6 +137,7 @@ Command add_bench_command(CLI::App& root) {
   app->add_flag("--json", cmd->json, "print one JSON object instead of the table");
   app->add_flag("--no-split", cmd->no_split, "skip the k = 1 runs that split distances from selection");
   cmd->sweep.add_to(*app);
+  cmd->suite.add_to(*app, app->get_option("--sweep"));
   return {app, [cmd] { return cmd->run(); }};
 }
 
