@@ -101,17 +101,22 @@ FloatView host_rows(FloatView m, std::vector<float>& storage) {
 
 }  // namespace
 
-bool float32_exact(const ValueStats& f, int64_t dim) {
+namespace {
+
+/// Integer values whose bound `factor` d M^2 (4 d M^2 with negative values; M = the largest |value|) stays below 2^24.
+bool integer_bound_below_2_24(const ValueStats& f, int64_t dim, double nonnegative_factor) {
   if (!f.known || !f.integral) return false;
   const double m2 = static_cast<double>(f.max_abs) * f.max_abs, d = static_cast<double>(dim);
-  return (f.nonnegative ? 2.0 * d * m2 : 4.0 * d * m2) < kExactLimit;
+  return (f.nonnegative ? nonnegative_factor : 4.0) * d * m2 < kExactLimit;
 }
 
-bool integer_keys_exact(const ValueStats& f, int64_t dim) {
-  if (!f.known || !f.integral) return false;
-  const double m2 = static_cast<double>(f.max_abs) * f.max_abs, d = static_cast<double>(dim);
-  return (f.nonnegative ? d * m2 : 4.0 * d * m2) < kExactLimit;
-}
+}  // namespace
+
+// A partial sum of a float32 key: up to 2 d M^2 for non-negative data (|x|^2 and -2 q.x have opposite signs).
+bool float32_exact(const ValueStats& f, int64_t dim) { return integer_bound_below_2_24(f, dim, 2.0); }
+
+// The key itself: |q - x|^2 <= d M^2 for non-negative data.
+bool integer_keys_exact(const ValueStats& f, int64_t dim) { return integer_bound_below_2_24(f, dim, 1.0); }
 
 bool half_exact(const ValueStats& f, int64_t dim) { return f.max_abs <= kHalfMaxInteger && float32_exact(f, dim); }
 
