@@ -106,10 +106,15 @@ TEST(Guard, NearTiesOneUlpApartAreResolvedAndTheUnguardedKeysAreNot) {
 /// Byte-sized integer rows whose squared distances pass 2^24 (d = 300, queries 0..3 against rows of 252..255), where
 /// float32 holds a key only to 2 units: base rows come in pairs one unit apart for query p % q (component 0 one
 /// above the query's, then equal to it), the nearer row second, so that a rounding tie puts the farther row first.
-void far_byte_pairs(int64_t pairs, int64_t d, int64_t q, HostMatrix<float>& base, HostMatrix<float>& queries) {
+/// Then `near` rows of 0..255, whose keys (about 6.5e6) float32 holds exactly: a query's first candidates, so that
+/// a certificate meets both kinds of key in one round.
+void far_byte_pairs(int64_t pairs, int64_t near, int64_t d, int64_t q, HostMatrix<float>& base,
+                    HostMatrix<float>& queries) {
   queries = integer_matrix(q, d, 0, 3, 61);
   const HostMatrix<float> far = integer_matrix(pairs, d, 252, 255, 62);
-  base = HostMatrix<float>(2 * pairs, d);
+  const HostMatrix<float> close = integer_matrix(near, d, 0, 255, 63);
+  base = HostMatrix<float>(2 * pairs + near, d);
+  for (int64_t i = 0; i < near; ++i) std::copy(close.row(i), close.row(i) + d, base.row(2 * pairs + i));
   for (int64_t i = 0; i < pairs; ++i)
     for (int64_t twin = 0; twin < 2; ++twin) {
       float* row = base.row(2 * i + twin);
@@ -122,7 +127,7 @@ TEST(Guard, IntegerKeysPast2To24AreResolvedOnEveryPathThatTakesThem) {
   // float32 paths (sums past 2^24) and int8_mma (exact integer keys rounded once) go through the guard; fp16_mma
   // and the fused kernel refuse such data (their fp32 accumulation would not be exact).
   HostMatrix<float> base, queries;
-  far_byte_pairs(sanitize_mode() ? 150 : 600, 300, 5, base, queries);
+  far_byte_pairs(sanitize_mode() ? 150 : 600, 20, 300, 5, base, queries);
   const std::vector<OracleRow> truth = oracle(base.view(), queries.view(), Metric::SquaredL2, 2.0);
   int unguarded_misses = 0, paths = 0;
   for (DistanceAlgorithm d : distance_algorithms(kBackend, Metric::SquaredL2)) {

@@ -47,6 +47,7 @@ struct DeviceCertificate {
   int64_t k = 0;             ///< the certified k (<= the search's K')
   double input_error = 0;    ///< KeyErrorBound of the distance path
   int64_t terms = 0;
+  double exact_below = 0;     ///< KeyErrorBound::exact_below: computed keys smaller in magnitude are the exact keys
   double max_base_norm = -1;  ///< largest Euclidean base norm; < 0: the backend computes it from the rows
   /// Set: the k entries' float64 keys (+inf padding) and their rows (-1 padding) also come back, in float64 order,
   /// into the host arrays (queries x k each) it gives, asked for once the search is done (the caller's result may

@@ -42,7 +42,7 @@ KeyErrorBound bound_of(catalogue::KeyPrecision precision, int64_t dim, const Val
     case catalogue::tf32x3: return KeyErrorBound{std::ldexp(1.0, -21), 3 * dim + 3};
     // Exact integer keys rounded once to float32: no input error, no float32 sum (rerank.hpp's bound with no terms
     // is 2u (|q| + |x|)^2, four times the one rounding's 2^-24 |key| for |key| <= (|q| + |x|)^2).
-    case catalogue::integer_keys: return KeyErrorBound{0.0, 0};
+    case catalogue::integer_keys: return KeyErrorBound{0.0, 0, kExactLimit};
     default: return KeyErrorBound{0.0, dim + 3};
   }
 }
@@ -158,6 +158,7 @@ DeviceCertificate certificate_for(const KeyErrorBound& bound, int64_t k, double 
   c.k = k;
   c.input_error = bound.input_error;
   c.terms = bound.terms;
+  c.exact_below = bound.exact_below;
   c.max_base_norm = max_row_norm;
   return c;
 }

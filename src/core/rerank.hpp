@@ -48,6 +48,9 @@ GKNN_HD double key_error_bound(double e, int64_t terms, double q, double x) {
 struct KeyErrorBound {
   double input_error = 0;  ///< e: relative error of each operand as the products see it
   int64_t terms = 0;       ///< float32 sums: at most this many terms per key
+  /// Computed keys smaller than this in magnitude are the exact keys themselves (0: none): an integer-key path's
+  /// float32 rounding of an exact integer key is exact below 2^24, so a certificate need not recompute them.
+  double exact_below = 0;
   /// eps_q for a query of norm |q| against a base whose largest norm is max_base_norm (Euclidean norms).
   double query_bound(double query_norm, double max_base_norm) const;
 };

@@ -30,6 +30,9 @@ struct CertifyArgs {
   int64_t k = 0;                      ///< entries written per row
   double input_error = 0;             ///< the distance path's KeyErrorBound
   int64_t terms = 0;
+  /// Computed keys smaller than this in magnitude are taken as their float64 keys without reading the rows (exact
+  /// integer keys rounded once: exact below 2^24); 0: every key computed. Only where row_offsets is null.
+  double exact_below = 0;
   double max_base_norm = -1;                          ///< >= 0: used; else from *max_norm_bits
   const unsigned long long* max_norm_bits = nullptr;  ///< launch_max_square_norm's result
   float* out_keys = nullptr;  ///< rows x k: float64 keys rounded to float (+inf padding)

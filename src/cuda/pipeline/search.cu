@@ -528,6 +528,7 @@ class TileCertifier {
     a.k = c_.k;
     a.input_error = c_.input_error;
     a.terms = c_.terms;
+    a.exact_below = row_offsets ? 0 : c_.exact_below;  // the bound holds for the kernel's keys as computed
     a.max_base_norm = c_.max_base_norm;
     a.max_norm_bits = p_.max_norm_bits.data();
     a.out_keys = out.keys;
