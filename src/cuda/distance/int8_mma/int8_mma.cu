@@ -13,8 +13,10 @@
 // them and SGEMM keys need the guard's much wider float32 bound.
 //
 // cuBLAS's int8 (IMMA) kernels need 4-byte aligned pointers, leading dimensions that are multiples of 4 and m, k
-// multiples of 4: the operands are padded (zero columns to a multiple of 16, zero base rows to a multiple of 4) and
-// the int32 products land in a workspace matrix of padded width, from which the epilogue writes the keys.
+// multiples of 4: the operands are padded (zero columns to a multiple of 16, zero base rows to a multiple of 4). The
+// int32 products land in the key matrix itself where its rows hold the padded base rows and its stride is a multiple
+// of 4 (an int32 and a float key are both 4 bytes: the epilogue turns each product into its key in place), else in
+// a workspace matrix of padded width, from which the epilogue writes the keys.
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -70,9 +72,10 @@ __global__ void to_int8_kernel(const float* __restrict__ rows, int64_t stride, i
 
 /// keys[q][j] from the int32 products dots[q][j] (row width `dots_stride`): the squared L2 or inner-product key
 /// formed exactly in int64, then rounded to float32 once.
-__global__ void keys_kernel(const int32_t* __restrict__ dots, int64_t dots_stride, const RowStats* __restrict__ qs,
+/// `dots` and `keys` may be the same memory (products in place): not restrict.
+__global__ void keys_kernel(const int32_t* dots, int64_t dots_stride, const RowStats* __restrict__ qs,
                             const RowStats* __restrict__ xs, int64_t nq, int64_t nb, int64_t dim, int offset, bool l2,
-                            float* __restrict__ keys, int64_t stride) {
+                            float* keys, int64_t stride) {
   const int64_t o = offset;
   for (int64_t q = blockIdx.y; q < nq; q += gridDim.y) {
     const RowStats sq = qs[q];
@@ -91,19 +94,23 @@ void check_int(int64_t value, const char* what) {
               " exceeds cuBLAS's 32-bit sizes (use smaller tiles or another distance algorithm)");
 }
 
-/// The workspace's parts for an nq x nb tile: int8 queries and base rows, their RowStats, the int32 products.
+/// The workspace's parts for an nq x nb tile: int8 queries and base rows, their RowStats, and the int32 products
+/// unless they go into the key matrix (`in_place`: its stride, a multiple of 4, holds the padded base rows).
 struct Int8Layout {
   int64_t cols, base_rows;
   size_t queries, base, query_stats, base_stats, dots, total;
-  Int8Layout(int64_t nq, int64_t nb, int64_t dim) : cols(padded_dim(dim)), base_rows(padded_rows(nb)) {
+  Int8Layout(int64_t nq, int64_t nb, int64_t dim, bool in_place) : cols(padded_dim(dim)), base_rows(padded_rows(nb)) {
     queries = 0;
     base = queries + aligned(static_cast<size_t>(nq * cols));
     query_stats = base + aligned(static_cast<size_t>(base_rows * cols));
     base_stats = query_stats + aligned(static_cast<size_t>(nq) * sizeof(RowStats));
     dots = base_stats + aligned(static_cast<size_t>(base_rows) * sizeof(RowStats));
-    total = dots + aligned(static_cast<size_t>(nq * base_rows) * sizeof(int32_t));
+    total = dots + (in_place ? 0 : aligned(static_cast<size_t>(nq * base_rows) * sizeof(int32_t)));
   }
 };
+
+/// Whether the products of an nb-row tile can go into a key matrix of this stride (see the header).
+bool products_in_place(int64_t nb, int64_t stride) { return stride % 4 == 0 && padded_rows(nb) <= stride; }
 
 void to_int8(const float* rows, int64_t stride, int64_t count, int64_t dim, int offset, int8_t* out, int64_t cols,
              int64_t padded_count, RowStats* stats, cudaStream_t s) {
@@ -117,13 +124,13 @@ void to_int8(const float* rows, int64_t stride, int64_t count, int64_t dim, int 
 /// dots = queries' x base'^T on the int8 tensor cores (int32 accumulation, exact). The pool's handles are pedantic
 /// (handle_pool.cuh); integer products are exact in any math mode, so the default one (IMMA) runs and is restored.
 void int8_gemm(cublasHandle_t handle, const Int8Layout& l, int64_t nq, const int8_t* base, const int8_t* queries,
-               int32_t* dots) {
+               int32_t* dots, int64_t dots_stride) {
   const int32_t one = 1, zero = 0;
   GKNN_CUBLAS_TRY(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH));
   const cublasStatus_t status =
       cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(l.base_rows), static_cast<int>(nq),
                    static_cast<int>(l.cols), &one, base, CUDA_R_8I, static_cast<int>(l.cols), queries, CUDA_R_8I,
-                   static_cast<int>(l.cols), &zero, dots, CUDA_R_32I, static_cast<int>(l.base_rows),
+                   static_cast<int>(l.cols), &zero, dots, CUDA_R_32I, static_cast<int>(dots_stride),
                    CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT);
   GKNN_CUBLAS_TRY(cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH));
   GKNN_CUBLAS_TRY(status);
@@ -136,7 +143,10 @@ bool int8_mma_exact_on(const DataFacts& facts) {
   return v.known && v.integral && facts.dim <= kMaxDim && v.max_abs <= (v.nonnegative ? 255.f : 127.f);
 }
 
-size_t int8_mma_workspace(int64_t nq, int64_t nb, int64_t dim) { return Int8Layout(nq, nb, dim).total; }
+// The pipeline's key matrix has stride nb (search.cu): the products go in place where that allows.
+size_t int8_mma_workspace(int64_t nq, int64_t nb, int64_t dim) {
+  return Int8Layout(nq, nb, dim, products_in_place(nb, nb)).total;
+}
 
 void int8_mma_distance(const DistanceInput& in, const DistanceOutput& out, const DistanceContext& ctx) {
   const bool l2 = in.metric == Metric::SquaredL2;
@@ -144,7 +154,9 @@ void int8_mma_distance(const DistanceInput& in, const DistanceOutput& out, const
               to_string(in.metric));
   GKNN_EXPECT(in.facts && int8_mma_exact_on(*in.facts), ErrorCode::Internal,
               "int8_mma called without facts of byte-sized integer data");
-  const Int8Layout l(in.nq, in.nb, in.dim);
+  const bool in_place = products_in_place(in.nb, out.stride);
+  const Int8Layout l(in.nq, in.nb, in.dim, in_place);
+  if (in_place) check_int(out.stride, "key matrix stride");
   check_int(l.base_rows, "base rows");
   check_int(in.nq, "query rows");
   check_int(l.cols, "padded dimension");
@@ -154,19 +166,21 @@ void int8_mma_distance(const DistanceInput& in, const DistanceOutput& out, const
   auto* base = reinterpret_cast<int8_t*>(scratch + l.base);
   auto* query_stats = reinterpret_cast<RowStats*>(scratch + l.query_stats);
   auto* base_stats = reinterpret_cast<RowStats*>(scratch + l.base_stats);
-  auto* dots = reinterpret_cast<int32_t*>(scratch + l.dots);
+  // In place: each product and its key share a 4-byte slot, read then written by the same epilogue thread.
+  auto* dots = in_place ? reinterpret_cast<int32_t*>(out.keys) : reinterpret_cast<int32_t*>(scratch + l.dots);
+  const int64_t dots_stride = in_place ? out.stride : l.base_rows;
   to_int8(in.queries, in.query_stride, in.nq, in.dim, offset, queries, l.cols, in.nq, query_stats, ctx.stream);
   to_int8(in.base, in.base_stride, in.nb, in.dim, offset, base, l.cols, l.base_rows, base_stats, ctx.stream);
   if (in.nq == 0 || in.nb == 0) return;
   {
     CublasLease lease(ctx.device, ctx.stream);
-    int8_gemm(lease.get(), l, in.nq, base, queries, dots);
+    int8_gemm(lease.get(), l, in.nq, base, queries, dots, dots_stride);
   }
   // cuBLAS's Hopper kernels store through the TMA, which initcheck does not see (initialized_mark.cuh).
-  mark_initialized(reinterpret_cast<const float*>(dots), in.nq, l.base_rows, l.base_rows, ctx.stream);
+  mark_initialized(reinterpret_cast<const float*>(dots), in.nq, l.base_rows, dots_stride, ctx.stream);
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>((in.nb + kThreads - 1) / kThreads, 1024)),
                   static_cast<unsigned>(std::min<int64_t>(in.nq, 65535)));
-  keys_kernel<<<grid, kThreads, 0, ctx.stream>>>(dots, l.base_rows, query_stats, base_stats, in.nq, in.nb, in.dim,
+  keys_kernel<<<grid, kThreads, 0, ctx.stream>>>(dots, dots_stride, query_stats, base_stats, in.nq, in.nb, in.dim,
                                                  offset, l2, out.keys, out.stride);
   GKNN_CUDA_CHECK_LAUNCH();
 }
