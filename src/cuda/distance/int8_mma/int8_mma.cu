@@ -14,7 +14,7 @@
 //
 // cuBLAS's int8 (IMMA) kernels need 4-byte aligned pointers, leading dimensions that are multiples of 4 and m, k
 // multiples of 4: the operands are padded (zero columns to a multiple of 16, zero base rows to a multiple of 4). The
-// int32 products land in the key matrix itself where its rows hold the padded base rows and its stride is a multiple
+// int32 products land in the key matrix itself where the base tile needs no padded row and the stride is a multiple
 // of 4 (an int32 and a float key are both 4 bytes: the epilogue turns each product into its key in place), else in
 // a workspace matrix of padded width, from which the epilogue writes the keys.
 #include <algorithm>
@@ -95,7 +95,7 @@ void check_int(int64_t value, const char* what) {
 }
 
 /// The workspace's parts for an nq x nb tile: int8 queries and base rows, their RowStats, and the int32 products
-/// unless they go into the key matrix (`in_place`: its stride, a multiple of 4, holds the padded base rows).
+/// unless they go into the key matrix (`in_place`: see products_in_place).
 struct Int8Layout {
   int64_t cols, base_rows;
   size_t queries, base, query_stats, base_stats, dots, total;
@@ -109,8 +109,9 @@ struct Int8Layout {
   }
 };
 
-/// Whether the products of an nb-row tile can go into a key matrix of this stride (see the header).
-bool products_in_place(int64_t nb, int64_t stride) { return stride % 4 == 0 && padded_rows(nb) <= stride; }
+/// Whether the products of an nb-row tile can go into a key matrix of this stride (see the header): no padded base
+/// row (nb a multiple of 4), so that nothing lands past a key row's nb columns.
+bool products_in_place(int64_t nb, int64_t stride) { return stride % 4 == 0 && padded_rows(nb) == nb; }
 
 void to_int8(const float* rows, int64_t stride, int64_t count, int64_t dim, int offset, int8_t* out, int64_t cols,
              int64_t padded_count, RowStats* stats, cudaStream_t s) {
