@@ -104,5 +104,27 @@ TEST_F(GpuPlanTable, ExplicitChoicesAndOtherCellsKeepTheRules) {
   }
 }
 
+// The rules' one measured exception to the selection list (choose.cu, one_row_large_k): a single query with k >= 300
+// sorts its row up to 2M keys and radix-selects it beyond; two queries, or k = 100, keep the list (bits first). No
+// row of the test's table is near these cells. The results are the oracle's.
+TEST_F(GpuPlanTable, OneQueryWithALargeKSortsOrRadixSelectsItsRow) {
+  const HostMatrix<float> base = random_matrix(5000, 8, 7), queries = random_matrix(2, 8, 8);
+  const FloatView one{queries.row(0), 1, 8, 0};
+  SearchPlan plan = explain_search(base.view(), one, cuda_params(400));
+  EXPECT_EQ(plan.select, SelectAlgorithm::Sort) << plan.select_reason;
+  EXPECT_NE(plan.select_reason.find("one row with k = 400"), std::string::npos) << plan.select_reason;
+  EXPECT_EQ(explain_search(base.view(), queries.view(), cuda_params(400)).select, SelectAlgorithm::Bits);
+  EXPECT_EQ(explain_search(base.view(), one, cuda_params(100)).select, SelectAlgorithm::Bits);
+  CheckOptions exact;
+  exact.exact_indices = true;
+  EXPECT_EQ("", check_search(search(base.view(), one, cuda_params(400)), base.view(), one, cuda_params(400), exact));
+  const HostMatrix<float> long_base = random_matrix((int64_t(1) << 21) + 1000, 2, 9);
+  const HostMatrix<float> long_query = random_matrix(1, 2, 10);
+  plan = explain_search(long_base.view(), long_query.view(), cuda_params(400));
+  EXPECT_EQ(plan.select, SelectAlgorithm::RadixSelect) << plan.select_reason;
+  EXPECT_EQ("", check_search(search(long_base.view(), long_query.view(), cuda_params(400)), long_base.view(),
+                             long_query.view(), cuda_params(400), exact));
+}
+
 }  // namespace
 }  // namespace gknn::testing
