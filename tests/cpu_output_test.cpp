@@ -34,6 +34,10 @@ TEST(CpuOutput, CallerStorageEqualsResult) {
       EXPECT_GT(stats.total_ms, 0.0);
       EXPECT_GT(stats.check_ms, 0.0);  // the host phases before the backend's work
       EXPECT_LE(stats.check_ms, stats.total_ms);
+      // What ran: Auto resolved as explain_search resolves it (a one-shot search plans alike).
+      const SearchPlan plan = explain_search(base.view(), queries.view(), p);
+      EXPECT_EQ(stats.distance_algorithm, plan.distance) << to_string(m) << " k=" << k;
+      EXPECT_EQ(stats.select_algorithm, plan.select) << to_string(m) << " k=" << k;
     }
   }
 }

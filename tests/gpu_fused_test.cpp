@@ -345,7 +345,7 @@ TEST(GpuFused, NoKeptOperandsOutsideTheBudgetOrForOneShotSearches) {
 
 // Auto takes the fused kernel for one query against a resident base of >= 2^17 integer rows once the copy can be
 // kept (it converts the rows on the first search only), and the one-shot rules (SGEMM) with the hook off; the
-// results are the same and the oracle's.
+// results are the same and the oracle's, and SearchStats names the pair that ran each time.
 TEST(GpuFused, AutoReadsTheKeptOperandsForOneQuery) {
   CacheHookGuard guard;
   constexpr int64_t d = 32;
@@ -361,6 +361,19 @@ TEST(GpuFused, AutoReadsTheKeptOperandsForOneQuery) {
   EXPECT_EQ(search_and_check(index, rows, query, p, &sgemm), 0);
   EXPECT_EQ(fused.indices, sgemm.indices);
   EXPECT_EQ(fused.distances, sgemm.distances);
+  // SearchStats names what ran: without the copy the one-shot plan (explain_search's), with it the fused kernel,
+  // which keeps the top k itself (no selection).
+  SearchStats ran;
+  SearchParams timed = p;
+  timed.stats = &ran;
+  index.search(query.view(), timed);
+  const SearchPlan one_shot = explain_search(rows.view(), query.view(), p);
+  EXPECT_EQ(ran.distance_algorithm, one_shot.distance);
+  EXPECT_EQ(ran.select_algorithm, one_shot.select);
+  detail::cuda::set_operand_cache_enabled(true);
+  index.search(query.view(), timed);
+  EXPECT_EQ(ran.distance_algorithm, DistanceAlgorithm::Fused);
+  EXPECT_EQ(ran.select_algorithm, SelectAlgorithm::Auto);
 }
 
 }  // namespace

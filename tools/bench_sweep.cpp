@@ -183,6 +183,19 @@ bool more_runs(size_t runs, int repeat, double timed_ms) {
 /// extra call of the grid's largest cells costs seconds. Others go on while more_runs says so.
 bool timed_once(double warm_ms, double long_call_ms) { return warm_ms >= long_call_ms; }
 
+/// Auto's plan as its search ran it (SearchStats): a search through an Index may choose otherwise than
+/// explain_search's one-shot plan (the fused kernel on the Index's kept operand copy with a few queries), and the
+/// cell's Auto pair is the one it timed. Where the search reported nothing, the plan as explained.
+SearchPlan as_ran(SearchPlan plan, const SearchStats& ran) {
+  if (ran.distance_algorithm == DistanceAlgorithm::Auto) return plan;
+  if (plan.distance != ran.distance_algorithm) plan.distance_reason = "as the Index's search ran it";
+  if (plan.select != ran.select_algorithm) plan.select_reason = "as the Index's search ran it";
+  plan.distance = ran.distance_algorithm;
+  plan.select = ran.select_algorithm;
+  plan.selects_itself = ran.select_algorithm == SelectAlgorithm::Auto;
+  return plan;
+}
+
 /// GKNN_SWEEP_TRACE set (not "0"): each candidate's call is announced on stderr before it starts, so that a log cut
 /// off at a device command's limit names the call it was in.
 bool trace_calls() {
@@ -206,12 +219,14 @@ class CellBench {
   /// decides: a cold first call pays once for what later searches of the index do not (kernels loaded lazily, the
   /// kept operand copy of the base, workspaces). H200 suite, 2026-11-27: tf32 capped at 0.59 ms on its first call
   /// (guarded, n = 16384, q = 64) where Auto's repeated calls of the same pair took 0.12.
-  std::optional<Timed> time(DistanceAlgorithm distance, SelectAlgorithm select, double cutoff_ms) const {
+  /// `first_stats`: the first call's SearchStats (what it ran; that call's timing only decides the cap).
+  std::optional<Timed> time(DistanceAlgorithm distance, SelectAlgorithm select, double cutoff_ms,
+                            SearchStats* first_stats = nullptr) const {
     SearchParams p = params_;
     p.distance = distance;
     p.select = select;
     try {
-      double first = run_ms(p);
+      double first = run_ms(p, first_stats);
       if (first > cutoff_ms && first <= cutoff_ms + kColdCallMs) first = run_ms(p);
       if (first > cutoff_ms) return Timed{distance, select, first, 1, true};
       const bool once = timed_once(first, long_call_ms_);
@@ -231,7 +246,9 @@ class CellBench {
   /// Auto and another pair timed side by side (--sweep-best-from): after each one's warm-up, their runs alternate,
   /// as many of each as time() would take for the slower one, so that both meet the same clocks and the same state of
   /// the host; both medians. Nullopt where the backend refuses the other pair now.
-  std::optional<std::pair<Timed, Timed>> duel(DistanceAlgorithm distance, SelectAlgorithm select) const {
+  /// `auto_stats`: the SearchStats of Auto's first warm-up call (what it ran).
+  std::optional<std::pair<Timed, Timed>> duel(DistanceAlgorithm distance, SelectAlgorithm select,
+                                              SearchStats* auto_stats) const {
     SearchParams a = params_, b = params_;
     a.distance = DistanceAlgorithm::Auto;
     a.select = SelectAlgorithm::Auto;
@@ -239,7 +256,8 @@ class CellBench {
     b.select = select;
     try {
       double warm_ms = 0;  // the slower one's last warm-up call
-      for (int i = 0; i < std::max(warmup_, 1); ++i) warm_ms = std::max(run_ms(a), run_ms(b));
+      for (int i = 0; i < std::max(warmup_, 1); ++i)
+        warm_ms = std::max(run_ms(a, i == 0 ? auto_stats : nullptr), run_ms(b));
       const bool once = timed_once(warm_ms, long_call_ms_);
       std::vector<double> ra, rb;
       double sum_a = 0, sum_b = 0;
@@ -310,9 +328,13 @@ class CellBench {
   }
 
  private:
-  double run_ms(const SearchParams& p) const {
+  /// One call's wall time; `stats` set: that call also reports its phases and what it ran (its timing then includes
+  /// the phases' CUDA events, so it is a warm-up or cap call, never a timed run).
+  double run_ms(const SearchParams& p, SearchStats* stats = nullptr) const {
+    SearchParams call = p;
+    if (stats) call.stats = stats;
     Stopwatch clock;
-    index_.search(queries_.view(), p);
+    index_.search(queries_.view(), call);
     return clock.seconds() * 1000.0;
   }
 
@@ -834,18 +856,19 @@ class Sweep {
     // Auto first: its time caps the candidates from the first one on, and its plan is explained once (CellBench::best).
     // With --sweep-best-from: Auto and that sweep's fastest pair of the cell, side by side.
     std::optional<Timed> automatic, rival;
+    SearchStats ran;  // what Auto's first call ran
     if (const auto found = best_pairs_.find(cell.key(device_)); found != best_pairs_.end()) {
-      if (const auto both = bench.duel(found->second.first, found->second.second)) {
+      if (const auto both = bench.duel(found->second.first, found->second.second, &ran)) {
         automatic = both->first;
         rival = both->second;
       }
     }
-    if (!automatic) automatic = bench.time(DistanceAlgorithm::Auto, SelectAlgorithm::Auto, kNoLimit);
+    if (!automatic) automatic = bench.time(DistanceAlgorithm::Auto, SelectAlgorithm::Auto, kNoLimit, &ran);
     if (!automatic) {
       ++unsupported_;
       return;
     }
-    const SearchPlan plan = explain_search(group.base().view(), queries.view(), p);
+    const SearchPlan plan = as_ran(explain_search(group.base().view(), queries.view(), p), ran);
     std::vector<Timed> candidates;
     std::optional<Timed> best = rival;  // --sweep-auto-only: none, or the duel's pair
     if (rival) candidates.push_back(*rival);

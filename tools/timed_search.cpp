@@ -97,6 +97,10 @@ void print_timings(const SearchTimings& t, const Dataset& data) {
   if (distance > 0 || select > 0)
     std::printf("  phases     distances %.3f ms, selection %.3f ms, merge %.3f ms (device time; streams overlap)\n",
                 distance, select, merge);
+  if (const SearchStats& r = t.has_warm() ? t.warm.front() : t.cold; r.distance_algorithm != DistanceAlgorithm::Auto)
+    std::printf("  ran        distance %s, selection %s\n", to_string(r.distance_algorithm).c_str(),
+                r.select_algorithm == SelectAlgorithm::Auto ? "none (the distance kept each query's top k)"
+                                                            : to_string(r.select_algorithm).c_str());
   if (const SearchStats& g = t.has_warm() ? t.warm.front() : t.cold; g.guard_candidates > 0)
     std::printf("  guard      k' = %lld candidates per query re-ranked on float64 keys: %.3f ms after the first pass "
                 "(median), %lld queries searched again (float data: the float64 oracle's neighbours; --guard off "

@@ -141,6 +141,11 @@ struct SearchStats {
   /// Query rows of the guard's passes re-ranked and certified on the device, in the search (cuda: the base on the
   /// device); the others went through a host re-rank (only their candidates' float64 keys on the device).
   int64_t guard_device_rows = 0;
+  // What ran, Auto resolved (the guard's first pass where it ran): the distance algorithm, and the selection of the
+  // last tile (Auto where the distance kept each query's top k itself: the fused kernel). A search through an Index
+  // may choose otherwise than explain_search's one-shot plan (a kept operand copy of its base: the fused kernel).
+  DistanceAlgorithm distance_algorithm = DistanceAlgorithm::Auto;
+  SelectAlgorithm select_algorithm = SelectAlgorithm::Auto;
 };
 
 struct SearchParams {

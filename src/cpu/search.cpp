@@ -106,6 +106,7 @@ KeyResult search_with_norms(FloatView base, const float* base_norms, FloatView q
   const DistanceAlgorithm distance = resolve_distance(kp.distance, kp.metric);
   const SelectAlgorithm select = resolve_select(kp.select, kp.k);
   const int threads = resolve_threads(kp.threads);
+  if (kp.stats) kp.stats->distance_algorithm = distance, kp.stats->select_algorithm = select;
   if (distance == DistanceAlgorithm::Reference) return reference_search(base, queries, kp, threads);
 
   DistanceInputs in{base, queries, kp.metric, kp.p, base_norms, nullptr};

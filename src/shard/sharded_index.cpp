@@ -39,8 +39,11 @@ double elapsed_ms(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();
 }
 
-/// Phase times of concurrent shards: each phase's slowest shard (the critical path).
+/// Phase times of concurrent shards: each phase's slowest shard (the critical path); the algorithms that ran are the
+/// first shard's (shards of other devices or data may choose others).
 void add_slowest(SearchStats& into, const SearchStats& s) {
+  if (into.distance_algorithm == DistanceAlgorithm::Auto)
+    into.distance_algorithm = s.distance_algorithm, into.select_algorithm = s.select_algorithm;
   into.upload_ms = std::max(into.upload_ms, s.upload_ms);
   into.distance_ms = std::max(into.distance_ms, s.distance_ms);
   into.select_ms = std::max(into.select_ms, s.select_ms);

@@ -172,6 +172,7 @@ ListRef search_query_tile(const TileJob& job, const float* queries, int64_t quer
     if (sin.cols > 0) {
       const SelectAlgorithm algorithm = fused ? SelectAlgorithm::Auto : job.kp.select;
       const SelectEntry& select = resolve_select(algorithm, qn, sin.cols, kt);
+      if (job.kp.stats) job.kp.stats->select_algorithm = select.algorithm;
       stage_begin(job.timer, Stage::Select, s);
       select.run(sin, kt, SelectOutput{dst.keys, dst.labels, k},
                  SelectContext{job.kp.select_options, p.select_workspace, s, p.device});
@@ -592,6 +593,7 @@ void run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchPa
   const bool host_out = out.memory == Memory::Host;
   // A fused kernel that serves k serves every tile (a tile's k is min(k, tile rows) <= k): no key matrix at all.
   const bool fused_only = distance.selects_itself(k, dim, facts);
+  if (kp.stats) kp.stats->distance_algorithm = distance.algorithm, kp.stats->select_algorithm = SelectAlgorithm::Auto;
   OperandCache* const operands = fused_only ? size_operand_cache(p, cache, distance, nb, facts, &budget) : nullptr;
   const PlanInput plan_input{nq, nb, dim, k, budget, base.streamed(), select.workspace_bytes,
                              distance.workspace_bytes, host_out ? out.k : 0, !fused_only};
