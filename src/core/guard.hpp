@@ -7,8 +7,8 @@
 // When the keys are exact without it (the decision, decide_guard): float64 keys (the reference); paths that run only
 // on integer data they are exact on (fp16_mma, fused); float32 paths on integer data whose sums stay below 2^24
 // (float32_exact); integer-key paths (int8_mma) where every key is below 2^24 (integer_keys_exact); TF32 paths on
-// the data fp16 holds exactly as well (half_exact). Only the squared L2 and inner
-// product keys (L2, cosine) are guarded: L1, Linf and Lp keep their float32 keys.
+// the data fp16 holds exactly as well (half_exact). Only the squared L2 and inner product keys (L2, cosine) are
+// guarded: L1, Linf and Lp keep their float32 keys.
 #pragma once
 
 #include <functional>

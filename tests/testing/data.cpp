@@ -85,8 +85,8 @@ bool outside_exact_range(DistanceAlgorithm algorithm, const HostMatrix<float>& b
       negative = negative || v < 0;
       max_abs = std::max(max_abs, std::fabs(double(v)));
     }
-  if (algorithm == DistanceAlgorithm::LpBytes) return max_abs > (negative ? 127 : 255);
-  if (algorithm == DistanceAlgorithm::Int8Mma) return max_abs > (negative ? 127 : 255) || base.cols > 131071;
+  if (algorithm == DistanceAlgorithm::LpBytes || algorithm == DistanceAlgorithm::Int8Mma)
+    return max_abs > (negative ? 127 : 255) || (algorithm == DistanceAlgorithm::Int8Mma && base.cols > 131071);
   return max_abs > 2048 || (negative ? 4.0 : 2.0) * double(base.cols) * max_abs * max_abs >= 16777216.0;
 }
 
