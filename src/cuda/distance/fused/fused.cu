@@ -1362,7 +1362,9 @@ bool fused_scan_serves(int64_t nq, Elem elem, int64_t k) {
 /// where it serves), one block a split, the splits' lists left to the pipeline's selection (one split: the list).
 FusedResult scan_search(const DistanceInput& in, int64_t k, const FusedTarget& target, const DistanceContext& ctx,
                         Elem elem, int row_bytes, bool kept) {
-  const int64_t splits = fused_scan::split_count(in.nb, k, device_props(ctx.device).sm_count);
+  const int64_t forced = forced_split_count();  // GKNN_FUSED_SPLITS, to measure the split count
+  const int64_t splits = forced > 0 ? std::clamp<int64_t>(forced, 1, std::max<int64_t>(1, in.nb / k))
+                                    : fused_scan::split_count(in.nb, k, device_props(ctx.device).sm_count);
   const size_t q_bytes = aligned(static_cast<size_t>(in.nq) * row_bytes);
   const size_t b_bytes = kept ? 0 : aligned(static_cast<size_t>(in.nb) * row_bytes);
   const size_t entries = splits > 1 ? static_cast<size_t>(in.nq * splits * k) : 0;
