@@ -17,8 +17,11 @@ constexpr int kThreads = 256;
 constexpr int kCap = 512;
 static_assert(kMaxK + kThreads <= kCap, "a cut buffer takes one more chunk");
 constexpr int64_t kMinSplitRows = 2048;
-/// Resident blocks a split count aims at per SM (shared memory: 17 KB a block, so up to 8 fit).
-constexpr int kBlocksPerSm = 4;
+/// Blocks a split count aims at per SM (17 KB of shared memory a block: up to 8 fit): 2 x 256 threads with a few
+/// 16-byte loads each in flight cover HBM's latency, and every split adds k entries to the selection over the
+/// splits' lists after the kernel (one query against the fused kernel's 264 splits: ~35 us of bits on the H100
+/// before that kernel merged them itself). GKNN_FUSED_SPLITS measures others.
+constexpr int kBlocksPerSm = 2;
 constexpr uint64_t kNoWord = ~uint64_t(0);
 
 /// The composite word of a key of tile row `row` (< 2^32): the key's ordered bits above the row, so that words

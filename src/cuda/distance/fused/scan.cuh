@@ -40,7 +40,7 @@ struct ScanArgs {
 
 constexpr int kMaxK = 128;
 
-/// Splits of nb rows for this device: enough blocks for a few waves of resident blocks, each >= 2048 rows.
+/// Splits of nb rows for this device: two blocks an SM (one wave), each >= 2048 rows.
 int64_t split_count(int64_t nb, int64_t k, int sms);
 
 /// One block per split: the k best of every query in every split (ScanArgs).
