@@ -5,7 +5,9 @@
 // k = 129 .. 1024 (the filter rounds of fused/large_k.cuh: a sampled threshold, a base taken whole, a sample that
 // misses the neighbours, all-equal rows that overflow the candidate lists, base tiles), and equal to fp16_mma's
 // two-stage result bit for bit; an Index's kept operand copy of its rows (made once, made again
-// after add, reset or a change of operand type, never by one-shot searches; Auto takes it for one query). Label gpu. Sanitizer-sized run (GKNN_TEST_SANITIZE=1,
+// after add, reset or a change of operand type, never by one-shot searches; Auto takes it for one query). At most 4
+// queries on 8-bit data go through the few-query walk (fused/scan.cuh; the tensor-core walk under GKNN_FUSED_SCAN=0,
+// the gpu_fused_no_scan part). Label gpu. Sanitizer-sized run (GKNN_TEST_SANITIZE=1,
 // testing/sanitize.hpp): fewer base rows and queries, still off the tiles, with one split and many.
 #include <algorithm>
 #include <cstdint>
@@ -105,6 +107,11 @@ std::vector<FusedCase> cases() {
                {1, 37, 128}});
   c.push_back({"four_queries_d128", integer_matrix(sized(150001, 30001), 128, 0, 255, 27),
                integer_matrix(4, 128, 0, 255, 28), {100}});
+  // The few-query walk (fused/scan.cuh) on s8 operands over several splits, and with one split (a base shorter than
+  // a split: the list straight into the destination, k = n).
+  c.push_back({"few_queries_s8_d40", integer_matrix(sized(9001, 5003), 40, -100, 100, 71),
+               integer_matrix(3, 40, -100, 100, 72), {1, 64, 128}});
+  c.push_back({"one_query_k_equals_n", integer_matrix(100, 8, 0, 3, 73), integer_matrix(1, 8, 0, 3, 74), {1, 100}});
   // k beyond the shared lists (129 .. 1024): filter rounds. A base of at most 4096 rows is taken whole (one round).
   c.push_back({"large_k_whole_base", integer_matrix(sized(3000, 1000), 24, 0, 50, 21),
                integer_matrix(40, 24, 0, 50, 22), {129, 700}});

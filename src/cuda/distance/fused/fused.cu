@@ -46,6 +46,7 @@
 #include "cuda/common/error.cuh"
 #include "cuda/distance/cublas/gemm_keys.cuh"
 #include "cuda/distance/fused/large_k.cuh"
+#include "cuda/distance/fused/scan.cuh"
 #include "cuda/distance/kernels.cuh"
 #include "cuda/primitives/ordered.cuh"
 #include "cuda/primitives/shared_bitonic.cuh"
@@ -1347,6 +1348,63 @@ bool fused_serves(int64_t k, int64_t dim, const DataFacts& facts) {
   return k >= 1 && k <= fused_large_k::kLargeMaxK && fp16_exact(facts) && row_bytes_for(dim, element_for(facts)) > 0;
 }
 
+namespace {
+
+/// The few-query walk (scan.cuh) where it serves: at most fused_scan::kMaxQueries queries, 8-bit operands, k in the
+/// lists' range. GKNN_FUSED_SCAN=0 runs the tensor-core walk there instead, to measure the two against each other
+/// (results are identical either way).
+bool fused_scan_serves(int64_t nq, Elem elem, int64_t k) {
+  static const bool off = detail::env_switch_off("GKNN_FUSED_SCAN");
+  return !off && nq <= fused_scan::kMaxQueries && elem != Elem::F16 && k <= fused_scan::kMaxK;
+}
+
+/// The search of fused_search by the few-query walk: the operands as the tensor-core walk takes them (the kept copy
+/// where it serves), one block a split, the splits' lists left to the pipeline's selection (one split: the list).
+FusedResult scan_search(const DistanceInput& in, int64_t k, const FusedTarget& target, const DistanceContext& ctx,
+                        Elem elem, int row_bytes, bool kept) {
+  const int64_t forced = forced_split_count();  // GKNN_FUSED_SPLITS, to measure the split count
+  const int64_t splits = forced > 0 ? std::clamp<int64_t>(forced, 1, std::max<int64_t>(1, in.nb / k))
+                                    : fused_scan::split_count(in.nb, k, device_props(ctx.device).sm_count);
+  const size_t q_bytes = aligned(static_cast<size_t>(in.nq) * row_bytes);
+  const size_t b_bytes = kept ? 0 : aligned(static_cast<size_t>(in.nb) * row_bytes);
+  const size_t entries = splits > 1 ? static_cast<size_t>(in.nq * splits * k) : 0;
+  const size_t label_bytes = aligned(entries * sizeof(int64_t));
+  auto* scratch = static_cast<unsigned char*>(
+      ctx.workspace.get(q_bytes + b_bytes + label_bytes + aligned(entries * sizeof(float))));
+  fused_scan::ScanArgs a;
+  a.queries = scratch;
+  if (elem == Elem::U8) {
+    convert<Elem::U8>(in.queries, in.query_stride, in.nq, in.dim, row_bytes, 1.f, scratch, ctx.stream);
+    a.base = base_operands<Elem::U8>(in, row_bytes, kept, scratch + q_bytes, ctx.stream);
+  } else {
+    convert<Elem::S8>(in.queries, in.query_stride, in.nq, in.dim, row_bytes, 1.f, scratch, ctx.stream);
+    a.base = base_operands<Elem::S8>(in, row_bytes, kept, scratch + q_bytes, ctx.stream);
+  }
+  a.norms = in.metric == Metric::SquaredL2 ? in.base_norms : nullptr;
+  a.nq = static_cast<int>(in.nq);
+  a.nb = in.nb;
+  a.row_bytes = row_bytes;
+  a.is_signed = elem == Elem::S8;
+  a.k = static_cast<int>(k);
+  a.split_rows = (in.nb + splits - 1) / splits;
+  a.label_offset = target.label_offset;
+  FusedResult result;
+  if (splits == 1) {  // the one list, sorted: straight into the destination
+    a.out_keys = target.keys;
+    a.out_labels = target.labels;
+    a.out_stride = target.stride;
+  } else {
+    a.out_labels = reinterpret_cast<int64_t*>(scratch + q_bytes + b_bytes);
+    a.out_keys = reinterpret_cast<float*>(scratch + q_bytes + b_bytes + label_bytes);
+    a.out_stride = splits * k;
+    result = FusedResult{false, a.out_keys, a.out_labels, splits * k, splits * k};
+  }
+  fused_scan::launch(a, splits, ctx.stream);
+  return result;
+}
+
+}  // namespace
+
 FusedResult fused_search(const DistanceInput& in, const DataFacts& facts, int64_t k, const FusedTarget& target,
                          const DistanceContext& ctx) {
   const bool l2 = in.metric == Metric::SquaredL2;
@@ -1375,6 +1433,7 @@ FusedResult fused_search(const DistanceInput& in, const DataFacts& facts, int64_
     search_large_k(in, k, target, ctx, elem, row_bytes, kept);
     return FusedResult{};
   }
+  if (fused_scan_serves(in.nq, elem, k)) return scan_search(in, k, target, ctx, elem, row_bytes, kept);
   const size_t b_bytes = kept ? 0 : aligned(static_cast<size_t>(in.nb) * row_bytes);
   // The splits' lists (keys and labels) live in the scratch too: the pipeline sizes no key matrix for a search
   // this kernel serves (fused_workspace bounds them).

@@ -1,0 +1,142 @@
+// scan.cu: see scan.cuh.
+#include "cuda/distance/fused/scan.cuh"
+
+#include <algorithm>
+#include <cmath>
+
+#include "cuda/common/error.cuh"
+#include "cuda/primitives/ordered.cuh"
+#include "cuda/primitives/shared_bitonic.cuh"
+#include "gknn/error.hpp"
+
+namespace gknn::detail::cuda::fused_scan {
+namespace {
+
+constexpr int kThreads = 256;
+/// Buffer words a query: the k kept and one chunk's appends (a row a thread), a power of two for the sort.
+constexpr int kCap = 512;
+static_assert(kMaxK + kThreads <= kCap, "a cut buffer takes one more chunk");
+constexpr int64_t kMinSplitRows = 2048;
+/// Blocks a split count aims at per SM (17 KB of shared memory a block: up to 8 fit): 2 x 256 threads with a few
+/// 16-byte loads each in flight cover HBM's latency, and every split adds k entries to the selection over the
+/// splits' lists after the kernel (one query against the fused kernel's 264 splits: ~35 us of bits on the H100
+/// before that kernel merged them itself). GKNN_FUSED_SPLITS measures others.
+constexpr int kBlocksPerSm = 2;
+constexpr uint64_t kNoWord = ~uint64_t(0);
+
+/// The composite word of a key of tile row `row` (< 2^32): the key's ordered bits above the row, so that words
+/// order as (key, row) and ties rank by the smaller row.
+__device__ __forceinline__ uint64_t composite(int key, int64_t row) {
+  return (uint64_t(ordered_key(static_cast<float>(key))) << 32) | static_cast<uint32_t>(row);
+}
+
+template <bool kSigned>
+__device__ __forceinline__ int dot4(uint32_t a, uint32_t b, int acc) {
+  if constexpr (kSigned) return __dp4a(static_cast<int>(a), static_cast<int>(b), acc);
+  else return static_cast<int>(__dp4a(a, b, static_cast<unsigned>(acc)));
+}
+
+struct Lists {
+  uint64_t buf[kMaxQueries][kCap];
+  uint64_t tau[kMaxQueries];  ///< the k-th word kept (kNoWord while fewer than k are kept)
+  int count[kMaxQueries];
+};
+
+/// Sorts query r's buffer and keeps its k best; the whole block calls it (count read by all before the barriers).
+__device__ void cut(Lists& sh, int r, int k) {
+  const int n = sh.count[r];
+  for (int i = n + threadIdx.x; i < kCap; i += kThreads) sh.buf[r][i] = kNoWord;
+  bitonic::shared_sort<kThreads, false, uint64_t>(sh.buf[r], nullptr, kCap);  // barriers before and after
+  if (threadIdx.x == 0) {
+    const int kept = min(n, k);
+    sh.count[r] = kept;
+    sh.tau[r] = kept == k ? sh.buf[r][k - 1] : kNoWord;
+  }
+  __syncthreads();
+}
+
+template <bool kSigned, int kRowBytes>
+__global__ void __launch_bounds__(kThreads) scan_kernel(ScanArgs a) {
+  constexpr int kWords = kRowBytes / 4, kVecs = kRowBytes / 16;
+  __shared__ uint32_t q_words[kMaxQueries][kWords];
+  __shared__ Lists sh;
+  const int nq = a.nq;
+  for (int i = threadIdx.x; i < kMaxQueries * kWords; i += kThreads) {
+    const int r = i / kWords, w = i % kWords;
+    q_words[r][w] = r < nq ? reinterpret_cast<const uint32_t*>(a.queries + int64_t(r) * kRowBytes)[w] : 0u;
+  }
+  if (threadIdx.x < kMaxQueries) {
+    sh.count[threadIdx.x] = 0;
+    sh.tau[threadIdx.x] = kNoWord;
+  }
+  __syncthreads();
+  const int64_t begin = int64_t(blockIdx.x) * a.split_rows, end = min(a.nb, begin + a.split_rows);
+  for (int64_t chunk = begin; chunk < end; chunk += kThreads) {  // the same chunks for every thread of the block
+    const int64_t row = chunk + threadIdx.x;
+    if (row < end) {
+      const uint4* x = reinterpret_cast<const uint4*>(a.base + row * kRowBytes);
+      int dot[kMaxQueries] = {};
+#pragma unroll
+      for (int c = 0; c < kVecs; ++c) {
+        const uint4 v = __ldg(x + c);
+#pragma unroll
+        for (int r = 0; r < kMaxQueries; ++r)
+          if (r < nq) {
+            const uint32_t* q = q_words[r] + 4 * c;
+            dot[r] = dot4<kSigned>(v.w, q[3], dot4<kSigned>(v.z, q[2], dot4<kSigned>(v.y, q[1],
+                                                                                  dot4<kSigned>(v.x, q[0], dot[r]))));
+          }
+      }
+      const int norm = a.norms ? __float2int_rn(a.norms[row]) : 0;
+#pragma unroll
+      for (int r = 0; r < kMaxQueries; ++r)
+        if (r < nq) {
+          const uint64_t word = composite(a.norms ? norm - 2 * dot[r] : -dot[r], row);
+          if (word < sh.tau[r]) sh.buf[r][atomicAdd(&sh.count[r], 1)] = word;
+        }
+    }
+    __syncthreads();
+    for (int r = 0; r < nq; ++r)
+      if (sh.count[r] > kCap - kThreads) cut(sh, r, a.k);  // the next chunk could overflow it
+  }
+  for (int r = 0; r < nq; ++r) {
+    cut(sh, r, a.k);
+    const int kept = sh.count[r];
+    const int64_t at = int64_t(r) * a.out_stride + int64_t(blockIdx.x) * a.k;
+    for (int j = threadIdx.x; j < a.k; j += kThreads) {
+      const uint64_t w = sh.buf[r][j];
+      a.out_keys[at + j] = j < kept ? key_from_ordered(static_cast<uint32_t>(w >> 32)) : INFINITY;
+      a.out_labels[at + j] = j < kept ? a.label_offset + static_cast<int64_t>(static_cast<uint32_t>(w)) : -1;
+    }
+  }
+}
+
+template <bool kSigned>
+void launch_for(const ScanArgs& a, int64_t splits, cudaStream_t s) {
+  const dim3 grid(static_cast<unsigned>(splits));
+  switch (a.row_bytes) {
+    case 32: scan_kernel<kSigned, 32><<<grid, kThreads, 0, s>>>(a); break;
+    case 64: scan_kernel<kSigned, 64><<<grid, kThreads, 0, s>>>(a); break;
+    case 128: scan_kernel<kSigned, 128><<<grid, kThreads, 0, s>>>(a); break;
+    case 256: scan_kernel<kSigned, 256><<<grid, kThreads, 0, s>>>(a); break;
+    default: detail::fail(ErrorCode::Internal, "fused scan: operand rows of ", a.row_bytes, " bytes");
+  }
+  GKNN_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+int64_t split_count(int64_t nb, int64_t k, int sms) {
+  const int64_t most = std::max<int64_t>(1, int64_t(sms) * kBlocksPerSm);
+  return std::clamp<int64_t>(nb / std::max<int64_t>(k, kMinSplitRows), 1, most);
+}
+
+void launch(const ScanArgs& a, int64_t splits, cudaStream_t s) {
+  GKNN_EXPECT(a.nq >= 1 && a.nq <= kMaxQueries && a.k >= 1 && a.k <= kMaxK && a.nb < (int64_t(1) << 32) &&
+                  splits >= 1 && splits < (int64_t(1) << 31) && a.split_rows * splits >= a.nb,
+              ErrorCode::Internal, "fused scan called outside its range (", a.nq, " queries, k = ", a.k, ")");
+  if (a.is_signed) launch_for<true>(a, splits, s);
+  else launch_for<false>(a, splits, s);
+}
+
+}  // namespace gknn::detail::cuda::fused_scan
