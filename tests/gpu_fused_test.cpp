@@ -165,7 +165,8 @@ TEST(GpuFused, EqualsTheOracleExactly) {
 }
 
 // The kernel's merge of the splits' lists against the pipeline's selection over them: a few queries against a long
-// base (hundreds of splits: merge_splits) and many queries against a short one (<= 4 splits: merge_few_splits).
+// base (hundreds of splits: the few-query walk's merge, or merge_splits with GKNN_FUSED_SCAN=0) and many queries
+// against a short one (<= 4 splits: merge_few_splits).
 TEST(GpuFused, SplitMergeInTheKernelEqualsTheSelection) {
   const HostMatrix<float> long_base = integer_matrix(sized(300007, 40009), 64, 0, 255, 40);
   const HostMatrix<float> short_base = integer_matrix(4099, 64, 0, 255, 41);

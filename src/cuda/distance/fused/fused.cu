@@ -46,6 +46,7 @@
 #include "cuda/common/error.cuh"
 #include "cuda/distance/cublas/gemm_keys.cuh"
 #include "cuda/distance/fused/large_k.cuh"
+#include "cuda/distance/fused/merge.cuh"
 #include "cuda/distance/fused/scan.cuh"
 #include "cuda/distance/kernels.cuh"
 #include "cuda/primitives/ordered.cuh"
@@ -67,13 +68,12 @@ constexpr int kMaxRowBytes = 256;
 constexpr int kWavesPerSplitPlan = 4;  // waves of resident blocks the split count aims at, at most
 constexpr int64_t kMinSplitRows = 1024;
 // The splits' lists of at most kMergeMaxRows queries are merged inside the kernel by the last block of the query
-// tile to finish (merge_splits), at most kMaxMergeSplits lists a query, kMergeCap entries in shared memory at once.
+// tile to finish (merge_splits), at most kMaxMergeSplits lists a query (merge.cuh).
 constexpr int kMergeMaxRows = 4;
 // ... and those of any number of queries where there are at most kFewSplits lists a query (merge_few_splits).
 constexpr int kFewSplits = 4;
-constexpr int kMaxMergeSplits = 1024;
-constexpr int kMergeCap = 2048;
-static_assert(kMergeCap >= kMaxFusedK, "a merge round must take any one list whole");
+constexpr int kMaxMergeSplits = split_merge::kMaxSplits;
+static_assert(kMaxFusedK <= split_merge::kMaxK, "merge_splits takes whole lists");
 
 /// A block's queries: WarpsM warps of Mt x 16 query rows each (and kWarpsN = 8 warps across a tile's base rows).
 /// Wide: 2 x 2 x 16 = 64 queries, 16 warps, one block per SM (the buffers take 128 KB). Narrow, for at most 16
@@ -346,40 +346,6 @@ __device__ void flush_to_candidates(const Shared& sh, const KernelArgs& a, int m
 }
 
 // ---- the splits' lists merged in the kernel ----------------------------------------------------------------------
-/// The min(k, n) smallest of v[0, n) (n a power of two), sorted, into out[0, min(k, n)); tmp holds n entries and
-/// v is overwritten. Warps sort runs of up to 64 entries (warp barriers only), then pairs of runs are merged level
-/// by level (merge path, one output entry a thread), each cut to k: a few block barriers where a bitonic sort of
-/// the block needs log2(n) (log2(n) + 1) / 2 (H100: 45 barriers for 512 entries took a few us at the end of the
-/// kernel). Barriers before and after.
-template <int kThreads>
-__device__ void block_top_k(uint64_t* v, uint64_t* tmp, int n, int k, uint64_t* out) {
-  constexpr int kWarps = kThreads / 32;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  int stride = min(n, 64);
-  __syncthreads();
-  for (int r = warp; r * stride < n; r += kWarps) bitonic::warp_sort_padded(v + r * stride, stride, lane);
-  int len = min(stride, k), runs = n / stride;
-  uint64_t *src = v, *dst = tmp;
-  while (runs > 1) {
-    __syncthreads();
-    const int out_len = min(2 * len, k), outputs = runs / 2 * out_len;
-    for (int o = threadIdx.x; o < outputs; o += kThreads) {
-      const int pair = o / out_len, j = o - pair * out_len;
-      const uint64_t* a = src + 2 * pair * stride;
-      dst[2 * pair * stride + j] = bitonic::merged_at(a, len, a + stride, len, j);
-    }
-    stride *= 2;
-    len = out_len;
-    runs /= 2;
-    uint64_t* t = src;
-    src = dst;
-    dst = t;
-  }
-  __syncthreads();
-  for (int j = threadIdx.x; j < len; j += kThreads) out[j] = src[j];
-  __syncthreads();
-}
-
 /// Output entry `at` from a merged composite word (its column is the row in the whole base); ~0 (never reached, as
 /// the splits hold >= k rows together) would be +inf / -1.
 __device__ inline void write_merged(const KernelArgs& a, int64_t at, uint64_t c) {
@@ -388,127 +354,13 @@ __device__ inline void write_merged(const KernelArgs& a, int64_t at, uint64_t c)
   a.out_labels[at] = real ? a.label_offset + composite_column(c, kColumnBits) : -1;
 }
 
-/// Shared memory of merge_splits: the k kept (acc), a second copy for their merge, and two work areas.
-struct MergeShared {
-  uint64_t* acc;          // kMaxFusedK
-  uint64_t* acc_next;     // kMaxFusedK
-  uint64_t* work;         // kMergeCap
-  uint64_t* tmp;          // kMergeCap
-  int* warp_totals;       // a block's warps
-  static constexpr size_t bytes(int threads) { return (2 * kMaxFusedK + 2 * kMergeCap) * 8 + threads / 32 * 4; }
-};
-
-/// The k best of one query's `splits` sorted lists (lists[s * k + j], composite keys, unique since every row is
-/// in one list; short lists padded with ~0) into sm.acc[0, k), exactly: a sample (each list's first m entries, at
-/// least k in all) gives k real entries and a threshold tau (their k-th); then every list's entries below tau are
-/// gathered, their best merged with the k kept so far, which lowers tau. A round takes lists while they fit the
-/// kMergeCap entries of the work area; typical data need one round of a few dozen entries (ties spread over many
-/// lists can need several, each taking at least one whole list). Which lists a round takes does not matter for
-/// the result (a list is taken whole: all its entries below tau), so the counts are scanned in thread order.
-/// The lists are read through L2 (other blocks wrote them), with few dependent round trips: each thread owns the
-/// lists tid + i kThreads and loads their next kProbe entries together with the sample; only a list with more
-/// than kProbe entries below tau is binary-searched and read again.
-/// Called by the whole block after every split's list is visible.
-template <int kThreads>
-__device__ void merge_one_query(const uint64_t* lists, int splits, int k, const MergeShared& sm) {
-  constexpr int kPerThread = kMaxMergeSplits / kThreads;
-  constexpr int kProbe = 4;
-  constexpr uint64_t kNone = ~uint64_t(0);
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int m = splits >= k ? 1 : (k + splits - 1) / splits;
-  int pos[kPerThread];  // a list's entries before pos are in the sample (or the list is done: pos = k)
-  uint64_t probe[kPerThread][kProbe];  // entries pos .. pos + kProbe - 1 (kNone past the end)
-#pragma unroll
-  for (int i = 0; i < kPerThread; ++i) {
-    const int list = tid + i * kThreads;
-    pos[i] = list < splits ? m : k;
-#pragma unroll
-    for (int e = 0; e < kProbe; ++e)
-      probe[i][e] = pos[i] + e < k ? __ldcg(lists + int64_t(list) * k + pos[i] + e) : kNone;
-  }
-  const int n0 = splits * m;
-  const int p0 = static_cast<int>(bitonic::next_pow2(static_cast<uint32_t>(n0)));
-  for (int i = tid; i < p0; i += kThreads) sm.work[i] = i < n0 ? __ldcg(lists + (i / m) * k + i % m) : kNone;
-  block_top_k<kThreads>(sm.work, sm.tmp, p0, k, sm.acc);
-  uint64_t tau = sm.acc[k - 1];
-  for (;;) {
-    int cnt[kPerThread], mine = 0;
-#pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      cnt[i] = 0;
-      if (pos[i] < k) {
-#pragma unroll
-        for (int e = 0; e < kProbe; ++e) cnt[i] += probe[i][e] < tau;  // still the next entries: pos did not move
-        if (cnt[i] == kProbe && pos[i] + kProbe < k) {  // more below tau: a binary search of the rest
-          const uint64_t* list = lists + int64_t(tid + i * kThreads) * k;
-          int lo = pos[i] + kProbe, hi = k;
-          while (lo < hi) {
-            const int mid = (lo + hi) >> 1;
-            if (__ldcg(list + mid) < tau) lo = mid + 1;
-            else hi = mid;
-          }
-          cnt[i] = lo - pos[i];
-        }
-        mine += cnt[i];
-      }
-    }
-    // Exclusive prefix of the counts in thread order (a warp scan, then the warps' totals).
-    int incl = mine;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const int v = __shfl_up_sync(0xFFFFFFFFu, incl, d);
-      if (lane >= d) incl += v;
-    }
-    if (lane == 31) sm.warp_totals[warp] = incl;
-    __syncthreads();
-    int before = incl - mine, total = 0;
-    for (int w = 0; w < kThreads / 32; ++w) {
-      const int t = sm.warp_totals[w];
-      if (w < warp) before += t;
-      total += t;
-    }
-    if (total == 0) break;
-    const int take = min(total, kMergeCap);
-    const int p = static_cast<int>(bitonic::next_pow2(static_cast<uint32_t>(take)));
-    for (int i = take + tid; i < p; i += kThreads) sm.work[i] = kNone;
-    // A list is taken when the counts up to it fit the work area: never none (one list holds at most k). Every
-    // entry of [0, take) belongs to one list's range: its entries, or kNone where the list waits for a later round.
-#pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      uint64_t* dst = sm.work + before;
-      if (cnt[i] > 0 && before + cnt[i] <= kMergeCap) {
-#pragma unroll
-        for (int e = 0; e < kProbe; ++e)
-          if (e < cnt[i]) dst[e] = probe[i][e];
-        const uint64_t* rest = lists + int64_t(tid + i * kThreads) * k + pos[i];
-        for (int j = kProbe; j < cnt[i]; ++j) dst[j] = __ldcg(rest + j);
-        pos[i] = k;  // the rest of the list is >= tau, and tau only falls
-      } else {
-        for (int j = 0; j < cnt[i] && before + j < take; ++j) dst[j] = kNone;
-      }
-      before += cnt[i];
-    }
-    // (block_top_k's first barrier also keeps this round's warp_totals apart from the next round's.)
-    const int best = min(p, k);
-    block_top_k<kThreads>(sm.work, sm.tmp, p, k, sm.work);
-    for (int j = tid; j < k; j += kThreads) sm.acc_next[j] = bitonic::merged_at(sm.acc, k, sm.work, best, j);
-    __syncthreads();
-    for (int j = tid; j < k; j += kThreads) sm.acc[j] = sm.acc_next[j];
-    __syncthreads();
-    tau = sm.acc[k - 1];
-    if (total <= kMergeCap) break;  // every list's entries below the old tau were gathered
-  }
-}
-
 /// The last block of a query tile: every query's merged list into the output.
 template <int kThreads>
 __device__ void merge_splits(const KernelArgs& a, unsigned char* smem, int m0, int rows_valid) {
-  uint64_t* words = reinterpret_cast<uint64_t*>(smem);
-  const MergeShared sm{words, words + kMaxFusedK, words + 2 * kMaxFusedK, words + 2 * kMaxFusedK + kMergeCap,
-                       reinterpret_cast<int*>(words + 2 * kMaxFusedK + 2 * kMergeCap)};
+  const auto sm = split_merge::MergeShared::at(smem);
   const int splits = static_cast<int>(gridDim.y);
   for (int r = 0; r < rows_valid; ++r) {
-    merge_one_query<kThreads>(a.lists + int64_t(m0 + r) * splits * a.k, splits, a.k, sm);
+    split_merge::merge_one_query<kThreads>(a.lists + int64_t(m0 + r) * splits * a.k, splits, a.k, sm);
     const int64_t at = int64_t(m0 + r) * a.out_stride;
     for (int j = threadIdx.x; j < a.k; j += kThreads) write_merged(a, at + j, sm.acc[j]);
     __syncthreads();  // the next query reuses the shared memory
@@ -1097,7 +949,7 @@ void launch_kernel(const KernelArgs& args, int64_t splits, int device, cudaStrea
   constexpr int kStages = stages_for<kSteps * 32, S>();
   constexpr size_t bytes = shared_bytes<kSteps * 32, kStages, S>();
   static_assert(fits_sm<S>(bytes), "the shape's blocks fit an SM");
-  static_assert(bytes >= MergeShared::bytes(S::kThreads), "merge_splits reuses the shared memory");
+  static_assert(bytes >= split_merge::MergeShared::bytes(S::kThreads), "merge_splits reuses the shared memory");
   auto* kernel = fused_kernel<E, kSteps, kStages, S, kFilter, kLean>;
   // Once per kernel and device (each device's context keeps its own attributes): the call costs microseconds,
   // which a one-query search feels.
@@ -1359,7 +1211,8 @@ bool fused_scan_serves(int64_t nq, Elem elem, int64_t k) {
 }
 
 /// The search of fused_search by the few-query walk: the operands as the tensor-core walk takes them (the kept copy
-/// where it serves), one block a split, the splits' lists left to the pipeline's selection (one split: the list).
+/// where it serves), one block a split, the splits' lists merged by the last block (FusedTarget::merge_splits off:
+/// left to the pipeline's selection; one split: the list).
 FusedResult scan_search(const DistanceInput& in, int64_t k, const FusedTarget& target, const DistanceContext& ctx,
                         Elem elem, int row_bytes, bool kept) {
   const int64_t forced = forced_split_count();  // GKNN_FUSED_SPLITS, to measure the split count
@@ -1367,17 +1220,23 @@ FusedResult scan_search(const DistanceInput& in, int64_t k, const FusedTarget& t
                                     : fused_scan::split_count(in.nb, k, device_props(ctx.device).sm_count);
   const size_t q_bytes = aligned(static_cast<size_t>(in.nq) * row_bytes);
   const size_t b_bytes = kept ? 0 : aligned(static_cast<size_t>(in.nb) * row_bytes);
+  const bool merge = splits > 1 && target.merge_splits && splits <= fused_scan::kMaxMergedSplits;
   const size_t entries = splits > 1 ? static_cast<size_t>(in.nq * splits * k) : 0;
+  // Merged: the lists' composite words where the labels would be, then the arrival counter where the keys would be.
   const size_t label_bytes = aligned(entries * sizeof(int64_t));
   auto* scratch = static_cast<unsigned char*>(
       ctx.workspace.get(q_bytes + b_bytes + label_bytes + aligned(entries * sizeof(float))));
+  unsigned* arrivals = merge ? reinterpret_cast<unsigned*>(scratch + q_bytes + b_bytes + label_bytes) : nullptr;
+  const int zero_count = merge ? 1 : 0;  // the query conversion zeroes the counter
   fused_scan::ScanArgs a;
   a.queries = scratch;
   if (elem == Elem::U8) {
-    convert<Elem::U8>(in.queries, in.query_stride, in.nq, in.dim, row_bytes, 1.f, scratch, ctx.stream);
+    convert<Elem::U8>(in.queries, in.query_stride, in.nq, in.dim, row_bytes, 1.f, scratch, ctx.stream, arrivals,
+                      zero_count);
     a.base = base_operands<Elem::U8>(in, row_bytes, kept, scratch + q_bytes, ctx.stream);
   } else {
-    convert<Elem::S8>(in.queries, in.query_stride, in.nq, in.dim, row_bytes, 1.f, scratch, ctx.stream);
+    convert<Elem::S8>(in.queries, in.query_stride, in.nq, in.dim, row_bytes, 1.f, scratch, ctx.stream, arrivals,
+                      zero_count);
     a.base = base_operands<Elem::S8>(in, row_bytes, kept, scratch + q_bytes, ctx.stream);
   }
   a.norms = in.metric == Metric::SquaredL2 ? in.base_norms : nullptr;
@@ -1389,7 +1248,11 @@ FusedResult scan_search(const DistanceInput& in, int64_t k, const FusedTarget& t
   a.split_rows = (in.nb + splits - 1) / splits;
   a.label_offset = target.label_offset;
   FusedResult result;
-  if (splits == 1) {  // the one list, sorted: straight into the destination
+  if (splits == 1 || merge) {  // the one list, sorted, or the merged lists: straight into the destination
+    if (merge) {
+      a.lists = reinterpret_cast<uint64_t*>(scratch + q_bytes + b_bytes);
+      a.arrivals = arrivals;
+    }
     a.out_keys = target.keys;
     a.out_labels = target.labels;
     a.out_stride = target.stride;

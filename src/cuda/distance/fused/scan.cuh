@@ -9,8 +9,10 @@
 // the base and keeps each query's best entries as composite words (ordered key above the row), so that ties rank by
 // the smaller row: a key below the query's threshold (the k-th word kept so far) is appended to its buffer in
 // shared memory, and a buffer that the next chunk could overflow is sorted and cut to k (the new threshold). At the
-// end each split's k best, sorted (+inf and label -1 past a split shorter than k), go to the lists of the splits,
-// of which the pipeline selects the k best (ties by label): the result is exact in the library's order.
+// end each split's k best, sorted, go to the splits' lists, which the last block to finish merges (merge.cuh) into
+// the output; or, without ScanArgs::lists, the splits' lists (+inf and label -1 past a split shorter than k) go to
+// the output, of which the pipeline selects the k best (ties by label). Either way the result is exact in the
+// library's order.
 #pragma once
 
 #include <cstdint>
@@ -32,13 +34,20 @@ struct ScanArgs {
   int k = 0;               ///< <= kMaxK
   int64_t split_rows = 0;  ///< base rows per block (the last one may hold fewer)
   int64_t label_offset = 0;
-  /// Query r's split s: k sorted entries at r * out_stride + s * k.
+  /// With lists: query r's merged k at r * out_stride; without: its split s's k sorted entries at
+  /// r * out_stride + s * k.
   float* out_keys = nullptr;
   int64_t* out_labels = nullptr;
   int64_t out_stride = 0;
+  /// Null, or nq x splits x k composite words (the splits' lists) that the last block merges; then `arrivals` is one
+  /// counter, zero at the launch.
+  uint64_t* lists = nullptr;
+  unsigned* arrivals = nullptr;
 };
 
 constexpr int kMaxK = 128;
+/// The most splits whose lists the kernel merges (merge.cuh's bound).
+constexpr int kMaxMergedSplits = 1024;
 
 /// Splits of nb rows for this device: two blocks an SM (one wave), each >= 2048 rows.
 int64_t split_count(int64_t nb, int64_t k, int sms);
