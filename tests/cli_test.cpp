@@ -637,7 +637,8 @@ TEST_F(Cli, BenchSuiteRunsTheSuiteScriptIntoItsDirectory) {
 
 // Auto against each cell's fastest pair of a full sweep, side by side (--sweep-best-from): two lines a cell that the
 // full sweep completed, the candidate that sweep's fastest, both with the same count of runs; cells it lacks are
-// left out. Without --sweep-auto-only the option is a usage error.
+// left out; --sweep-recheck-above keeps the cells where Auto lost there by more than its factor. Without
+// --sweep-auto-only the option is a usage error.
 TEST_F(Cli, BenchSweepBestFromDuelsAutoWithTheFastestPair) {
   const std::string grid =
       "bench --sweep --backend cpu --sweep-n 300 --sweep-q 20 --sweep-d 8 --sweep-metrics squared_l2 "
@@ -665,6 +666,17 @@ TEST_F(Cli, BenchSweepBestFromDuelsAutoWithTheFastestPair) {
   EXPECT_EQ(rows[1][11], rows[2][11]);  // the runs alternated: as many of each
   EXPECT_GE(std::stoi(rows[2][11]), 1);
   expect_error(grid + " --sweep-best-from full.csv --csv other.csv", 2, "--sweep-best-from requires --sweep-auto-only");
+  // --sweep-recheck-above: only the cells where Auto took more than the factor times the fastest pair there (Auto
+  // never takes a billion times it; every cell's Auto takes more than 0 times it).
+  const std::string recheck = grid + " --sweep-k 1 --sweep-auto-only --sweep-best-from full.csv --sweep-recheck-above ";
+  const CliRun none = gknn(recheck + "1e9 --csv none.csv");
+  ASSERT_EQ(none.code, 0) << none.err;
+  EXPECT_NE(none.out.find("cells        0 measured now"), std::string::npos) << none.out;
+  const CliRun every = gknn(recheck + "0 --csv every.csv");
+  ASSERT_EQ(every.code, 0) << every.err;
+  EXPECT_NE(every.out.find("cells        1 measured now"), std::string::npos) << every.out;
+  expect_error(grid + " --sweep-auto-only --sweep-recheck-above 1.1 --csv x.csv", 2,
+               "--sweep-recheck-above requires --sweep-best-from");
 }
 
 // issue 13: the suite runs in slices over several sessions. A resumed sweep measures only the cells its CSV lacks

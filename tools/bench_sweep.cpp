@@ -481,6 +481,14 @@ std::map<std::string, Fastest> fastest_measured(const Rows& rows) {
   return out;
 }
 
+/// Auto's time in each cell of a timings CSV's rows (its `auto` line).
+std::map<std::string, double> auto_times(const Rows& rows) {
+  std::map<std::string, double> out;
+  for (const std::vector<std::string>& f : rows)
+    if (f[7] == "auto") out[cell_key_of(f)] = std::stod(f[10]);
+  return out;
+}
+
 /// The candidates capped so far on this device (in this run's cells and a resumed CSV's, the skipped ones included)
 /// by the cell they were capped in: a pair that lost by `hopeless_loss` or more in a smaller neighbour of a cell is
 /// hopeless there (the large cells' single calls of such pairs took minutes on the H200). The loss, not the cap (4x)
@@ -758,9 +766,13 @@ class Sweep {
     if (!options_.out.empty()) with_option("--out", [&] { table_.emplace(options_.out); });
     if (!options_.best_from.empty())
       with_option("--sweep-best-from", [&] {
-        for (const auto& [key, best] : fastest_measured(TimingsCsv().resume(options_.best_from, device_)))
-          if (best.ms > 0)
+        const Rows rows = TimingsCsv().resume(options_.best_from, device_);
+        const std::map<std::string, double> autos = auto_times(rows);
+        for (const auto& [key, best] : fastest_measured(rows)) {
+          const auto found = autos.find(key);
+          if (best.ms > 0 && found != autos.end() && found->second > options_.recheck_above * best.ms)
             best_pairs_.emplace(key, Pair{parse_distance(best.pair.first), parse_select(best.pair.second)});
+        }
       });
     if (timings_.dropped_rows() > 0)
       std::printf("resume       %zu rows of cells cut short dropped from %s (measured again)\n", timings_.dropped_rows(),
@@ -1022,10 +1034,17 @@ void SweepOptions::add_to(CLI::App& app) {
                    "against the best pairs of an earlier full sweep (bench/suite/report.py --auto-from); not with "
                    "--out")
           ->excludes(out_option);
-  app.add_option("--sweep-best-from", best_from,
-                 "with --sweep-auto-only: a full sweep's --csv; only the cells it completed are measured, Auto and "
-                 "the cell's fastest pair there timed again side by side (runs alternating), both lines written")
-      ->needs(auto_only_option);
+  CLI::Option* best_from_option =
+      app.add_option("--sweep-best-from", best_from,
+                     "with --sweep-auto-only: a full sweep's --csv; only the cells it completed are measured, Auto and "
+                     "the cell's fastest pair there timed again side by side (runs alternating), both lines written")
+          ->needs(auto_only_option);
+  app.add_option("--sweep-recheck-above", recheck_above,
+                 "with --sweep-best-from: only the cells where Auto there took more than this factor times the "
+                 "cell's fastest pair (1.1: those past the 10% the plan table judges by; 0: every cell)")
+      ->needs(best_from_option)
+      ->check(non_negative())
+      ->capture_default_str();
   app.add_option("--sweep-n", n, "base rows of the grid")->delimiter(',')->capture_default_str();
   app.add_option("--sweep-q", q, "query counts of the grid")->delimiter(',')->capture_default_str();
   app.add_option("--sweep-d", d, "dimensions of the grid")->delimiter(',')->capture_default_str();

@@ -34,6 +34,9 @@ struct SweepOptions {
   /// With auto_only: a full sweep's CSV (--sweep-best-from); in each cell it completed, Auto and its fastest pair are
   /// timed again side by side (CellBench::duel), both lines written; cells it lacks are left out.
   std::string best_from;
+  /// With best_from: only the cells where Auto there took more than this factor times the cell's fastest pair
+  /// (--sweep-recheck-above; 0: every cell), so that a re-check in slices takes the suspect cells first.
+  double recheck_above = 0;
   std::vector<int64_t> n{16384, 262144, 1048576};
   std::vector<int64_t> q{1, 64, 1024, 10000};
   std::vector<int64_t> d{8, 32, 128};
@@ -42,7 +45,7 @@ struct SweepOptions {
   std::vector<std::string> data{"integer", "float"};
 
   /// Registers --sweep, --out, --csv, --resume, --sweep-budget, --sweep-cap, --sweep-no-prune, --sweep-hopeless,
-  /// --sweep-long-call-ms, --sweep-auto-only, --sweep-best-from and the --sweep-* grid options.
+  /// --sweep-long-call-ms, --sweep-auto-only, --sweep-best-from, --sweep-recheck-above and the --sweep-* grid options.
   void add_to(CLI::App& app);
 };
 

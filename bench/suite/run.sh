@@ -20,9 +20,10 @@
 # (gknn --sweep-no-prune); SUITE_BACKEND=cpu tries the script without a GPU (torch_suite.py then needs torch with
 # CUDA, or says SKIPPED). --recheck-auto times Auto again in every cell OUT/suite_gknn.csv completed, side by side
 # with that cell's fastest pair (gknn --sweep-auto-only --sweep-best-from, runs alternating, into OUT/suite_auto.csv,
-# resumable in slices like the sweep): Auto after the planner or a kernel changed, without every pair, and a fair
-# ratio where the best time was the least of a dozen short medians; whenever that file exists the report takes its
-# times for the cells it holds (report.py --auto-from).
+# resumable in slices like the sweep; the cells where Auto was more than SUITE_RECHECK_ABOVE (default 1.1) times
+# the best first): Auto after the planner or a kernel changed, without every pair, and a fair ratio where the best
+# time was the least of a dozen short medians; whenever that file exists the report takes its times for the cells
+# it holds (report.py --auto-from).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 usage="usage: bench/suite/run.sh [--quick] [--recheck-auto] [--budget SECONDS|none] [BUILD] [OUT]"
@@ -66,8 +67,19 @@ report() {
 }
 if ((recheck)); then
   [[ -s $out/suite_gknn.csv ]] || { echo "run.sh: --recheck-auto needs $out/suite_gknn.csv (a full sweep's cells)" >&2; exit 2; }
-  "${sweep[@]}" --sweep-auto-only --sweep-best-from "$out/suite_gknn.csv" --csv "$out/suite_auto.csv" |
-    tee "$out/suite_auto.log"
+  # The suspect cells first (Auto past SUITE_RECHECK_ABOVE, default 1.1, times the cell's best pair in the full
+  # sweep), then, in what is left of the budget, every other cell.
+  recheck_cmd=("${sweep[@]}" --sweep-auto-only --sweep-best-from "$out/suite_gknn.csv" --csv "$out/suite_auto.csv")
+  "${recheck_cmd[@]}" --sweep-recheck-above "${SUITE_RECHECK_ABOVE:-1.1}" | tee "$out/suite_auto.log"
+  if ! grep -q '^continue ' "$out/suite_auto.log"; then
+    if [[ $budget == none ]]; then
+      "${recheck_cmd[@]}" | tee -a "$out/suite_auto.log"
+    elif ((budget * 3 / 4 - SECONDS > 30)); then
+      "${recheck_cmd[@]}" --sweep-budget $((budget * 3 / 4 - SECONDS)) | tee -a "$out/suite_auto.log"
+    else
+      echo "continue     (the cells within ${SUITE_RECHECK_ABOVE:-1.1}x are re-checked; the others next)" >>"$out/suite_auto.log"
+    fi
+  fi
   report
   if grep -q '^continue ' "$out/suite_auto.log"; then
     echo "suite: cells left to re-check; the next call: bench/suite/run.sh --recheck-auto --budget $budget $build $out"
