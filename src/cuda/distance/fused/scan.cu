@@ -18,10 +18,10 @@ constexpr int kThreads = 256;
 constexpr int kCap = 512;
 static_assert(kMaxK + kThreads <= kCap, "a cut buffer takes one more chunk");
 constexpr int64_t kMinSplitRows = 2048;
-/// Blocks a split count aims at per SM (35 KB of shared memory a block: up to 6 fit): 2 x 256 threads with a few
+/// Blocks a split count aims at per SM (17 KB of shared memory a block: up to 8 fit): 2 x 256 threads with a few
 /// 16-byte loads each in flight cover HBM's latency, and every split adds k entries to the merge of the splits'
-/// lists (H200, 1M x 128 uint8, one query, k = 100: kernel 132 / 98 / 105 us with 132 / 264 / 528 splits, the
-/// lists then left to a selection after it). GKNN_FUSED_SPLITS measures others.
+/// lists (H200, 1M x 128 uint8, one query, k = 100: walk 132 / 98 / 105 us with 132 / 264 / 528 splits).
+/// GKNN_FUSED_SPLITS measures others.
 constexpr int kBlocksPerSm = 2;
 constexpr uint64_t kNoWord = ~uint64_t(0);
 
@@ -43,8 +43,6 @@ struct Lists {
   int count[kMaxQueries];
 };
 static_assert(kMaxK <= split_merge::kMaxK && kMaxMergedSplits <= split_merge::kMaxSplits, "merge.cuh's bounds");
-/// The walk's lists, and after them the last block's merge (merge.cuh), in one area of shared memory.
-constexpr size_t kSharedBytes = std::max(sizeof(Lists), split_merge::MergeShared::bytes(kThreads));
 
 /// Sorts query r's buffer and keeps its k best; the whole block calls it (count read by all before the barriers).
 __device__ void cut(Lists& sh, int r, int k) {
@@ -66,12 +64,13 @@ __device__ inline void write_word(const ScanArgs& a, int64_t at, uint64_t w) {
   a.out_labels[at] = real ? a.label_offset + static_cast<int64_t>(static_cast<uint32_t>(w)) : -1;
 }
 
+/// A thread a row: 16-byte loads of its row (lanes sharing a row by contiguous loads, their partial dot products
+/// summed by shuffles, took 128 us where this walk took 108 on the H200: 1M x 128 uint8, one query, k = 100).
 template <bool kSigned, int kRowBytes>
 __global__ void __launch_bounds__(kThreads) scan_kernel(ScanArgs a) {
   constexpr int kWords = kRowBytes / 4, kVecs = kRowBytes / 16;
   __shared__ uint32_t q_words[kMaxQueries][kWords];
-  __shared__ alignas(16) unsigned char smem[kSharedBytes];
-  Lists& sh = *reinterpret_cast<Lists*>(smem);
+  __shared__ Lists sh;
   const int nq = a.nq;
   for (int i = threadIdx.x; i < kMaxQueries * kWords; i += kThreads) {
     const int r = i / kWords, w = i % kWords;
@@ -114,7 +113,7 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(ScanArgs a) {
   for (int r = 0; r < nq; ++r) {
     cut(sh, r, a.k);
     const int kept = sh.count[r];
-    if (a.lists) {  // the split's k best words (kNoWord past a short split) for the last block's merge
+    if (a.lists) {  // the split's k best words (kNoWord past a short split) for merge_kernel
       uint64_t* dst = a.lists + (int64_t(r) * gridDim.x + blockIdx.x) * a.k;
       for (int j = threadIdx.x; j < a.k; j += kThreads) dst[j] = j < kept ? sh.buf[r][j] : kNoWord;
     } else {
@@ -122,18 +121,17 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(ScanArgs a) {
       for (int j = threadIdx.x; j < a.k; j += kThreads) write_word(a, at + j, j < kept ? sh.buf[r][j] : kNoWord);
     }
   }
-  if (!a.lists) return;
-  __threadfence();  // the lists are visible device-wide before this block counts as arrived
-  const bool last = __syncthreads_or(threadIdx.x == 0 && atomicAdd(a.arrivals, 1u) == gridDim.x - 1);
-  if (!last) return;
-  __threadfence();  // and the other blocks' lists are read after their arrivals
-  const auto merge = split_merge::MergeShared::at(smem);  // the walk's buffers are done with
-  for (int r = 0; r < nq; ++r) {
-    const int splits = static_cast<int>(gridDim.x);
-    split_merge::merge_one_query<kThreads>(a.lists + int64_t(r) * splits * a.k, splits, a.k, merge);
-    for (int j = threadIdx.x; j < a.k; j += kThreads) write_word(a, int64_t(r) * a.out_stride + j, merge.acc[j]);
-    __syncthreads();  // the next query reuses the shared memory
-  }
+}
+
+/// The splits' lists merged after the walk, a block a query (H200, one query against 1M x 128 uint8, k = 100: ~10 us
+/// of kernel time; the walk's last block to finish merging them, as the tensor-core walk does, took 16-24 us more
+/// than the walk alone, and merges several queries one after another).
+__global__ void __launch_bounds__(kThreads, 1) merge_kernel(ScanArgs a, int splits) {
+  __shared__ alignas(16) unsigned char smem[split_merge::MergeShared::bytes(kThreads)];
+  const auto merge = split_merge::MergeShared::at(smem);
+  const int r = static_cast<int>(blockIdx.x);
+  split_merge::merge_one_query<kThreads>(a.lists + int64_t(r) * splits * a.k, splits, a.k, merge);
+  for (int j = threadIdx.x; j < a.k; j += kThreads) write_word(a, int64_t(r) * a.out_stride + j, merge.acc[j]);
 }
 
 template <bool kSigned>
@@ -159,10 +157,14 @@ int64_t split_count(int64_t nb, int64_t k, int sms) {
 void launch(const ScanArgs& a, int64_t splits, cudaStream_t s) {
   GKNN_EXPECT(a.nq >= 1 && a.nq <= kMaxQueries && a.k >= 1 && a.k <= kMaxK && a.nb < (int64_t(1) << 32) &&
                   splits >= 1 && splits < (int64_t(1) << 31) && a.split_rows * splits >= a.nb &&
-                  (!a.lists || (a.arrivals && splits <= kMaxMergedSplits)),
+                  (!a.lists || splits <= kMaxMergedSplits),
               ErrorCode::Internal, "fused scan called outside its range (", a.nq, " queries, k = ", a.k, ")");
   if (a.is_signed) launch_for<true>(a, splits, s);
   else launch_for<false>(a, splits, s);
+  if (a.lists) {
+    merge_kernel<<<a.nq, kThreads, 0, s>>>(a, static_cast<int>(splits));
+    GKNN_CUDA_CHECK_LAUNCH();
+  }
 }
 
 }  // namespace gknn::detail::cuda::fused_scan
