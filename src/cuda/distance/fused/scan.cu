@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/env_switch.hpp"
 #include "cuda/common/error.cuh"
 #include "cuda/distance/fused/merge.cuh"
 #include "cuda/primitives/ordered.cuh"
@@ -64,11 +65,28 @@ __device__ inline void write_word(const ScanArgs& a, int64_t at, uint64_t w) {
   a.out_labels[at] = real ? a.label_offset + static_cast<int64_t>(static_cast<uint32_t>(w)) : -1;
 }
 
+/// A base row's operand vectors and squared norm in registers (rows past `end`: nothing loaded, never used).
+template <int kVecs>
+struct RowRegs {
+  uint4 v[kVecs];
+  float norm;
+  __device__ void load(const ScanArgs& a, int64_t row, int64_t end, int row_bytes) {
+    if (row >= end) return;
+    const uint4* x = reinterpret_cast<const uint4*>(a.base + row * row_bytes);
+#pragma unroll
+    for (int c = 0; c < kVecs; ++c) v[c] = __ldg(x + c);
+    norm = a.norms ? a.norms[row] : 0.f;
+  }
+};
+
 /// A thread a row: 16-byte loads of its row (lanes sharing a row by contiguous loads, their partial dot products
 /// summed by shuffles, took 128 us where this walk took 108 on the H200: 1M x 128 uint8, one query, k = 100).
-template <bool kSigned, int kRowBytes>
+/// kAhead: the next chunk's row is loaded before this one's keys, so that its latency overlaps their work and the
+/// chunk's barrier (rows of at most 128 bytes: two rows in registers).
+template <bool kSigned, int kRowBytes, bool kAhead>
 __global__ void __launch_bounds__(kThreads) scan_kernel(ScanArgs a) {
   constexpr int kWords = kRowBytes / 4, kVecs = kRowBytes / 16;
+  static_assert(!kAhead || kRowBytes <= 128, "two rows of registers");
   __shared__ uint32_t q_words[kMaxQueries][kWords];
   __shared__ Lists sh;
   const int nq = a.nq;
@@ -82,14 +100,17 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(ScanArgs a) {
   }
   __syncthreads();
   const int64_t begin = int64_t(blockIdx.x) * a.split_rows, end = min(a.nb, begin + a.split_rows);
-  for (int64_t chunk = begin; chunk < end; chunk += kThreads) {  // the same chunks for every thread of the block
-    const int64_t row = chunk + threadIdx.x;
+  RowRegs<kVecs> cur;
+  cur.load(a, begin + threadIdx.x, end, kRowBytes);
+  // The same chunks for every thread of the block.
+  for (int64_t chunk = begin, row = begin + threadIdx.x; chunk < end; chunk += kThreads, row += kThreads) {
+    RowRegs<kVecs> next;
+    if constexpr (kAhead) next.load(a, row + kThreads, end, kRowBytes);
     if (row < end) {
-      const uint4* x = reinterpret_cast<const uint4*>(a.base + row * kRowBytes);
       int dot[kMaxQueries] = {};
 #pragma unroll
       for (int c = 0; c < kVecs; ++c) {
-        const uint4 v = __ldg(x + c);
+        const uint4 v = cur.v[c];
 #pragma unroll
         for (int r = 0; r < kMaxQueries; ++r)
           if (r < nq) {
@@ -98,7 +119,7 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(ScanArgs a) {
                                                                                   dot4<kSigned>(v.x, q[0], dot[r]))));
           }
       }
-      const int norm = a.norms ? __float2int_rn(a.norms[row]) : 0;
+      const int norm = __float2int_rn(cur.norm);
 #pragma unroll
       for (int r = 0; r < kMaxQueries; ++r)
         if (r < nq) {
@@ -109,6 +130,8 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(ScanArgs a) {
     __syncthreads();
     for (int r = 0; r < nq; ++r)
       if (sh.count[r] > kCap - kThreads) cut(sh, r, a.k);  // the next chunk could overflow it
+    if constexpr (kAhead) cur = next;
+    else cur.load(a, row + kThreads, end, kRowBytes);
   }
   for (int r = 0; r < nq; ++r) {
     cut(sh, r, a.k);
@@ -134,14 +157,29 @@ __global__ void __launch_bounds__(kThreads, 1) merge_kernel(ScanArgs a, int spli
   for (int j = threadIdx.x; j < a.k; j += kThreads) write_word(a, int64_t(r) * a.out_stride + j, merge.acc[j]);
 }
 
+/// GKNN_FUSED_SCAN_AHEAD=0: each chunk's rows loaded after the previous chunk's barrier, to measure the loads ahead
+/// (scan_kernel's kAhead) against it (results are identical either way).
+bool load_ahead() {
+  static const bool off = detail::env_switch_off("GKNN_FUSED_SCAN_AHEAD");
+  return !off;
+}
+
+template <bool kSigned, int kRowBytes>
+void launch_rows(const ScanArgs& a, const dim3& grid, cudaStream_t s) {
+  if constexpr (kRowBytes <= 128) {
+    if (load_ahead()) return scan_kernel<kSigned, kRowBytes, true><<<grid, kThreads, 0, s>>>(a);
+  }
+  scan_kernel<kSigned, kRowBytes, false><<<grid, kThreads, 0, s>>>(a);
+}
+
 template <bool kSigned>
 void launch_for(const ScanArgs& a, int64_t splits, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(splits));
   switch (a.row_bytes) {
-    case 32: scan_kernel<kSigned, 32><<<grid, kThreads, 0, s>>>(a); break;
-    case 64: scan_kernel<kSigned, 64><<<grid, kThreads, 0, s>>>(a); break;
-    case 128: scan_kernel<kSigned, 128><<<grid, kThreads, 0, s>>>(a); break;
-    case 256: scan_kernel<kSigned, 256><<<grid, kThreads, 0, s>>>(a); break;
+    case 32: launch_rows<kSigned, 32>(a, grid, s); break;
+    case 64: launch_rows<kSigned, 64>(a, grid, s); break;
+    case 128: launch_rows<kSigned, 128>(a, grid, s); break;
+    case 256: launch_rows<kSigned, 256>(a, grid, s); break;
     default: detail::fail(ErrorCode::Internal, "fused scan: operand rows of ", a.row_bytes, " bytes");
   }
   GKNN_CUDA_CHECK_LAUNCH();
