@@ -112,6 +112,9 @@ std::vector<FusedCase> cases() {
   c.push_back({"few_queries_s8_d40", integer_matrix(sized(9001, 5003), 40, -100, 100, 71),
                integer_matrix(3, 40, -100, 100, 72), {1, 64, 128}});
   c.push_back({"one_query_k_equals_n", integer_matrix(100, 8, 0, 3, 73), integer_matrix(1, 8, 0, 3, 74), {1, 100}});
+  // Its 256-byte rows (2 d M^2 < 2^24) over a base that ends inside a block's chunk of rows.
+  c.push_back({"few_queries_u8_d200", integer_matrix(sized(12011, 5003), 200, 0, 180, 75),
+               integer_matrix(2, 200, 0, 180, 76), {1, 77}});
   // k beyond the shared lists (129 .. 1024): filter rounds. A base of at most 4096 rows is taken whole (one round).
   c.push_back({"large_k_whole_base", integer_matrix(sized(3000, 1000), 24, 0, 50, 21),
                integer_matrix(40, 24, 0, 50, 22), {129, 700}});

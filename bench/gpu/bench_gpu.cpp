@@ -108,6 +108,9 @@ const std::map<std::string, Config> kConfigs{
     // H200 Auto 26 ms at k = 100 and 105 ms at k = 1000, torch 9.8 ms (bench/results/suite_2026-11-27_h200/).
     {"d960", {"d960", 16384, 10000, 960, 100}},
     {"d960_k1000", {"d960_k1000", 16384, 10000, 960, 1000}},
+    // The same cell on float data, where every key goes through the certificate (no exact integer keys): the suite's
+    // float d = 960, k = 1000 cells, where gknn trails torch most (to profile the certificate kernel).
+    {"d960_k1000_float", {"d960_k1000_float", 16384, 10000, 960, 1000, 0, true}},
     // Suite cells where Auto, taking the very pair a forced call takes, came out 6-25 us slower (integer / float,
     // bench/results/suite_2026-11-27_h200/suite.md): Auto against its own pair forced, in turn and alternating.
     {"calls_q1_n16k_d8", {"calls_q1_n16k_d8", 16384, 1, 8, 10, 1000}},

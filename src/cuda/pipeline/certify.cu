@@ -79,6 +79,11 @@ struct CandidateRow {
     return id < 0 || fabs(static_cast<double>(computed[j])) < a.exact_below;
   }
 
+  /// Candidate j's computed key in float64 (0 for padding, which put() ignores).
+  __device__ double computed_key(uint32_t j, int64_t id) const {
+    return id < 0 ? 0.0 : static_cast<double>(computed[j]);
+  }
+
   /// Candidate j's entry (`key` its float64 key; padding where id < 0).
   __device__ void put(const CertifyArgs& a, uint32_t j, int64_t id, double key) {
     if (id < 0) {
@@ -98,7 +103,7 @@ struct CandidateRow {
 __device__ void direct_keys(const CertifyArgs& a, uint32_t padded, CandidateRow& r) {
   for (uint32_t j = threadIdx.x; j < padded; j += kThreads) {
     const int64_t id = r.id(a, j);
-    r.put(a, j, id, r.exact_as_computed(a, j, id) ? static_cast<double>(j < a.candidates ? r.computed[j] : 0.f)
+    r.put(a, j, id, r.exact_as_computed(a, j, id) ? r.computed_key(j, id)
                                                   : exact_key(a.metric, 2.0, r.q, a.base + id * a.base_stride, a.dim));
   }
 }
@@ -120,7 +125,7 @@ __device__ void staged_keys(const CertifyArgs& a, uint32_t padded, CandidateRow&
     // A round whose keys are all exact as computed stages no row (the barrier also orders the last round's reads of
     // round_ids before this round's writes).
     if (!__syncthreads_or(!r.exact_as_computed(a, j, id))) {
-      if (j < padded) r.put(a, j, id, id < 0 ? 0.0 : static_cast<double>(r.computed[j]));
+      if (j < padded) r.put(a, j, id, r.computed_key(j, id));
       continue;
     }
     round_ids[threadIdx.x] = id;  // the last chunk's staging read them before its second barrier

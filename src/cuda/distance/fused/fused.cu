@@ -1112,6 +1112,24 @@ void convert_queries(const DistanceInput& in, int row_bytes, void* dst, cudaStre
   convert<E>(in.queries, in.query_stride, in.nq, in.dim, row_bytes, E == Elem::F16 ? factor : 1.f, dst, s);
 }
 
+/// The queries converted into `queries` and the base tile's operands (base_operands: the kept copy, or converted
+/// into `base_scratch`), for the walks that take their operands outside convert_and_launch.
+const unsigned char* query_and_base_operands(Elem elem, const DistanceInput& in, int row_bytes, bool kept,
+                                             void* queries, void* base_scratch, cudaStream_t s) {
+  switch (elem) {
+    case Elem::U8:
+      convert_queries<Elem::U8>(in, row_bytes, queries, s);
+      return base_operands<Elem::U8>(in, row_bytes, kept, base_scratch, s);
+    case Elem::S8:
+      convert_queries<Elem::S8>(in, row_bytes, queries, s);
+      return base_operands<Elem::S8>(in, row_bytes, kept, base_scratch, s);
+    case Elem::F16:
+      convert_queries<Elem::F16>(in, row_bytes, queries, s);
+      return base_operands<Elem::F16>(in, row_bytes, kept, base_scratch, s);
+  }
+  return nullptr;
+}
+
 /// k > kMaxFusedK: the filter rounds of fused/large_k.cuh, every query's k best straight into the target.
 void search_large_k(const DistanceInput& in, int64_t k, const FusedTarget& target, const DistanceContext& ctx,
                     Elem elem, int row_bytes, bool kept) {
@@ -1122,21 +1140,7 @@ void search_large_k(const DistanceInput& in, int64_t k, const FusedTarget& targe
   LargeKScratch probe(nullptr, in.nq, in.nb, sample_rows, row_bytes, kept);
   const LargeKScratch sc(static_cast<unsigned char*>(ctx.workspace.get(probe.bytes)), in.nq, in.nb, sample_rows,
                          row_bytes, kept);
-  const unsigned char* base = nullptr;
-  switch (elem) {
-    case Elem::U8:
-      convert_queries<Elem::U8>(in, row_bytes, sc.queries, s);
-      base = base_operands<Elem::U8>(in, row_bytes, kept, sc.base, s);
-      break;
-    case Elem::S8:
-      convert_queries<Elem::S8>(in, row_bytes, sc.queries, s);
-      base = base_operands<Elem::S8>(in, row_bytes, kept, sc.base, s);
-      break;
-    case Elem::F16:
-      convert_queries<Elem::F16>(in, row_bytes, sc.queries, s);
-      base = base_operands<Elem::F16>(in, row_bytes, kept, sc.base, s);
-      break;
-  }
+  const unsigned char* base = query_and_base_operands(elem, in, row_bytes, kept, sc.queries, sc.base, s);
   KernelArgs args{};
   args.one_barrier = fused_one_barrier();
   args.early_cut = fused_early_cut();  // the sample's lists (filter rounds ignore it)
@@ -1211,8 +1215,8 @@ bool fused_scan_serves(int64_t nq, Elem elem, int64_t k) {
 }
 
 /// The search of fused_search by the few-query walk: the operands as the tensor-core walk takes them (the kept copy
-/// where it serves), one block a split, the splits' lists merged by the last block (FusedTarget::merge_splits off:
-/// left to the pipeline's selection; one split: the list).
+/// where it serves), one block a split, the splits' lists merged by a kernel after it (FusedTarget::merge_splits
+/// off: left to the pipeline's selection; one split: the list).
 FusedResult scan_search(const DistanceInput& in, int64_t k, const FusedTarget& target, const DistanceContext& ctx,
                         Elem elem, int row_bytes, bool kept) {
   const int64_t forced = forced_split_count();  // GKNN_FUSED_SPLITS, to measure the split count
@@ -1222,23 +1226,13 @@ FusedResult scan_search(const DistanceInput& in, int64_t k, const FusedTarget& t
   const size_t b_bytes = kept ? 0 : aligned(static_cast<size_t>(in.nb) * row_bytes);
   const bool merge = splits > 1 && target.merge_splits && splits <= fused_scan::kMaxMergedSplits;
   const size_t entries = splits > 1 ? static_cast<size_t>(in.nq * splits * k) : 0;
-  // Merged: the lists' composite words where the labels would be, then the arrival counter where the keys would be.
+  // Merged: the lists' composite words where the labels would be.
   const size_t label_bytes = aligned(entries * sizeof(int64_t));
   auto* scratch = static_cast<unsigned char*>(
       ctx.workspace.get(q_bytes + b_bytes + label_bytes + aligned(entries * sizeof(float))));
-  unsigned* arrivals = merge ? reinterpret_cast<unsigned*>(scratch + q_bytes + b_bytes + label_bytes) : nullptr;
-  const int zero_count = merge ? 1 : 0;  // the query conversion zeroes the counter
   fused_scan::ScanArgs a;
   a.queries = scratch;
-  if (elem == Elem::U8) {
-    convert<Elem::U8>(in.queries, in.query_stride, in.nq, in.dim, row_bytes, 1.f, scratch, ctx.stream, arrivals,
-                      zero_count);
-    a.base = base_operands<Elem::U8>(in, row_bytes, kept, scratch + q_bytes, ctx.stream);
-  } else {
-    convert<Elem::S8>(in.queries, in.query_stride, in.nq, in.dim, row_bytes, 1.f, scratch, ctx.stream, arrivals,
-                      zero_count);
-    a.base = base_operands<Elem::S8>(in, row_bytes, kept, scratch + q_bytes, ctx.stream);
-  }
+  a.base = query_and_base_operands(elem, in, row_bytes, kept, scratch, scratch + q_bytes, ctx.stream);
   a.norms = in.metric == Metric::SquaredL2 ? in.base_norms : nullptr;
   a.nq = static_cast<int>(in.nq);
   a.nb = in.nb;
@@ -1249,10 +1243,7 @@ FusedResult scan_search(const DistanceInput& in, int64_t k, const FusedTarget& t
   a.label_offset = target.label_offset;
   FusedResult result;
   if (splits == 1 || merge) {  // the one list, sorted, or the merged lists: straight into the destination
-    if (merge) {
-      a.lists = reinterpret_cast<uint64_t*>(scratch + q_bytes + b_bytes);
-      a.arrivals = arrivals;
-    }
+    if (merge) a.lists = reinterpret_cast<uint64_t*>(scratch + q_bytes + b_bytes);
     a.out_keys = target.keys;
     a.out_labels = target.labels;
     a.out_stride = target.stride;

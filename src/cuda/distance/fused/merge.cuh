@@ -1,8 +1,8 @@
 // merge.cuh: the k best of one query's sorted split lists, merged by one thread block (exact, ties by the smaller
-// composite word). The kernels that split the base across blocks (the fused kernel, the few-query walk) merge
-// their splits' lists in the last block to finish instead of leaving them to a selection after the kernel: for one
-// query against 1M rows the selection's launches and ~35-50 us become ~10-24 us at the kernel's end (H200, the
-// few-query walk: bench/results/fused_scan_2026-11-30_h200.md).
+// composite word). The kernels that split the base across blocks merge their splits' lists with it instead of
+// leaving them to a selection: the fused kernel in the last block to finish, the few-query walk in a kernel after it
+// (a block a query). For one query against 1M rows the selection's launches and ~35-50 us become ~10 us (H200, the
+// few-query walk; in its last block 16-24 us: bench/results/fused_scan_2026-11-30_h200.md).
 #pragma once
 
 #include <cstddef>

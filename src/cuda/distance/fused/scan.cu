@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/env_switch.hpp"
 #include "cuda/common/error.cuh"
 #include "cuda/distance/fused/merge.cuh"
 #include "cuda/primitives/ordered.cuh"
@@ -18,10 +19,10 @@ constexpr int kThreads = 256;
 constexpr int kCap = 512;
 static_assert(kMaxK + kThreads <= kCap, "a cut buffer takes one more chunk");
 constexpr int64_t kMinSplitRows = 2048;
-/// Blocks a split count aims at per SM (35 KB of shared memory a block: up to 6 fit): 2 x 256 threads with a few
+/// Blocks a split count aims at per SM (17 KB of shared memory a block: up to 8 fit): 2 x 256 threads with a few
 /// 16-byte loads each in flight cover HBM's latency, and every split adds k entries to the merge of the splits'
-/// lists (H200, 1M x 128 uint8, one query, k = 100: kernel 132 / 98 / 105 us with 132 / 264 / 528 splits, the
-/// lists then left to a selection after it). GKNN_FUSED_SPLITS measures others.
+/// lists (H200, 1M x 128 uint8, one query, k = 100: walk 132 / 98 / 105 us with 132 / 264 / 528 splits).
+/// GKNN_FUSED_SPLITS measures others.
 constexpr int kBlocksPerSm = 2;
 constexpr uint64_t kNoWord = ~uint64_t(0);
 
@@ -43,8 +44,6 @@ struct Lists {
   int count[kMaxQueries];
 };
 static_assert(kMaxK <= split_merge::kMaxK && kMaxMergedSplits <= split_merge::kMaxSplits, "merge.cuh's bounds");
-/// The walk's lists, and after them the last block's merge (merge.cuh), in one area of shared memory.
-constexpr size_t kSharedBytes = std::max(sizeof(Lists), split_merge::MergeShared::bytes(kThreads));
 
 /// Sorts query r's buffer and keeps its k best; the whole block calls it (count read by all before the barriers).
 __device__ void cut(Lists& sh, int r, int k) {
@@ -66,12 +65,30 @@ __device__ inline void write_word(const ScanArgs& a, int64_t at, uint64_t w) {
   a.out_labels[at] = real ? a.label_offset + static_cast<int64_t>(static_cast<uint32_t>(w)) : -1;
 }
 
-template <bool kSigned, int kRowBytes>
+/// A base row's operand vectors and squared norm in registers (rows past `end`: nothing loaded, never used).
+template <int kVecs>
+struct RowRegs {
+  uint4 v[kVecs];
+  float norm;
+  __device__ void load(const ScanArgs& a, int64_t row, int64_t end, int row_bytes) {
+    if (row >= end) return;
+    const uint4* x = reinterpret_cast<const uint4*>(a.base + row * row_bytes);
+#pragma unroll
+    for (int c = 0; c < kVecs; ++c) v[c] = __ldg(x + c);
+    norm = a.norms ? a.norms[row] : 0.f;
+  }
+};
+
+/// A thread a row: 16-byte loads of its row (lanes sharing a row by contiguous loads, their partial dot products
+/// summed by shuffles, took 128 us where this walk took 108 on the H200: 1M x 128 uint8, one query, k = 100).
+/// kAhead: the next chunk's row is loaded before this one's keys, so that its latency overlaps their work and the
+/// chunk's barrier (rows of at most 128 bytes: two rows in registers).
+template <bool kSigned, int kRowBytes, bool kAhead>
 __global__ void __launch_bounds__(kThreads) scan_kernel(ScanArgs a) {
   constexpr int kWords = kRowBytes / 4, kVecs = kRowBytes / 16;
+  static_assert(!kAhead || kRowBytes <= 128, "two rows of registers");
   __shared__ uint32_t q_words[kMaxQueries][kWords];
-  __shared__ alignas(16) unsigned char smem[kSharedBytes];
-  Lists& sh = *reinterpret_cast<Lists*>(smem);
+  __shared__ Lists sh;
   const int nq = a.nq;
   for (int i = threadIdx.x; i < kMaxQueries * kWords; i += kThreads) {
     const int r = i / kWords, w = i % kWords;
@@ -83,14 +100,17 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(ScanArgs a) {
   }
   __syncthreads();
   const int64_t begin = int64_t(blockIdx.x) * a.split_rows, end = min(a.nb, begin + a.split_rows);
-  for (int64_t chunk = begin; chunk < end; chunk += kThreads) {  // the same chunks for every thread of the block
-    const int64_t row = chunk + threadIdx.x;
+  RowRegs<kVecs> cur;
+  cur.load(a, begin + threadIdx.x, end, kRowBytes);
+  // The same chunks for every thread of the block.
+  for (int64_t chunk = begin, row = begin + threadIdx.x; chunk < end; chunk += kThreads, row += kThreads) {
+    RowRegs<kVecs> next;
+    if constexpr (kAhead) next.load(a, row + kThreads, end, kRowBytes);
     if (row < end) {
-      const uint4* x = reinterpret_cast<const uint4*>(a.base + row * kRowBytes);
       int dot[kMaxQueries] = {};
 #pragma unroll
       for (int c = 0; c < kVecs; ++c) {
-        const uint4 v = __ldg(x + c);
+        const uint4 v = cur.v[c];
 #pragma unroll
         for (int r = 0; r < kMaxQueries; ++r)
           if (r < nq) {
@@ -99,7 +119,7 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(ScanArgs a) {
                                                                                   dot4<kSigned>(v.x, q[0], dot[r]))));
           }
       }
-      const int norm = a.norms ? __float2int_rn(a.norms[row]) : 0;
+      const int norm = __float2int_rn(cur.norm);
 #pragma unroll
       for (int r = 0; r < kMaxQueries; ++r)
         if (r < nq) {
@@ -110,11 +130,13 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(ScanArgs a) {
     __syncthreads();
     for (int r = 0; r < nq; ++r)
       if (sh.count[r] > kCap - kThreads) cut(sh, r, a.k);  // the next chunk could overflow it
+    if constexpr (kAhead) cur = next;
+    else cur.load(a, row + kThreads, end, kRowBytes);
   }
   for (int r = 0; r < nq; ++r) {
     cut(sh, r, a.k);
     const int kept = sh.count[r];
-    if (a.lists) {  // the split's k best words (kNoWord past a short split) for the last block's merge
+    if (a.lists) {  // the split's k best words (kNoWord past a short split) for merge_kernel
       uint64_t* dst = a.lists + (int64_t(r) * gridDim.x + blockIdx.x) * a.k;
       for (int j = threadIdx.x; j < a.k; j += kThreads) dst[j] = j < kept ? sh.buf[r][j] : kNoWord;
     } else {
@@ -122,28 +144,42 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(ScanArgs a) {
       for (int j = threadIdx.x; j < a.k; j += kThreads) write_word(a, at + j, j < kept ? sh.buf[r][j] : kNoWord);
     }
   }
-  if (!a.lists) return;
-  __threadfence();  // the lists are visible device-wide before this block counts as arrived
-  const bool last = __syncthreads_or(threadIdx.x == 0 && atomicAdd(a.arrivals, 1u) == gridDim.x - 1);
-  if (!last) return;
-  __threadfence();  // and the other blocks' lists are read after their arrivals
-  const auto merge = split_merge::MergeShared::at(smem);  // the walk's buffers are done with
-  for (int r = 0; r < nq; ++r) {
-    const int splits = static_cast<int>(gridDim.x);
-    split_merge::merge_one_query<kThreads>(a.lists + int64_t(r) * splits * a.k, splits, a.k, merge);
-    for (int j = threadIdx.x; j < a.k; j += kThreads) write_word(a, int64_t(r) * a.out_stride + j, merge.acc[j]);
-    __syncthreads();  // the next query reuses the shared memory
+}
+
+/// The splits' lists merged after the walk, a block a query (H200, one query against 1M x 128 uint8, k = 100: ~10 us
+/// of kernel time; the walk's last block to finish merging them, as the tensor-core walk does, took 16-24 us more
+/// than the walk alone, and merges several queries one after another).
+__global__ void __launch_bounds__(kThreads, 1) merge_kernel(ScanArgs a, int splits) {
+  __shared__ alignas(16) unsigned char smem[split_merge::MergeShared::bytes(kThreads)];
+  const auto merge = split_merge::MergeShared::at(smem);
+  const int r = static_cast<int>(blockIdx.x);
+  split_merge::merge_one_query<kThreads>(a.lists + int64_t(r) * splits * a.k, splits, a.k, merge);
+  for (int j = threadIdx.x; j < a.k; j += kThreads) write_word(a, int64_t(r) * a.out_stride + j, merge.acc[j]);
+}
+
+/// GKNN_FUSED_SCAN_AHEAD=0: each chunk's rows loaded after the previous chunk's barrier, to measure the loads ahead
+/// (scan_kernel's kAhead) against it (results are identical either way).
+bool load_ahead() {
+  static const bool off = detail::env_switch_off("GKNN_FUSED_SCAN_AHEAD");
+  return !off;
+}
+
+template <bool kSigned, int kRowBytes>
+void launch_rows(const ScanArgs& a, const dim3& grid, cudaStream_t s) {
+  if constexpr (kRowBytes <= 128) {
+    if (load_ahead()) return scan_kernel<kSigned, kRowBytes, true><<<grid, kThreads, 0, s>>>(a);
   }
+  scan_kernel<kSigned, kRowBytes, false><<<grid, kThreads, 0, s>>>(a);
 }
 
 template <bool kSigned>
 void launch_for(const ScanArgs& a, int64_t splits, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(splits));
   switch (a.row_bytes) {
-    case 32: scan_kernel<kSigned, 32><<<grid, kThreads, 0, s>>>(a); break;
-    case 64: scan_kernel<kSigned, 64><<<grid, kThreads, 0, s>>>(a); break;
-    case 128: scan_kernel<kSigned, 128><<<grid, kThreads, 0, s>>>(a); break;
-    case 256: scan_kernel<kSigned, 256><<<grid, kThreads, 0, s>>>(a); break;
+    case 32: launch_rows<kSigned, 32>(a, grid, s); break;
+    case 64: launch_rows<kSigned, 64>(a, grid, s); break;
+    case 128: launch_rows<kSigned, 128>(a, grid, s); break;
+    case 256: launch_rows<kSigned, 256>(a, grid, s); break;
     default: detail::fail(ErrorCode::Internal, "fused scan: operand rows of ", a.row_bytes, " bytes");
   }
   GKNN_CUDA_CHECK_LAUNCH();
@@ -159,10 +195,14 @@ int64_t split_count(int64_t nb, int64_t k, int sms) {
 void launch(const ScanArgs& a, int64_t splits, cudaStream_t s) {
   GKNN_EXPECT(a.nq >= 1 && a.nq <= kMaxQueries && a.k >= 1 && a.k <= kMaxK && a.nb < (int64_t(1) << 32) &&
                   splits >= 1 && splits < (int64_t(1) << 31) && a.split_rows * splits >= a.nb &&
-                  (!a.lists || (a.arrivals && splits <= kMaxMergedSplits)),
+                  (!a.lists || splits <= kMaxMergedSplits),
               ErrorCode::Internal, "fused scan called outside its range (", a.nq, " queries, k = ", a.k, ")");
   if (a.is_signed) launch_for<true>(a, splits, s);
   else launch_for<false>(a, splits, s);
+  if (a.lists) {
+    merge_kernel<<<a.nq, kThreads, 0, s>>>(a, static_cast<int>(splits));
+    GKNN_CUDA_CHECK_LAUNCH();
+  }
 }
 
 }  // namespace gknn::detail::cuda::fused_scan

@@ -9,10 +9,10 @@
 // the base and keeps each query's best entries as composite words (ordered key above the row), so that ties rank by
 // the smaller row: a key below the query's threshold (the k-th word kept so far) is appended to its buffer in
 // shared memory, and a buffer that the next chunk could overflow is sorted and cut to k (the new threshold). At the
-// end each split's k best, sorted, go to the splits' lists, which the last block to finish merges (merge.cuh) into
-// the output; or, without ScanArgs::lists, the splits' lists (+inf and label -1 past a split shorter than k) go to
-// the output, of which the pipeline selects the k best (ties by label). Either way the result is exact in the
-// library's order.
+// end each split's k best, sorted, go to the splits' lists, which a kernel after the walk merges (merge.cuh, a block
+// a query) into the output; or, without ScanArgs::lists, the splits' lists (+inf and label -1 past a split shorter
+// than k) go to the output, of which the pipeline selects the k best (ties by label). Either way the result is
+// exact in the library's order.
 #pragma once
 
 #include <cstdint>
@@ -39,10 +39,8 @@ struct ScanArgs {
   float* out_keys = nullptr;
   int64_t* out_labels = nullptr;
   int64_t out_stride = 0;
-  /// Null, or nq x splits x k composite words (the splits' lists) that the last block merges; then `arrivals` is one
-  /// counter, zero at the launch.
+  /// Null, or nq x splits x k composite words (the splits' lists) that the merge after the walk reads.
   uint64_t* lists = nullptr;
-  unsigned* arrivals = nullptr;
 };
 
 constexpr int kMaxK = 128;
@@ -52,7 +50,7 @@ constexpr int kMaxMergedSplits = 1024;
 /// Splits of nb rows for this device: two blocks an SM (one wave), each >= 2048 rows.
 int64_t split_count(int64_t nb, int64_t k, int sms);
 
-/// One block per split: the k best of every query in every split (ScanArgs).
+/// One block per split: the k best of every query in every split (ScanArgs); with lists, then their merge.
 void launch(const ScanArgs& a, int64_t splits, cudaStream_t s);
 
 }  // namespace gknn::detail::cuda::fused_scan
