@@ -30,10 +30,10 @@ endif()
 # The fused distance + selection kernel against the float64 oracle (issue 13); again with the splits of a query
 # not sharing their k-th keys (GKNN_FUSED_SHARED_THRESHOLD=0; sharing is the default), and with the wide block
 # (GKNN_FUSED_MEDIUM=0: 64 queries a block) where the medium one (32 queries, two blocks an SM) serves by default,
-# and with the walk's second barrier a tile (GKNN_FUSED_ONE_BARRIER=0: an overflowed tile settled at once; this part
-# also loads the few-query walk's rows a chunk at a time, GKNN_FUSED_SCAN_AHEAD=0). At most 4 queries on 8-bit data
-# take the few-query walk without tensor cores (fused/scan.cuh) by default: `no_scan` runs the tensor-core walk there
-# (GKNN_FUSED_SCAN=0), as `own_threshold` does (the splits' shared thresholds matter most with few queries).
+# and with the walk's second barrier a tile (GKNN_FUSED_ONE_BARRIER=0: an overflowed tile settled at once). At most
+# 4 queries on 8-bit data take the few-query walk without tensor cores (fused/scan.cuh) by default: `no_scan` runs
+# the tensor-core walk there (GKNN_FUSED_SCAN=0), as `own_threshold` does (the splits' shared thresholds matter most
+# with few queries).
 if(GKNN_HAS_CUDA)
   gknn_test(gpu_fused LABEL gpu SOURCES gpu_fused_test.cpp)
   gknn_test_part(gpu_fused no_scan "*")
@@ -43,5 +43,5 @@ if(GKNN_HAS_CUDA)
   gknn_test_part(gpu_fused wide "*")
   set_tests_properties(gpu_fused_wide PROPERTIES ENVIRONMENT GKNN_FUSED_MEDIUM=0)
   gknn_test_part(gpu_fused two_barriers "*")
-  set_tests_properties(gpu_fused_two_barriers PROPERTIES ENVIRONMENT "GKNN_FUSED_ONE_BARRIER=0;GKNN_FUSED_SCAN_AHEAD=0")
+  set_tests_properties(gpu_fused_two_barriers PROPERTIES ENVIRONMENT GKNN_FUSED_ONE_BARRIER=0)
 endif()

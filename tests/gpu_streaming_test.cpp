@@ -2,7 +2,8 @@
 // (src/cuda/pipeline/search.cu: make_base_source streams when the base needs more than half of
 // SearchParams::memory_budget) and must give results identical to the resident path, for every distance
 // algorithm and several selections, with k above and below a base tile; a device allocation that cannot succeed
-// is an OutOfMemory error naming the sizes.
+// is an OutOfMemory error naming the sizes; a search whose allocation fails plans again in smaller tiles
+// (run_search_within_memory, pipeline/search.cuh).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -11,6 +12,8 @@
 #include <vector>
 
 #include "cuda/common/buffer.cuh"
+#include "cuda/hooks.hpp"
+#include "gknn/index.hpp"
 #include "gknn/error.hpp"
 #include "gknn/search.hpp"
 #include "testing/data.hpp"
@@ -124,6 +127,65 @@ TEST(GpuStreaming, ImpossibleDeviceAllocationNamesItsSize) {
     const std::string message = e.what();
     EXPECT_NE(message.find(std::to_string(count * sizeof(float))), std::string::npos) << message;
     EXPECT_NE(message.find("MiB free of"), std::string::npos) << message;
+  }
+}
+
+/// Device allocations above `bytes` fail (hooks.hpp) while it lives, however the test ends.
+struct AllocationLimit {
+  explicit AllocationLimit(size_t bytes) { detail::cuda::set_device_allocation_limit(bytes); }
+  ~AllocationLimit() { detail::cuda::set_device_allocation_limit(0); }
+  AllocationLimit(const AllocationLimit&) = delete;
+  AllocationLimit& operator=(const AllocationLimit&) = delete;
+};
+
+// The two-stage path's key matrix (2003 x 30011 floats, 240 MB in one tile) refused above 32 MiB: a one-shot search
+// and an Index's search plan again within half their budget until every buffer fits, and give the unlimited search's
+// answer; the Index keeps the budget that served, so its next search of that shape allocates nothing.
+TEST(GpuStreaming, FailedAllocationPlansSmallerTiles) {
+  const HostMatrix<float> base = integer_matrix(30011, 32, 0, 255, 3);
+  const HostMatrix<float> queries = integer_matrix(sized(2003, 301), 32, 0, 255, 4);
+  SearchParams p;
+  p.backend = Backend::Cuda;
+  p.distance = DistanceAlgorithm::Cublas;
+  p.k = 50;
+  const Result expected = search(base.view(), queries.view(), p);
+  Index index(32, Metric::SquaredL2, Backend::Cuda);
+  index.add(base.view());
+  detail::cuda::release_cached_device_resources();  // the one-shot search's kept buffers would serve it again
+  AllocationLimit limit(size_t{32} << 20);
+  Result one_shot, first, again;
+  ASSERT_NO_THROW(one_shot = search(base.view(), queries.view(), p));
+  EXPECT_EQ(one_shot.indices, expected.indices);
+  EXPECT_EQ(one_shot.distances, expected.distances);
+  ASSERT_NO_THROW(first = index.search(queries.view(), p));
+  EXPECT_EQ(first.indices, expected.indices);
+  EXPECT_EQ(first.distances, expected.distances);
+  detail::cuda::reset_device_buffer_peak();
+  ASSERT_NO_THROW(again = index.search(queries.view(), p));
+  EXPECT_EQ(again.indices, expected.indices);
+  EXPECT_TRUE(detail::cuda::device_allocations_since_reset().empty())
+      << detail::cuda::device_allocations_since_reset().size() << " allocations, the first of "
+      << detail::cuda::device_allocations_since_reset().front() << " bytes";
+}
+
+// Where even the smallest plan needs more than the device gives, the search ends in an OutOfMemory error naming the
+// size it could not get (not a crash, not a partial answer).
+TEST(GpuStreaming, SearchThatFitsNoTilingNamesTheAllocation) {
+  const HostMatrix<float> base = integer_matrix(4099, 48, 0, 255, 5);
+  const HostMatrix<float> queries = integer_matrix(64, 48, 0, 255, 6);
+  Index index(48, Metric::SquaredL2, Backend::Cuda);
+  index.add(base.view());
+  SearchParams p;
+  p.backend = Backend::Cuda;
+  p.distance = DistanceAlgorithm::Cublas;
+  p.k = 10;
+  AllocationLimit limit(64);  // bytes: not even a tile's norms fit
+  try {
+    (void)index.search(queries.view(), p);
+    FAIL() << "a search succeeded with every device allocation above 64 bytes refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::OutOfMemory) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cannot allocate"), std::string::npos) << e.what();
   }
 }
 

@@ -238,7 +238,7 @@ class CellBench {
       while (!once && more_runs(runs.size(), repeat_, timed));
       return Timed{distance, select, median(runs), static_cast<int>(runs.size()), false};
     } catch (const Error& e) {
-      if (e.code() == ErrorCode::Unsupported) return std::nullopt;
+      if (passed_over(e, distance, select)) return std::nullopt;
       throw;
     }
   }
@@ -274,7 +274,7 @@ class CellBench {
       return std::pair{Timed{DistanceAlgorithm::Auto, SelectAlgorithm::Auto, median(ra), runs, false},
                        Timed{distance, select, median(rb), runs, false}};
     } catch (const Error& e) {
-      if (e.code() == ErrorCode::Unsupported) return std::nullopt;
+      if (passed_over(e, distance, select)) return std::nullopt;
       throw;
     }
   }
@@ -328,6 +328,16 @@ class CellBench {
   }
 
  private:
+  /// Whether a pair whose call threw `e` is left out of the cell: the backend refuses it (Unsupported), or it does
+  /// not fit the device even in its smallest tiles (OutOfMemory, said on stderr): one pair must not end a sweep.
+  bool passed_over(const Error& e, DistanceAlgorithm distance, SelectAlgorithm select) const {
+    if (e.code() == ErrorCode::OutOfMemory)
+      std::fprintf(stderr, "sweep: n=%lld q=%lld d=%lld k=%lld %s/%s left out: %s\n", (long long)index_.size(),
+                   (long long)queries_.rows, (long long)base_.cols, (long long)params_.k, to_string(distance).c_str(),
+                   to_string(select).c_str(), e.what());
+    return e.code() == ErrorCode::Unsupported || e.code() == ErrorCode::OutOfMemory;
+  }
+
   /// One call's wall time; `stats` set: that call also reports its phases and what it ran (its timing then includes
   /// the phases' CUDA events, so it is a warm-up or cap call, never a timed run).
   double run_ms(const SearchParams& p, SearchStats* stats = nullptr) const {

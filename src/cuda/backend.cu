@@ -34,8 +34,8 @@ void search_into(FloatView base, FloatView queries, const SearchParams& key_para
   // An automatic budget plans the tiles within what the lease keeps, so that a repeated one-shot search allocates
   // nothing (a 10k x 1M two-stage search would otherwise allocate and free a 40 GB key matrix on every call).
   if (key_params.memory_budget == 0) budget = std::min(budget, kOneShotPlanBytes);
-  run_search(*pipeline, *source, queries, key_params, budget, DataFacts{base_stats.merged(query_stats), base.cols},
-             out);
+  run_search_within_memory(*pipeline, *source, queries, key_params, budget,
+                           DataFacts{base_stats.merged(query_stats), base.cols}, out);
 }
 
 void select_into(FloatView values, const int64_t* labels, int64_t k, bool negate, const SelectParams& params,

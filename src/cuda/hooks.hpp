@@ -2,6 +2,7 @@
 // They change process-wide behaviour, so tests that set one reset it before they end (HookGuard below).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -41,6 +42,10 @@ int64_t process_list_merges();
 /// coalesced chunks (certify.cu's staged kernel) instead of one row per thread; the same float64 keys bit for bit.
 /// On by default (H200: d = 960 searches 1.7-2.2x faster); GKNN_STAGED_CERTIFICATE=0 turns it off for a process.
 void set_staged_certificate_enabled(bool on);
+/// Device allocations (gknn's own, common/buffer.cuh allocate_device) of more than `bytes` fail as if the device
+/// were out of memory (0, the default: no limit), so that tests reach what a search does when an allocation fails:
+/// it plans again within less memory (pipeline/search.cuh run_search_within_memory).
+void set_device_allocation_limit(size_t bytes);
 /// Base rows converted into kept operand copies since the process started (a search that finds the copy filled
 /// converts none): tests see that the copy is used, and made again after the base changed.
 int64_t operand_cache_rows_converted();

@@ -14,6 +14,7 @@
 namespace gknn::detail::cuda {
 namespace {
 std::atomic<int64_t> g_live{0}, g_peak{0};
+std::atomic<size_t> g_allocation_limit{0};  // set_device_allocation_limit (hooks.hpp)
 constexpr size_t kLoggedAllocations = 64;
 std::mutex g_log_mutex;
 std::array<int64_t, kLoggedAllocations> g_log;  // the first allocations since the last reset_device_buffer_peak()
@@ -62,7 +63,11 @@ cudaError_t allocate_or_trim(Alloc alloc) {
 
 }  // namespace
 
+void set_device_allocation_limit(size_t bytes) { g_allocation_limit.store(bytes); }
+
 void* allocate_device(size_t bytes) {
+  const size_t limit = g_allocation_limit.load(std::memory_order_relaxed);
+  if (limit > 0 && bytes > limit) throw_device_allocation(cudaErrorMemoryAllocation, bytes);
   void* p = nullptr;
   const cudaError_t err = allocate_or_trim([&] { return cudaMalloc(&p, bytes); });
   if (err != cudaSuccess) throw_device_allocation(err, bytes);

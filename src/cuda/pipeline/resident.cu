@@ -105,11 +105,20 @@ class CudaStore final : public detail::ResidentStore {
     use_device(device_);
     ResidentBase base(rows_.data(), size_, dim_, norms_.data(), &operands_);
     Pipeline& p = pipeline();
-    // The budget of a search shaped like the previous one is reused: no cudaMemGetInfo on repeated calls.
-    if (p.prepare_for(PlanKey{queries.rows, size_, dim_, key_params.k, key_params.metric, key_params.distance,
-                              key_params.select, key_params.memory_budget}))
+    // The budget of a search shaped like the previous one is reused: no cudaMemGetInfo on repeated calls. A new
+    // shape plans afresh, after the last shape's large buffers are gone: its kernels' scratch, which the budget
+    // does not count as reusable, would otherwise sit beside the new tiles.
+    const PlanKey key{queries.rows, size_, dim_, key_params.k, key_params.metric, key_params.distance,
+                      key_params.select, key_params.memory_budget};
+    if (p.prepare_for(key)) {
+      if (p.held_bytes() + p.scratch_bytes() > kKeptPipelineBytes) {
+        p.release_buffers();
+        p.prepare_for(key);  // (release_buffers forgets the key)
+      }
       p.last_budget = pipeline_budget(p, key_params.memory_budget);
-    run_search(p, base, queries, key_params, p.last_budget, DataFacts{stats_.merged(query_stats), dim_}, out);
+    }
+    p.last_budget = run_search_within_memory(p, base, queries, key_params, p.last_budget,
+                                             DataFacts{stats_.merged(query_stats), dim_}, out);
   }
 
  private:

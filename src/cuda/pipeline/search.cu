@@ -214,6 +214,10 @@ size_t Pipeline::held_bytes() const {
   return bytes;
 }
 
+size_t Pipeline::scratch_bytes() const {
+  return distance_workspace.capacity_bytes() + select_workspace.capacity_bytes();
+}
+
 size_t Pipeline::staging_bytes() const {
   return query_slots.bytes() + query_byte_slots.bytes() + label_slots.bytes() + download_ring.size();
 }
@@ -229,7 +233,8 @@ void Pipeline::release_staging() {
 }
 
 void Pipeline::release_buffers() {
-  compute.sync();  // nothing may still use the buffers (searches end synchronised; this is a safeguard)
+  compute.sync();  // nothing may still use the buffers (searches end synchronised; this is a safeguard, and a
+  upload.sync();   // search that failed midway left its work queued)
   download.sync();
   distance_workspace = Workspace();
   select_workspace = Workspace();
@@ -293,8 +298,7 @@ PipelineLease::PipelineLease(int device) : device_(device) {
 PipelineLease::~PipelineLease() {
   try {
     // Scratch is not counted in held_bytes (plans do not reuse it), but a large one is not kept either.
-    const size_t scratch = p_->distance_workspace.capacity_bytes() + p_->select_workspace.capacity_bytes();
-    if (p_->held_bytes() + scratch > kKeptPipelineBytes) p_->release_buffers();
+    if (p_->held_bytes() + p_->scratch_bytes() > kKeptPipelineBytes) p_->release_buffers();
     if (p_->staging_bytes() > kKeptStagingBytes) p_->release_staging();
     idle_pool<std::unique_ptr<Pipeline>>().give(device_, p_, kCachedPipelinesPerDevice);  // else p_ dies with us
   } catch (...) {
@@ -660,6 +664,23 @@ void run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchPa
   p.download.sync();  // (finish_all waited for every copy already)
   if (certifier) certifier->finish(nq);
   publish_stats(timer.get(), tile_index, (nb + tb - 1) / tb, kp.stats);
+}
+
+size_t run_search_within_memory(Pipeline& p, BaseSource& base, FloatView queries, const SearchParams& key_params,
+                                size_t budget, const DataFacts& facts, const detail::OutputSpec& out) {
+  for (;;) {
+    try {
+      run_search(p, base, queries, key_params, budget, facts, out);
+      return budget;
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::OutOfMemory || budget / 2 < kSmallestRetryBudget) throw;
+    }
+    const bool planned = p.has_last_key;  // the shape stays planned: with the budget this returns
+    p.release_buffers();                  // (it waits for what the failed attempt queued)
+    p.has_last_key = planned;
+    trim_device_pools();
+    budget /= 2;
+  }
 }
 
 }  // namespace gknn::detail::cuda

@@ -44,6 +44,9 @@ struct Pipeline {
   void release_buffers();
   /// Device bytes held by the tile buffers (counted as available by the next plan: they are reused).
   size_t held_bytes() const;
+  /// Device bytes of the kernels' scratch (distance and selection workspaces): not counted by held_bytes, since a
+  /// plan does not reuse them, but held until released.
+  size_t scratch_bytes() const;
   /// Pinned and device bytes of the staging slots (query, select_k's labels and results).
   size_t staging_bytes() const;
   /// Frees the staging slots (streams synchronised first).
@@ -136,6 +139,15 @@ void run_search(Pipeline& p, BaseSource& base, FloatView queries, const SearchPa
 /// The device memory a search on `p` may plan with: the caller's budget, else a share of the free memory plus
 /// what the pipeline already holds (its buffers are reused or released first).
 size_t pipeline_budget(const Pipeline& p, size_t requested);
+
+/// run_search, planned again within half the budget each time one of its device allocations fails for want of
+/// memory (the pipeline's buffers and gknn's kept blocks freed first), down to kSmallestRetryBudget, below which the
+/// OutOfMemory error stands. Returns the budget the search ran within, for the caller to keep for the searches of
+/// the same shape. (Memory the plan does not see, another process's or a kernel's own, must not fail a search that
+/// smaller tiles can do; H200, a sweep of 4M x 10000 x 960: a 49 GB key matrix failed with 39 GB free.)
+size_t run_search_within_memory(Pipeline& p, BaseSource& base, FloatView queries, const SearchParams& key_params,
+                                size_t budget, const DataFacts& facts, const detail::OutputSpec& out);
+constexpr size_t kSmallestRetryBudget = size_t(16) << 20;
 
 /// A Pipeline borrowed for one one-shot call from a per-device cache, so that repeated calls create no streams
 /// or events and allocate no pinned or device memory when their tiles fit the buffers left by the previous call.

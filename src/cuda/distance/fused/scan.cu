@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/env_switch.hpp"
 #include "cuda/common/error.cuh"
 #include "cuda/distance/fused/merge.cuh"
 #include "cuda/primitives/ordered.cuh"
@@ -81,12 +80,12 @@ struct RowRegs {
 
 /// A thread a row: 16-byte loads of its row (lanes sharing a row by contiguous loads, their partial dot products
 /// summed by shuffles, took 128 us where this walk took 108 on the H200: 1M x 128 uint8, one query, k = 100).
-/// kAhead: the next chunk's row is loaded before this one's keys, so that its latency overlaps their work and the
-/// chunk's barrier (rows of at most 128 bytes: two rows in registers).
-template <bool kSigned, int kRowBytes, bool kAhead>
+/// The next chunk's row is loaded after the chunk's barrier: loading it before this chunk's keys (two rows in
+/// registers) made the walk ~3% slower (H200, 1M x 128 uint8, one query, k = 100: 115-118 against 112-114 us, three
+/// alternating runs each, 2026-11-30).
+template <bool kSigned, int kRowBytes>
 __global__ void __launch_bounds__(kThreads) scan_kernel(ScanArgs a) {
   constexpr int kWords = kRowBytes / 4, kVecs = kRowBytes / 16;
-  static_assert(!kAhead || kRowBytes <= 128, "two rows of registers");
   __shared__ uint32_t q_words[kMaxQueries][kWords];
   __shared__ Lists sh;
   const int nq = a.nq;
@@ -104,8 +103,6 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(ScanArgs a) {
   cur.load(a, begin + threadIdx.x, end, kRowBytes);
   // The same chunks for every thread of the block.
   for (int64_t chunk = begin, row = begin + threadIdx.x; chunk < end; chunk += kThreads, row += kThreads) {
-    RowRegs<kVecs> next;
-    if constexpr (kAhead) next.load(a, row + kThreads, end, kRowBytes);
     if (row < end) {
       int dot[kMaxQueries] = {};
 #pragma unroll
@@ -130,8 +127,7 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(ScanArgs a) {
     __syncthreads();
     for (int r = 0; r < nq; ++r)
       if (sh.count[r] > kCap - kThreads) cut(sh, r, a.k);  // the next chunk could overflow it
-    if constexpr (kAhead) cur = next;
-    else cur.load(a, row + kThreads, end, kRowBytes);
+    cur.load(a, row + kThreads, end, kRowBytes);
   }
   for (int r = 0; r < nq; ++r) {
     cut(sh, r, a.k);
@@ -157,19 +153,9 @@ __global__ void __launch_bounds__(kThreads, 1) merge_kernel(ScanArgs a, int spli
   for (int j = threadIdx.x; j < a.k; j += kThreads) write_word(a, int64_t(r) * a.out_stride + j, merge.acc[j]);
 }
 
-/// GKNN_FUSED_SCAN_AHEAD=0: each chunk's rows loaded after the previous chunk's barrier, to measure the loads ahead
-/// (scan_kernel's kAhead) against it (results are identical either way).
-bool load_ahead() {
-  static const bool off = detail::env_switch_off("GKNN_FUSED_SCAN_AHEAD");
-  return !off;
-}
-
 template <bool kSigned, int kRowBytes>
 void launch_rows(const ScanArgs& a, const dim3& grid, cudaStream_t s) {
-  if constexpr (kRowBytes <= 128) {
-    if (load_ahead()) return scan_kernel<kSigned, kRowBytes, true><<<grid, kThreads, 0, s>>>(a);
-  }
-  scan_kernel<kSigned, kRowBytes, false><<<grid, kThreads, 0, s>>>(a);
+  scan_kernel<kSigned, kRowBytes><<<grid, kThreads, 0, s>>>(a);
 }
 
 template <bool kSigned>
