@@ -10,10 +10,6 @@ target_compile_definitions(guard_gpu PRIVATE GKNN_SUITE_BACKEND=Cuda)
 # the staged one is the default): both give the same float64 keys bit for bit.
 gknn_test_part(guard_gpu per_thread_certificate "*")
 set_tests_properties(guard_gpu_per_thread_certificate PROPERTIES ENVIRONMENT GKNN_STAGED_CERTIFICATE=0)
-# ... and with the staged kernel loading each chunk's rows after the chunk before is summed (GKNN_CERTIFY_AHEAD=0;
-# by default they are loaded while it is summed): the same keys again.
-gknn_test_part(guard_gpu certificate_loads_in_turn "*")
-set_tests_properties(guard_gpu_certificate_loads_in_turn PROPERTIES ENVIRONMENT GKNN_CERTIFY_AHEAD=0)
 # The TF32 arithmetic of the tf32 / tf32x3 paths (src/cuda/distance/cublas/tf32_split.hpp: host and device share
 # it) and its keys within the guard's bounds, on the CPU.
 gknn_test(tf32_split_test LABEL cpu SOURCES tf32_split_test.cpp)

@@ -16,7 +16,6 @@
 #include <climits>
 
 #include "core/backend.hpp"
-#include "core/env_switch.hpp"
 #include "core/rerank.hpp"
 #include "cuda/common/error.cuh"
 #include "cuda/pipeline/certify.cuh"
@@ -110,11 +109,7 @@ __device__ void direct_keys(const CertifyArgs& a, uint32_t padded, CandidateRow&
 }
 
 /// Staged (see the file's comment): rounds of kThreads candidates, their rows through the transposed tile.
-/// kAhead: a chunk's rows (and the query's chunk) are loaded while the chunk before is summed, so that a load's
-/// latency overlaps the sums instead of following them (ncu, H200, float 16384 x 10000 x 960, k = 1000: the kernel
-/// latency-bound, 2.7 ms a launch of 1250 queries at 53% of memory throughput and 0.63 instructions a cycle per
-/// scheduler); certify_ahead_enabled() turns it off to compare.
-template <Metric kMetric, bool kAhead>
+template <Metric kMetric>
 __device__ void staged_keys(const CertifyArgs& a, uint32_t padded, CandidateRow& r, unsigned char* staging) {
   int64_t* round_ids = reinterpret_cast<int64_t*>(staging);
   float* tile = reinterpret_cast<float*>(round_ids + kThreads);
@@ -124,18 +119,6 @@ __device__ void staged_keys(const CertifyArgs& a, uint32_t padded, CandidateRow&
   const uint32_t staged_end =
       min(padded, static_cast<uint32_t>((a.candidates + kThreads - 1) / kThreads) * static_cast<uint32_t>(kThreads));
   for (uint32_t j = staged_end + threadIdx.x; j < padded; j += kThreads) r.put(a, j, -1, 0.0);
-  // The warp's kRowsPerWarp row loads of a chunk (and warp 0's query load), all in flight before the first use.
-  float staged[kRowsPerWarp];
-  float q_staged = 0.f;
-  const auto load_chunk = [&](int64_t c0) {
-    const bool in_row = c0 + lane < a.dim;
-    if (warp == 0) q_staged = in_row ? r.q[c0 + lane] : 0.f;
-#pragma unroll
-    for (int u = 0; u < kRowsPerWarp; ++u) {
-      const int64_t rid = round_ids[warp + u * kWarps];
-      staged[u] = rid >= 0 && in_row ? a.base[rid * a.base_stride + c0 + lane] : 0.f;
-    }
-  };
   for (uint32_t round = 0; round < staged_end; round += kThreads) {
     const uint32_t j = round + threadIdx.x;
     const int64_t id = r.id(a, j);
@@ -146,21 +129,21 @@ __device__ void staged_keys(const CertifyArgs& a, uint32_t padded, CandidateRow&
       continue;
     }
     round_ids[threadIdx.x] = id;  // the last chunk's staging read them before its second barrier
-    if constexpr (kAhead) {
-      __syncthreads();  // round_ids written
-      load_chunk(0);
-    }
     double acc = 0;
     for (int64_t c0 = 0; c0 < a.dim; c0 += kChunk) {
       const int width = static_cast<int>(min(static_cast<int64_t>(kChunk), a.dim - c0));
       __syncthreads();  // round_ids written; the previous chunk's tile read
-      if constexpr (!kAhead) load_chunk(c0);
-      if (warp == 0) q_chunk[lane] = q_staged;
+      if (warp == 0 && lane < width) q_chunk[lane] = r.q[c0 + lane];
+      // The warp's kRowsPerWarp row loads all in flight before the first store (registers, then the tile).
+      float staged[kRowsPerWarp];
+#pragma unroll
+      for (int u = 0; u < kRowsPerWarp; ++u) {
+        const int64_t rid = round_ids[warp + u * kWarps];
+        staged[u] = rid >= 0 && lane < width ? a.base[rid * a.base_stride + c0 + lane] : 0.f;
+      }
 #pragma unroll
       for (int u = 0; u < kRowsPerWarp; ++u) tile[lane * kTileStride + warp + u * kWarps] = staged[u];
       __syncthreads();
-      if constexpr (kAhead)
-        if (c0 + kChunk < a.dim) load_chunk(c0 + kChunk);  // round_ids are not rewritten before two barriers
       if (id >= 0)
         for (int t = 0; t < width; ++t)
           acc = exact_key_step<kMetric>(acc, q_chunk[t], tile[t * kTileStride + threadIdx.x]);
@@ -169,16 +152,15 @@ __device__ void staged_keys(const CertifyArgs& a, uint32_t padded, CandidateRow&
   }
 }
 
-/// kStaged: the staged keys of kMetric (squared L2 or inner product), loaded ahead with kAhead; else per thread,
-/// a.metric.
-template <bool kStaged, Metric kMetric, bool kAhead = false>
+/// kStaged: the staged keys of kMetric (squared L2 or inner product); else per thread, a.metric.
+template <bool kStaged, Metric kMetric>
 __global__ void __launch_bounds__(kThreads) certify_kernel(CertifyArgs a, uint32_t padded) {
   extern __shared__ uint64_t shared[];
   __shared__ double scratch[kWarps];
   const int64_t row = blockIdx.x;
   CandidateRow r{a.queries + row * a.query_stride, a.keys + row * a.list_stride, a.labels + row * a.list_stride,
                  a.row_offsets ? a.row_offsets[row] : 0.f, shared, reinterpret_cast<int64_t*>(shared + padded)};
-  if constexpr (kStaged) staged_keys<kMetric, kAhead>(a, padded, r, reinterpret_cast<unsigned char*>(shared + 2 * padded));
+  if constexpr (kStaged) staged_keys<kMetric>(a, padded, r, reinterpret_cast<unsigned char*>(shared + 2 * padded));
   else direct_keys(a, padded, r);
   const float* q = r.q;
   uint64_t* keys = r.keys;
@@ -234,12 +216,6 @@ void launch_max_square_norm(const float* rows, int64_t count, int64_t stride, in
 
 namespace {
 
-/// The staged kernel's loads ahead (staged_keys' kAhead); GKNN_CERTIFY_AHEAD=0 (read once) turns them off to measure.
-bool certify_ahead_enabled() {
-  static const bool off = detail::env_switch_off("GKNN_CERTIFY_AHEAD");
-  return !off;
-}
-
 void launch_certify(void (*kernel)(CertifyArgs, uint32_t), const CertifyArgs& args, uint32_t padded, size_t bytes,
                     cudaStream_t stream) {
   // Past the default 48 KiB (K' above 2048 pads to 4096 entries, 64 KiB; the staged tile adds 34 KiB), opted in on
@@ -262,12 +238,9 @@ void certify_rows(const CertifyArgs& args, cudaStream_t stream) {
   if (!staged) return launch_certify(certify_kernel<false, Metric::SquaredL2>, args, padded, shared_bytes(padded),
                                      stream);
   const size_t bytes = shared_bytes(padded) + kStagedBytes;
-  const bool ahead = certify_ahead_enabled();
   if (args.metric == Metric::SquaredL2)
-    return launch_certify(ahead ? certify_kernel<true, Metric::SquaredL2, true> : certify_kernel<true, Metric::SquaredL2>,
-                          args, padded, bytes, stream);
-  launch_certify(ahead ? certify_kernel<true, Metric::InnerProduct, true> : certify_kernel<true, Metric::InnerProduct>,
-                 args, padded, bytes, stream);
+    return launch_certify(certify_kernel<true, Metric::SquaredL2>, args, padded, bytes, stream);
+  launch_certify(certify_kernel<true, Metric::InnerProduct>, args, padded, bytes, stream);
 }
 
 }  // namespace gknn::detail::cuda
